@@ -1,0 +1,36 @@
+# Two commands on a fresh machine: `make serve` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SCHEMA ?= schemas/book.schema.json
+STORAGE ?= ./data
+
+.PHONY: serve serve-stdio test lint bench docs clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+serve: $(VENV)/.installed  ## REST + MCP (streamable HTTP) on http://127.0.0.1:8080
+	$(VENV)/bin/schemadoc serve --schema $(SCHEMA) --storage-dir $(STORAGE)
+
+serve-stdio: $(VENV)/.installed  ## MCP on stdin/stdout
+	$(VENV)/bin/schemadoc serve --transport stdio --schema $(SCHEMA) --storage-dir $(STORAGE)
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m mypy --strict src
+
+test: lint  ## lint, types, then the whole suite
+	$(PY) -m pytest
+
+bench: $(VENV)/.installed  ## benchmarks (figures, not pass/fail)
+	$(PY) benchmarks/run.py
+
+docs: $(VENV)/.installed  ## regenerate docs/errors.md from the catalog
+	$(PY) -m schemadoc.errors > docs/errors.md
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,345 @@
+"""The error catalog: every code the server can return, and the one exception that carries it.
+
+Each :class:`ErrorCode` has a stable kebab-case ``code``, the HTTP status it maps to, a
+description, typical causes and a remediation. ``docs/errors.md`` is generated from
+:data:`CATALOG` (``python -m schemadoc.errors``) and a test fails when they drift apart or
+when a raised code is missing from the catalog.
+
+Validation violations use the keyword codes of :data:`KEYWORD_CODES`; the request-level error
+that carries them is ``validation-failed``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "CATALOG",
+    "KEYWORD_CODES",
+    "ErrorCode",
+    "SchemaDocError",
+    "catalog_markdown",
+    "keyword_code",
+]
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    """One entry of the catalog."""
+
+    code: str
+    status: int
+    description: str
+    causes: tuple[str, ...]
+    remediation: str
+    kind: str = "request"  # request | document | validation | server
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "status": self.status,
+            "category": str(self.status),
+            "kind": self.kind,
+            "description": self.description,
+            "causes": list(self.causes),
+            "remediation": self.remediation,
+        }
+
+
+def _e(code: str, status: int, kind: str, description: str, causes: list[str], remediation: str) -> ErrorCode:
+    return ErrorCode(code, status, description, tuple(causes), remediation, kind)
+
+
+_ENTRIES: list[ErrorCode] = [
+    # -- request errors -------------------------------------------------------------------
+    _e("invalid-request", 400, "request", "The request is malformed: a missing or wrongly typed argument.",
+       ["an argument has the wrong JSON type", "a required argument is missing", "the body is not JSON"],
+       "Send every required argument with the type the tool or endpoint declares."),
+    _e("invalid-doc-id", 400, "request", "The doc_id is not a ULID.",
+       ["a doc_id that was not returned by document_create", "a typo or truncated id"],
+       "Use a doc_id returned by document_create or document_list (26 Crockford base32 characters)."),
+    _e("path-invalid", 400, "request", "The JSON Pointer is malformed (RFC 6901).",
+       ["the path does not start with '/'", "'~' not followed by 0 or 1",
+        "an array index with a leading zero or a sign"],
+       "Write the path as an RFC 6901 JSON Pointer: '/' for the root, '~0' for '~', '~1' for '/'."),
+    _e("patch-invalid", 400, "request", "The RFC 6902 patch is malformed.",
+       ["an operation without 'op' or 'path'", "an unknown 'op'", "'add'/'replace'/'test' without 'value'",
+        "'move'/'copy' without 'from'", "moving a node into one of its own children"],
+       "Send a JSON array of RFC 6902 operations, each with the members its 'op' requires."),
+    _e("root-not-deletable", 400, "request", "The document root cannot be removed.",
+       ["document_delete_node with node_path '/' or ''", "a patch 'remove' of the root"],
+       "Delete the members you no longer want, or replace the root with document_update_node."),
+    _e("request-too-large", 413, "request", "The request body is larger than the configured limit.",
+       ["a node_data or patch bigger than max_body_bytes"],
+       "Split the change into several smaller writes, or raise max_body_bytes in the configuration."),
+    _e("request-too-deep", 400, "request", "The request JSON is nested deeper than the configured limit.",
+       ["node_data nested deeper than max_json_depth levels"],
+       "Flatten the data, or raise max_json_depth in the configuration."),
+    _e("method-not-allowed", 405, "request", "The HTTP method is not supported on this endpoint.",
+       ["a PATCH or DELETE on an endpoint that does not take it"],
+       "See /openapi.json for the methods each endpoint takes."),
+    _e("route-not-found", 404, "request", "No endpoint exists at this URL.",
+       ["a typo in the URL", "a missing /api/v1 prefix"],
+       "See /openapi.json or /docs for the endpoints."),
+    _e("resource-not-found", 404, "request", "No MCP resource exists at this URI.",
+       ["an unknown URI scheme or shape", "a document that does not exist"],
+       "List the resources with resources/list; documents are at schema://{doc_id}."),
+    # -- document errors ------------------------------------------------------------------
+    _e("document-not-found", 404, "document", "No document with this doc_id exists.",
+       ["the doc_id was never created", "the document was deleted"],
+       "Check the doc_id with document_list, or create a new document with document_create."),
+    _e("path-not-found", 404, "document", "The path does not exist in the document.",
+       ["a member that has not been created yet", "an array index out of range",
+        "an intermediate member that is missing"],
+       "Read the deepest existing ancestor (details.deepest_ancestor) and create missing members "
+       "one level at a time, starting with details.create_first."),
+    _e("schema-path-not-found", 404, "document", "The schema allows nothing at this path.",
+       ["a member the schema does not declare under additionalProperties: false",
+        "an index into something the schema does not make an array"],
+       "Read the parent's schema with schema_get_node to see which members and items it allows."),
+    _e("conflict", 409, "document", "Something already exists at the target path.",
+       ["document_create_node on an existing object member"],
+       "Use document_update_node to change existing content, or delete it first."),
+    _e("version-conflict", 409, "document", "The document version has changed since it was read.",
+       ["another write landed between your read and your write", "a stale or guessed version"],
+       "Re-read the node to get the current version (details.actual_version), reapply your change, "
+       "and retry with that version."),
+    _e("version-not-found", 404, "document", "The document has no such version.",
+       ["a version lower than 1 or higher than the current version"],
+       "Use document_history to see the versions that exist."),
+    _e("patch-test-failed", 409, "document", "A 'test' operation of the patch did not match.",
+       ["the document changed since the patch was written", "a wrong expected value in the 'test'"],
+       "Re-read the node the 'test' checks and rebuild the patch from the current content."),
+    _e("merge-patch-invalid", 422, "validation", "The merge patch does not fit the node's schema.",
+       ["a property the schema does not allow", "a value of the wrong type"],
+       "Fix every problem listed in details.violations; use null to delete a property."),
+    _e("lock-timeout", 408, "document", "The document's write lock was not acquired within 10 seconds.",
+       ["another write to the same document is taking long", "another process holds the lock"],
+       "Retry after a short delay; look for long writes on very large documents."),
+    # -- validation errors ----------------------------------------------------------------
+    _e("validation-failed", 422, "validation", "The write would make the document invalid; nothing was changed.",
+       ["the new content violates one or more schema constraints"],
+       "Fix every violation in details.violations (each has path, constraint, expected and actual), "
+       "then retry."),
+    _e("required-field-without-default", 422, "validation",
+       "The schema has required fields without defaults, so an empty document cannot be created.",
+       ["a required property with no 'default' that cannot be built from its own defaults"],
+       "Give every required field a default in the schema, or make it optional."),
+    _e("type-mismatch", 422, "validation", "The value has the wrong JSON type.",
+       ["a string where a number is expected", "an object where an array is expected"],
+       "Convert the value to the type in 'expected'; check with schema_get_node."),
+    _e("required-missing", 422, "validation", "A required property is missing.",
+       ["an object created or updated without all its required members", "a required member deleted"],
+       "Add the missing property named in the violation."),
+    _e("min-length", 422, "validation", "The string is shorter than minLength.",
+       ["an empty or too short string"], "Lengthen the string to at least the expected length."),
+    _e("max-length", 422, "validation", "The string is longer than maxLength.",
+       ["a too long string"], "Shorten the string to at most the expected length."),
+    _e("pattern-failed", 422, "validation", "The string does not match the schema's pattern.",
+       ["a wrongly formatted identifier or code"], "Format the string to match the regular expression in 'expected'."),
+    _e("format-invalid", 422, "validation", "The string is not a valid instance of its format.",
+       ["a date-time without time zone", "an email without '@'", "a relative URI where 'uri' is required"],
+       "Write the value in the format named in 'expected' (RFC 3339 date-time, RFC 5321 email, RFC 3986 uri, …)."),
+    _e("enum-mismatch", 422, "validation", "The value is not one of the allowed values.",
+       ["a misspelt or differently cased value"], "Use exactly one of the values listed in 'expected'."),
+    _e("const-mismatch", 422, "validation", "The value is not the one constant the schema allows.",
+       ["a different value where the schema fixes one"], "Use the value in 'expected'."),
+    _e("minimum", 422, "validation", "The number is below the minimum.",
+       ["a too small number"], "Use a number greater than or equal to 'expected'."),
+    _e("maximum", 422, "validation", "The number is above the maximum.",
+       ["a too large number"], "Use a number less than or equal to 'expected'."),
+    _e("exclusive-minimum", 422, "validation", "The number is not greater than exclusiveMinimum.",
+       ["a number equal to or below the bound"], "Use a number strictly greater than 'expected'."),
+    _e("exclusive-maximum", 422, "validation", "The number is not less than exclusiveMaximum.",
+       ["a number equal to or above the bound"], "Use a number strictly less than 'expected'."),
+    _e("multiple-of", 422, "validation", "The number is not a multiple of multipleOf.",
+       ["a number off the allowed step"], "Round the number to a multiple of 'expected'."),
+    _e("min-items", 422, "validation", "The array has fewer items than minItems.",
+       ["deleting the last items of an array that must not be empty"], "Keep at least 'expected' items."),
+    _e("max-items", 422, "validation", "The array has more items than maxItems.",
+       ["appending to a full array"], "Remove items so that at most 'expected' remain."),
+    _e("unique-items", 422, "validation", "The array has duplicate items but uniqueItems is true.",
+       ["appending a value that is already present"], "Remove the duplicates."),
+    _e("contains-failed", 422, "validation", "No item of the array matches the 'contains' schema.",
+       ["an array missing a required kind of item"], "Add an item that matches the 'contains' schema."),
+    _e("min-contains", 422, "validation", "Too few items match the 'contains' schema.",
+       ["fewer matching items than minContains"], "Add matching items until there are 'expected'."),
+    _e("max-contains", 422, "validation", "Too many items match the 'contains' schema.",
+       ["more matching items than maxContains"], "Remove matching items until at most 'expected' remain."),
+    _e("min-properties", 422, "validation", "The object has fewer members than minProperties.",
+       ["deleting members of an object that must keep some"], "Keep at least 'expected' members."),
+    _e("max-properties", 422, "validation", "The object has more members than maxProperties.",
+       ["adding a member to a full object"], "Remove members so that at most 'expected' remain."),
+    _e("additional-properties-forbidden", 422, "validation",
+       "The object has members the schema does not allow (additionalProperties: false).",
+       ["a misspelt member name", "a member from another part of the schema"],
+       "Remove the members listed in 'actual'; see schema_get_node for the allowed members."),
+    _e("unevaluated-properties", 422, "validation",
+       "The object has members no subschema evaluated (unevaluatedProperties).",
+       ["a member not declared by any applicable subschema"], "Remove the members listed in 'actual'."),
+    _e("unevaluated-items", 422, "validation", "The array has items no subschema evaluated (unevaluatedItems).",
+       ["extra items beyond prefixItems/items/contains"], "Remove the extra items."),
+    _e("items-forbidden", 422, "validation", "The array has items beyond prefixItems where items is false.",
+       ["a tuple with too many items"], "Remove the items after the last prefixItems position."),
+    _e("property-names", 422, "validation", "A member name does not satisfy propertyNames.",
+       ["a member name with forbidden characters or length"], "Rename the member to satisfy the propertyNames schema."),
+    _e("dependent-required", 422, "validation", "A member requires other members that are missing.",
+       ["a member present without the members dependentRequired lists for it"],
+       "Add the members listed in 'expected', or remove the member that requires them."),
+    _e("one-of-failed", 422, "validation", "The value matches none, or more than one, of the oneOf alternatives.",
+       ["a value fitting no alternative", "a value fitting several alternatives at once"],
+       "Make the value match exactly one alternative; the violation lists why each one failed."),
+    _e("any-of-failed", 422, "validation", "The value matches none of the anyOf alternatives.",
+       ["a value fitting no alternative"], "Make the value match at least one alternative."),
+    _e("not-failed", 422, "validation", "The value matches a schema it must not match ('not').",
+       ["a value the schema explicitly excludes"], "Change the value so that it no longer matches the 'not' schema."),
+    _e("false-schema", 422, "validation", "The schema allows nothing here (the schema is false).",
+       ["a member or item where the schema says false"], "Remove the value at this path."),
+    _e("schema-constraint", 422, "validation", "A schema constraint without a more specific code failed.",
+       ["a keyword added by a newer draft or a custom vocabulary"],
+       "Read the message and the schema at 'schema_path'."),
+    # -- server errors --------------------------------------------------------------------
+    _e("schema-load-failed", 500, "server", "The JSON Schema could not be loaded.",
+       ["no schema configured", "the file is missing or unreadable", "the file is not JSON",
+        "the schema is not a valid Draft 2020-12 schema"],
+       "Point --schema / SCHEMA_PATH at a readable Draft 2020-12 schema; details list each problem."),
+    _e("schema-resolution-failed", 500, "server", "A $ref in the schema cannot be resolved.",
+       ["a $ref to a missing $defs entry or file", "a pure reference cycle (A -> B -> A)"],
+       "Fix the $ref named in details; a cycle needs a real schema between its references."),
+    _e("config-invalid", 500, "server", "The configuration is invalid.",
+       ["the config file is not JSON", "a value of the wrong type", "an unknown log level"],
+       "Fix the setting named in details; flags override environment variables, which override the file."),
+    _e("storage-read-failed", 500, "server", "A document could not be read from storage.",
+       ["a missing or corrupt content, meta or journal file", "file system permissions"],
+       "Check the files named in details; `schemadoc replay DOC_ID` rebuilds a document from its journal."),
+    _e("storage-write-failed", 500, "server", "A document could not be written to storage.",
+       ["disk full", "permissions", "the storage directory is not writable"],
+       "Check free space and permissions of the storage directory; nothing was changed."),
+    _e("internal-error", 500, "server", "An unexpected error happened in the server.",
+       ["a bug"], "Report it with the request that caused it; the server log has the details."),
+]
+
+CATALOG: dict[str, ErrorCode] = {entry.code: entry for entry in _ENTRIES}
+
+# Draft 2020-12 assertion keyword -> violation code.
+KEYWORD_CODES: dict[str, str] = {
+    "type": "type-mismatch",
+    "required": "required-missing",
+    "minLength": "min-length",
+    "maxLength": "max-length",
+    "pattern": "pattern-failed",
+    "format": "format-invalid",
+    "enum": "enum-mismatch",
+    "const": "const-mismatch",
+    "minimum": "minimum",
+    "maximum": "maximum",
+    "exclusiveMinimum": "exclusive-minimum",
+    "exclusiveMaximum": "exclusive-maximum",
+    "multipleOf": "multiple-of",
+    "minItems": "min-items",
+    "maxItems": "max-items",
+    "uniqueItems": "unique-items",
+    "contains": "contains-failed",
+    "minContains": "min-contains",
+    "maxContains": "max-contains",
+    "minProperties": "min-properties",
+    "maxProperties": "max-properties",
+    "additionalProperties": "additional-properties-forbidden",
+    "unevaluatedProperties": "unevaluated-properties",
+    "unevaluatedItems": "unevaluated-items",
+    "items": "items-forbidden",
+    "propertyNames": "property-names",
+    "dependentRequired": "dependent-required",
+    "oneOf": "one-of-failed",
+    "anyOf": "any-of-failed",
+    "not": "not-failed",
+    "falseSchema": "false-schema",
+}
+
+
+def keyword_code(keyword: str) -> str:
+    """The violation code for a schema keyword (``schema-constraint`` when none is specific)."""
+    return KEYWORD_CODES.get(keyword, "schema-constraint")
+
+
+@dataclass
+class SchemaDocError(Exception):
+    """A catalogued error: what every layer raises and every door translates.
+
+    ``details`` is JSON-serialisable data that lets the caller act without parsing the
+    message (the requested path, the current version, every validation violation, …).
+    """
+
+    code: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+    remediation: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.code not in CATALOG:
+            raise ValueError(f"error code {self.code!r} is not in the catalog")
+        Exception.__init__(self, f"{self.code}: {self.message}")
+
+    @property
+    def entry(self) -> ErrorCode:
+        return CATALOG[self.code]
+
+    @property
+    def status(self) -> int:
+        return self.entry.status
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form shared by MCP and REST: ``{"error": {...}}``."""
+        return {
+            "error": {
+                "code": self.code,
+                "category": str(self.status),
+                "message": self.message,
+                "details": self.details,
+                "remediation": self.remediation or self.entry.remediation,
+            }
+        }
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+def catalog_markdown() -> str:
+    """``docs/errors.md``: the catalog as a page."""
+    lines = [
+        "# Error codes",
+        "",
+        "Generated from `src/schemadoc/errors.py` by `python -m schemadoc.errors > docs/errors.md`;",
+        "do not edit by hand. Every error has the same shape on MCP and REST:",
+        "",
+        "```json",
+        '{"error": {"code": "version-conflict", "category": "409", "message": "...",',
+        '           "details": {"expected_version": 5, "actual_version": 7}, "remediation": "..."}}',
+        "```",
+        "",
+        "Validation failures are `validation-failed` with `details.violations`: one entry per",
+        "violation, each with `code` (one of the validation codes below), `message`, `path`,",
+        "`constraint`, `expected`, `actual` and `schema_path`.",
+        "",
+        "| code | HTTP | kind | description |",
+        "|---|---|---|---|",
+    ]
+    for entry in _ENTRIES:
+        lines.append(f"| `{entry.code}` | {entry.status} | {entry.kind} | {entry.description} |")
+    lines.append("")
+    for entry in _ENTRIES:
+        lines += [f"## `{entry.code}`", "", f"HTTP {entry.status} ({entry.kind}). {entry.description}", ""]
+        lines.append("Causes:")
+        lines += [f"- {cause}" for cause in entry.causes]
+        lines += ["", f"Remediation: {entry.remediation}", ""]
+    keywords = ", ".join(f"`{k}` → `{v}`" for k, v in KEYWORD_CODES.items())
+    lines += ["## Schema keywords and their codes", "", keywords, ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover - generator entry point
+    print(catalog_markdown(), end="")

@@ -1,0 +1,201 @@
+"""The result bodies both doors return, built once from service results.
+
+MCP tools return these as structured content (and declare them as output schemas); REST
+routes return the same JSON (and declare them as response models). One builder per result
+keeps the two doors identical by construction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemadoc.service import DocumentList, NodeRead, NodeSchema, WriteResult
+from schemadoc.storage.base import DocumentMeta
+from schemadoc.validation import ValidationReport
+
+__all__ = [
+    "ApplyPatchResult",
+    "CreateDocumentResult",
+    "CreateNodeResult",
+    "DeleteNodeResult",
+    "DocumentSummary",
+    "ListDocumentsResult",
+    "NodeSchemaResult",
+    "ReadNodeResult",
+    "RootSchemaResult",
+    "UpdateNodeResult",
+    "ValidationReportBody",
+    "create_document_result",
+    "create_node_result",
+    "delete_node_result",
+    "list_documents_result",
+    "node_schema_result",
+    "patch_result",
+    "read_node_result",
+    "report_body",
+    "root_schema_result",
+    "update_node_result",
+]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ViolationBody(_Body):
+    code: str = Field(description="Catalog code, e.g. 'type-mismatch' (see schema://errors).")
+    message: str = Field(description="What is wrong and how to fix it.")
+    path: str = Field(description="JSON Pointer to the offending value.")
+    constraint: str | None = Field(default=None, description="The schema keyword that failed.")
+    expected: Any = Field(default=None, description="What the schema requires.")
+    actual: Any = Field(default=None, description="What was found (big values are summarised).")
+    schema_path: str | None = Field(default=None, description="JSON Pointer into the schema.")
+
+
+class ValidationReportBody(_Body):
+    valid: bool
+    error_count: int = 0
+    errors: list[ViolationBody] = Field(default_factory=list)
+
+
+class CreateDocumentResult(_Body):
+    success: bool = True
+    doc_id: str = Field(description="The new document's ULID.")
+    version: int = Field(description="Always 1 for a new document.")
+    document_uri: str = Field(description="Where the whole document can be read.")
+    schema_uri: str
+    initial_tree: Any = Field(description="The document as created from the schema's defaults.")
+    validation_report: ValidationReportBody
+
+
+class ReadNodeResult(_Body):
+    success: bool = True
+    doc_id: str
+    node_path: str = Field(description="The concrete path read (negative indices resolved).")
+    node_content: Any
+    version: int = Field(description="Current version: pass it to your next write.")
+    node_type: str = Field(description="object, array, string, number, boolean or null.")
+
+
+class _WriteBody(_Body):
+    success: bool = True
+    doc_id: str
+    version: int = Field(description="The new version (dry run: the current, unchanged version).")
+    patch: list[dict[str, Any]] = Field(description="The RFC 6902 patch this write compiled to.")
+    validation_report: ValidationReportBody
+    dry_run: bool = False
+
+
+class UpdateNodeResult(_WriteBody):
+    node_path: str
+    updated_node: Any
+
+
+class CreateNodeResult(_WriteBody):
+    created_node_path: str = Field(description="Where the node was created ('-' resolved to an index).")
+    created_node: Any
+
+
+class DeleteNodeResult(_WriteBody):
+    node_path: str
+    deleted_node: Any
+
+
+class ApplyPatchResult(_WriteBody):
+    pass
+
+
+class DocumentSummary(_Body):
+    doc_id: str
+    version: int
+    created_at: str
+    modified_at: str
+    tree_size_bytes: int
+
+
+class ListDocumentsResult(_Body):
+    success: bool = True
+    schema_uri: str
+    documents: list[DocumentSummary]
+    total_documents: int
+    has_more: bool
+    limit: int
+    offset: int
+
+
+class RootSchemaResult(_Body):
+    success: bool = True
+    schema_uri: str
+    root_schema: dict[str, Any]
+    schema_version: str | None = None
+
+
+class NodeSchemaResult(_Body):
+    success: bool = True
+    node_path: str
+    node_schema: dict[str, Any]
+    node_exists: bool | None = Field(default=None, description="Whether the node exists (only with doc_id).")
+
+
+def report_body(report: ValidationReport) -> ValidationReportBody:
+    return ValidationReportBody.model_validate(report.to_dict())
+
+
+def create_document_result(doc_id: str, content: Any, meta: DocumentMeta, report: ValidationReport,
+                           document_uri: str) -> CreateDocumentResult:
+    return CreateDocumentResult(doc_id=doc_id, version=meta.version, document_uri=document_uri,
+                                schema_uri=meta.schema_uri, initial_tree=content,
+                                validation_report=report_body(report))
+
+
+def read_node_result(read: NodeRead) -> ReadNodeResult:
+    return ReadNodeResult(doc_id=read.doc_id, node_path=read.node_path or "/", node_content=read.node,
+                          version=read.version, node_type=read.node_type)
+
+
+def _write_fields(result: WriteResult) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "doc_id": result.doc_id,
+        "version": result.version,
+        "patch": result.patch,
+        "validation_report": report_body(result.report),
+        "dry_run": result.dry_run,
+    }
+    if result.dry_run:
+        fields["would_be_version"] = result.version + 1
+    return fields
+
+
+def update_node_result(result: WriteResult) -> UpdateNodeResult:
+    return UpdateNodeResult(node_path=result.node_path or "/", updated_node=result.node, **_write_fields(result))
+
+
+def create_node_result(result: WriteResult) -> CreateNodeResult:
+    return CreateNodeResult(created_node_path=result.node_path, created_node=result.node, **_write_fields(result))
+
+
+def delete_node_result(result: WriteResult) -> DeleteNodeResult:
+    return DeleteNodeResult(node_path=result.node_path, deleted_node=result.node, **_write_fields(result))
+
+
+def patch_result(result: WriteResult) -> ApplyPatchResult:
+    return ApplyPatchResult(**_write_fields(result))
+
+
+def list_documents_result(listing: DocumentList, schema_uri: str) -> ListDocumentsResult:
+    return ListDocumentsResult(
+        schema_uri=schema_uri,
+        documents=[DocumentSummary(doc_id=m.doc_id, version=m.version, created_at=m.created_at,
+                                   modified_at=m.modified_at, tree_size_bytes=m.content_size_bytes)
+                   for m in listing.documents],
+        total_documents=listing.total, has_more=listing.has_more, limit=listing.limit, offset=listing.offset)
+
+
+def root_schema_result(schema_uri: str, root: dict[str, Any], version: str | None) -> RootSchemaResult:
+    return RootSchemaResult(schema_uri=schema_uri, root_schema=root, schema_version=version)
+
+
+def node_schema_result(node: NodeSchema) -> NodeSchemaResult:
+    return NodeSchemaResult(node_path=node.node_path or "/", node_schema=node.schema, node_exists=node.node_exists)

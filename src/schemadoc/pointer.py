@@ -1,0 +1,173 @@
+"""RFC 6901 JSON Pointers: parse, format, resolve with diagnostics.
+
+Two conventions live here:
+
+* ``node_path`` (what tools and endpoints take): ``"/"`` and ``""`` both mean the root, and a
+  negative array index counts from the end (``/chapters/-1`` is the last chapter).
+* strict RFC 6901 (what raw RFC 6902 patches and the journal use): ``""`` is the root, ``"/"``
+  is the member named ``""`` of the root, and there are no negative indices.
+
+Resolution never creates anything; when a path is missing, :class:`~schemadoc.errors.SchemaDocError`
+``path-not-found`` says which ancestor exists, how long the array was, and what to create first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from schemadoc.errors import SchemaDocError
+
+__all__ = [
+    "escape",
+    "format_pointer",
+    "index_token",
+    "json_type",
+    "parse",
+    "parse_node_path",
+    "resolve",
+]
+
+_INDEX = re.compile(r"^(0|[1-9][0-9]*)$")
+_NEGATIVE_INDEX = re.compile(r"^-[1-9][0-9]*$")
+_BAD_ESCAPE = re.compile(r"~(?![01])")
+
+
+def escape(token: str) -> str:
+    """Escape one reference token (``~`` -> ``~0``, ``/`` -> ``~1``)."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def format_pointer(tokens: Sequence[str | int]) -> str:
+    """Tokens -> strict RFC 6901 pointer (``[]`` -> ``""``)."""
+    return "".join("/" + escape(str(token)) for token in tokens)
+
+
+def parse(pointer: str) -> list[str]:
+    """Strict RFC 6901: ``""`` is the root; anything else must start with ``/``."""
+    if not isinstance(pointer, str):
+        raise SchemaDocError("path-invalid", "A JSON Pointer must be a string.",
+                             {"path": pointer, "reason": "not a string"})
+    if pointer == "":
+        return []
+    if not pointer.startswith("/"):
+        raise SchemaDocError(
+            "path-invalid",
+            f"JSON Pointer {pointer!r} must start with '/'.",
+            {"path": pointer, "reason": "does not start with '/'", "suggestion": "/" + pointer},
+        )
+    bad = _BAD_ESCAPE.search(pointer)
+    if bad:
+        raise SchemaDocError(
+            "path-invalid",
+            f"JSON Pointer {pointer!r} has '~' at offset {bad.start()} not followed by 0 or 1.",
+            {"path": pointer, "reason": "invalid escape", "offset": bad.start(),
+             "suggestion": pointer.replace("~", "~0")},
+        )
+    return [part.replace("~1", "/").replace("~0", "~") for part in pointer[1:].split("/")]
+
+
+def parse_node_path(node_path: str) -> list[str]:
+    """The tools' convention: ``"/"`` and ``""`` are the root, otherwise RFC 6901."""
+    if node_path == "/":
+        return []
+    return parse(node_path)
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a Python value parsed from JSON."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def index_token(token: str, length: int, pointer: str, *, allow_negative: bool) -> int:
+    """Turn an array reference token into a concrete index (may equal or exceed ``length``).
+
+    Raises ``path-invalid`` for tokens that are not indices (leading zeros, signs, words) and,
+    when ``allow_negative``, maps ``-k`` to ``length - k`` (``path-not-found`` if that is below 0).
+    """
+    if _INDEX.match(token):
+        return int(token)
+    if allow_negative and _NEGATIVE_INDEX.match(token):
+        index = length + int(token)
+        if index < 0:
+            raise SchemaDocError(
+                "path-not-found",
+                f"Index {token} is out of range for an array of length {length} at {pointer!r}.",
+                {"path": pointer, "array_length": length},
+            )
+        return index
+    reason = "leading zero" if token[:1] == "0" and token != "0" else "not an array index"
+    raise SchemaDocError(
+        "path-invalid",
+        f"{token!r} is not a valid array index in {pointer!r} ({reason}).",
+        {"path": pointer, "token": token, "reason": reason,
+         "hint": "use 0, 1, 2, … (no leading zeros); '-' to append; -1 for the last item"},
+    )
+
+
+def resolve(document: Any, tokens: Sequence[str], *, allow_negative: bool = True) -> tuple[Any, list[str | int]]:
+    """Find the node at ``tokens``; return it with the concrete path (negative indices resolved).
+
+    Raises ``path-not-found`` with ``path``, ``deepest_ancestor`` (the deepest existing node),
+    ``array_length`` when an index was out of range, and ``create_first`` (the first missing
+    path, which must be created before anything below it).
+    """
+    node = document
+    concrete: list[str | int] = []
+    pointer = format_pointer(tokens)
+    for depth, token in enumerate(tokens):
+        if isinstance(node, dict):
+            if token not in node:
+                _not_found(pointer, concrete, tokens, depth, f"member {token!r} does not exist")
+            node = node[token]
+            concrete.append(token)
+        elif isinstance(node, list):
+            if token == "-":
+                _not_found(pointer, concrete, tokens, depth,
+                           "'-' names the position after the last item; it can only be used to append",
+                           array_length=len(node))
+            index = index_token(token, len(node), pointer, allow_negative=allow_negative)
+            if index >= len(node):
+                _not_found(pointer, concrete, tokens, depth,
+                           f"index {token} is out of range (length {len(node)})", array_length=len(node))
+            node = node[index]
+            concrete.append(index)
+        else:
+            _not_found(pointer, concrete, tokens, depth,
+                       f"{format_pointer(concrete) or '/'} is a {json_type(node)}, which has no members")
+    return node, concrete
+
+
+def _not_found(pointer: str, concrete: list[str | int], tokens: Sequence[str], depth: int, why: str,
+               array_length: int | None = None) -> None:
+    ancestor = format_pointer(concrete)
+    details: dict[str, Any] = {
+        "path": pointer,
+        "deepest_ancestor": ancestor or "/",
+        "missing": format_pointer([*concrete, tokens[depth]]),
+        "reason": why,
+    }
+    if array_length is not None:
+        details["array_length"] = array_length
+    if depth == len(tokens) - 1:
+        details["create_first"] = pointer
+        hint = f"create {pointer} with document_create_node"
+    else:
+        details["create_first"] = details["missing"]
+        hint = (f"create {details['create_first']} first (intermediate paths are never created "
+                f"implicitly), then the levels below it")
+    if array_length is not None:
+        hint = f"the array at {ancestor or '/'} has {array_length} items; use an index below {array_length}, or '-' to append"
+    raise SchemaDocError("path-not-found", f"Path {pointer or '/'} not found: {why}.", details,
+                         remediation=f"Read {ancestor or '/'} to see what exists; {hint}.")

@@ -1,0 +1,392 @@
+"""Schema documents, ``$ref`` resolution, and the reference checks done once at load time.
+
+A schema is a root file plus the sibling files its ``$ref`` s name. References resolve
+against ``$defs``, anchors, embedded ``$id`` s and files on disk, never the network:
+
+* a ``file://`` URI is read from disk;
+* a URI under the base of an already loaded document (its ``$id`` or its file URI) maps to
+  the same relative path next to that document's file, so with
+  ``"$id": "https://schemadoc.dev/schemas/book.schema.json"`` a ``$ref`` to
+  ``chapter.schema.json`` reads ``chapter.schema.json`` next to the book file;
+* any other URI is looked up among the ``$id`` s of the ``*.json`` files next to the root.
+
+:class:`SchemaResources` walks every document once at load (:meth:`SchemaResources.check`):
+each document is meta-validated, every ``$ref`` must resolve, and no cycle may run only
+through in-place applicators (``$ref``, ``allOf``, ``anyOf``, ``oneOf``, ``not``,
+``if``/``then``/``else``, ``dependentSchemas``), because such a cycle never reaches the
+instance's children and would make validation loop. A ``$ref`` under ``properties`` or
+``items`` (a tree) is fine.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.request import url2pathname
+
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resolver, Resource
+from referencing.exceptions import NoSuchResource, Unresolvable
+from referencing.jsonschema import DRAFT202012
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.schema._keywords import format_pointer, fragment_pointer, iter_subschemas
+
+__all__ = [
+    "DRAFT_2020_12",
+    "Located",
+    "SchemaResources",
+    "meta_problems",
+    "read_schema_file",
+]
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+_DRAFT_2020_12_SPELLINGS = frozenset({DRAFT_2020_12, DRAFT_2020_12 + "#"})
+
+_META_VALIDATOR = Draft202012Validator(
+    Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """A subschema together with what is needed to resolve the ``$ref`` s inside it."""
+
+    schema: Any  # dict[str, Any] | bool
+    resolver: Resolver[Any]
+    base_uri: str
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def read_schema_file(path: Path) -> Any:
+    """Parse one schema file; ``schema-load-failed`` with ``{"path", "reason"}`` if that fails."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        reason = "the file does not exist"
+    except IsADirectoryError:
+        reason = "the path is a directory, not a file"
+    except OSError as error:
+        reason = f"the file cannot be read: {error.strerror or error}"
+    else:
+        try:
+            return json.loads(raw, parse_constant=_reject_constant)
+        except UnicodeDecodeError as error:
+            reason = f"the file is not UTF-8 text: {error.reason}"
+        except ValueError as error:
+            reason = f"the file is not JSON: {error}"
+    raise SchemaDocError(
+        "schema-load-failed",
+        f"cannot load the schema file {path.name}: {reason}",
+        {"path": str(path), "reason": reason},
+    )
+
+
+def meta_problems(contents: Any) -> list[dict[str, Any]]:
+    """Every way ``contents`` is not a Draft 2020-12 schema, as ``{"path", "message"}`` entries.
+
+    ``path`` is a JSON Pointer into the schema document. Problems come from python
+    ``jsonschema`` validating against the 2020-12 meta-schema (with format checks, so a
+    ``pattern`` must be a valid regular expression), plus a ``$schema`` naming another draft.
+    """
+    problems: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for error in _META_VALIDATOR.iter_errors(contents):
+        path = format_pointer([str(token) for token in error.absolute_path])
+        if (path, error.message) not in seen:
+            seen.add((path, error.message))
+            problems.append({"path": path, "message": error.message})
+    if isinstance(contents, dict):
+        declared = contents.get("$schema")
+        if isinstance(declared, str) and declared not in _DRAFT_2020_12_SPELLINGS:
+            problems.append(
+                {
+                    "path": "/$schema",
+                    "message": f"only Draft 2020-12 ({DRAFT_2020_12}) is supported, not {declared!r}",
+                }
+            )
+    return problems
+
+
+def normalize_uri(uri: str) -> str:
+    """``x.json#`` and ``x.json`` name the same resource."""
+    return uri[:-1] if uri.endswith("#") else uri
+
+
+def _own_id(contents: Any) -> str | None:
+    if isinstance(contents, dict):
+        declared = contents.get("$id")
+        if isinstance(declared, str):
+            return declared
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _RefEdge:
+    target: Located
+    uri: str
+    ref: str
+
+
+class SchemaResources:
+    """The root schema document and every sibling document reachable from it through ``$ref``."""
+
+    def __init__(self, path: Path, root: Any) -> None:
+        self.path = path
+        self.file_uri = path.as_uri()
+        own_id = _own_id(root)
+        self.base_uri = urldefrag(urljoin(self.file_uri, own_id)).url if own_id else self.file_uri
+        self.root_contents = root
+        # uri -> (file, contents) of every document read, the root included.
+        self.documents: dict[str, tuple[Path, Any]] = {}
+        self._resources: dict[str, Resource[Any]] = {}
+        self._bases: list[tuple[str, Path]] = []
+        self._id_index: dict[str, Path] | None = None
+        self._pending: list[str] = []
+        self._load_errors: dict[str, SchemaDocError] = {}
+        self._resolved: dict[tuple[str, str], Located] = {}
+        self._frozen = False
+        self.registry: Registry[Any] = Registry(retrieve=self._retrieve)
+        self._add_document(self.file_uri, path, root)
+        self._pending.clear()
+        self.root = Located(root, self.registry.resolver(self.base_uri), self.base_uri)
+
+    # -- documents --------------------------------------------------------------------
+
+    def _add_document(self, uri: str, path: Path, contents: Any) -> Resource[Any]:
+        resource = DRAFT202012.create_resource(contents)
+        uris = [uri]
+        own_id = _own_id(contents)
+        if own_id:
+            uris.append(urldefrag(urljoin(uri, own_id)).url)
+        for each in uris:
+            self.documents.setdefault(each, (path, contents))
+            self._resources[each] = resource
+            self._bases.append((each, path))
+        self.registry = self.registry.with_resources((each, resource) for each in uris).crawl()
+        self._pending.append(uri)
+        return resource
+
+    def _retrieve(self, uri: str) -> Resource[Any]:
+        """Registry callback: a document by URI, from disk only."""
+        uri = normalize_uri(uri)
+        known = self._resources.get(uri)
+        if known is not None:
+            return known
+        if self._frozen:
+            raise NoSuchResource(ref=uri)
+        path = self._locate(uri)
+        if path is None:
+            raise NoSuchResource(ref=uri)
+        try:
+            contents = read_schema_file(path)
+        except SchemaDocError as error:
+            self._load_errors[uri] = error
+            raise
+        for same_uri, (same_path, same_contents) in self.documents.items():
+            if same_path == path:  # the same file reached under a second URI: one resource
+                resource = self._resources[same_uri]
+                self._resources[uri] = resource
+                self.documents[uri] = (same_path, same_contents)
+                self.registry = self.registry.with_resource(uri, resource).crawl()
+                return resource
+        return self._add_document(uri, path, contents)
+
+    def _locate(self, uri: str) -> Path | None:
+        """The file for a URI, or None. Never touches the network."""
+        parts = urlsplit(uri)
+        if parts.scheme == "file":
+            candidate = Path(url2pathname(parts.path))
+            return candidate if candidate.is_file() else None
+        for base, base_path in self._bases:
+            base_parts = urlsplit(base)
+            if (base_parts.scheme, base_parts.netloc) != (parts.scheme, parts.netloc):
+                continue
+            relative = posixpath.relpath(parts.path or "/", posixpath.dirname(base_parts.path) or "/")
+            candidate = (base_path.parent / url2pathname(relative)).resolve()
+            if candidate.is_file():
+                return candidate
+        return self._id_index_lookup(uri)
+
+    def _id_index_lookup(self, uri: str) -> Path | None:
+        if self._id_index is None:
+            index: dict[str, Path] = {}
+            for candidate in sorted(self.path.parent.glob("*.json")):
+                try:
+                    contents = json.loads(candidate.read_bytes())
+                except (OSError, ValueError):
+                    continue
+                own_id = _own_id(contents)
+                if own_id:
+                    index.setdefault(normalize_uri(urljoin(candidate.as_uri(), own_id)), candidate)
+            self._id_index = index
+        return self._id_index.get(uri)
+
+    def freeze(self) -> None:
+        """After loading: every document is known, nothing is read from disk any more."""
+        self._frozen = True
+
+    def all_documents(self) -> list[tuple[str, Any]]:
+        """``(uri, contents)`` for every document, each under every URI it is known by."""
+        return [(uri, contents) for uri, (_, contents) in self.documents.items()]
+
+    # -- resolution -------------------------------------------------------------------
+
+    def sub(self, parent: Located, schema: Any) -> Located:
+        """A subschema of ``parent``; an embedded ``$id`` changes the base URI."""
+        if isinstance(schema, dict) and isinstance(schema.get("$id"), str):
+            resolver = parent.resolver.in_subresource(DRAFT202012.create_resource(schema))
+            return Located(schema, resolver, urldefrag(urljoin(parent.base_uri, schema["$id"])).url)
+        return Located(schema, parent.resolver, parent.base_uri)
+
+    def ref_uri(self, at: Located, ref: str) -> str:
+        """The absolute URI a ``$ref`` written in ``at`` points to."""
+        return normalize_uri(urljoin(at.base_uri, ref))
+
+    def resolve(self, at: Located, ref: str) -> Located:
+        """The target of a ``$ref`` written in ``at``; raises ``referencing`` ``Unresolvable``."""
+        key = (at.base_uri, ref)
+        hit = self._resolved.get(key)
+        if hit is not None:
+            return hit
+        resolved = at.resolver.lookup(ref)
+        # referencing keeps the target's base URI private; it matters for relative refs inside
+        # the target (another file, or a subschema with its own $id).
+        base = getattr(resolved.resolver, "_base_uri", None)
+        if not isinstance(base, str):
+            base = urldefrag(urljoin(at.base_uri, ref)).url
+        target = Located(resolved.contents, resolved.resolver, base)
+        self._resolved[key] = target
+        return target
+
+    # -- load-time checks -------------------------------------------------------------
+
+    def _walk(self, start: Located, label: str) -> Iterator[tuple[str, Located]]:
+        """Every subschema of a document with its ``uri#pointer`` label (structure only)."""
+        stack: list[tuple[tuple[str, ...], Located]] = [((), start)]
+        while stack:
+            tokens, located = stack.pop()
+            yield label + "#" + fragment_pointer(tokens), located
+            if isinstance(located.schema, dict):
+                children = list(iter_subschemas(located.schema))
+                for relative, sub, _ in reversed(children):
+                    stack.append(((*tokens, *relative), self.sub(located, sub)))
+
+    def check(self) -> None:
+        """Meta-validate every sibling, resolve every ``$ref``, reject in-place cycles."""
+        order: list[tuple[str, Located]] = []
+        edges: dict[int, _RefEdge] = {}
+        unresolved: list[dict[str, str]] = []
+        queue: list[tuple[str, Located]] = [(self.file_uri, self.root)]
+        walked: set[int] = set()
+        while queue:
+            doc_uri, start = queue.pop(0)
+            if id(start.schema) in walked:
+                continue
+            walked.add(id(start.schema))
+            if start.schema is not self.root_contents:
+                problems = meta_problems(start.schema)
+                if problems:
+                    raise SchemaDocError(
+                        "schema-load-failed",
+                        f"the referenced schema {doc_uri} is not a valid Draft 2020-12 schema",
+                        {"path": str(self.documents[doc_uri][0]), "uri": doc_uri, "problems": problems},
+                    )
+            for label, located in self._walk(start, doc_uri):
+                order.append((label, located))
+                schema = located.schema
+                if not isinstance(schema, dict) or not isinstance(schema.get("$ref"), str):
+                    continue
+                ref = schema["$ref"]
+                uri = self.ref_uri(located, ref)
+                try:
+                    target = self.resolve(located, ref)
+                except Unresolvable as error:
+                    load_error = self._load_errors.get(urldefrag(uri).url)
+                    if load_error is not None:
+                        raise load_error from error
+                    unresolved.append({"ref": ref, "at": label, "uri": uri, "reason": _reason(error)})
+                    continue
+                edges[id(schema)] = _RefEdge(target, uri, ref)
+                while self._pending:
+                    new_uri = self._pending.pop(0)
+                    _, contents = self.documents[new_uri]
+                    own_id = _own_id(contents)
+                    base = urldefrag(urljoin(new_uri, own_id)).url if own_id else new_uri
+                    queue.append((new_uri, Located(contents, self.registry.resolver(base), base)))
+        if unresolved:
+            first = unresolved[0]
+            raise SchemaDocError(
+                "schema-resolution-failed",
+                f"$ref {first['ref']!r} at {first['at']} cannot be resolved: {first['reason']}",
+                {"ref": first["ref"], "chain": [first["at"], first["uri"]], "unresolved": unresolved},
+            )
+        self._check_cycles(order, edges)
+
+    def _check_cycles(self, order: list[tuple[str, Located]], edges: dict[int, _RefEdge]) -> None:
+        def successors(label: str, located: Located) -> Iterator[tuple[str, Located, str | None]]:
+            schema = located.schema
+            if not isinstance(schema, dict):
+                return
+            edge = edges.get(id(schema))
+            if edge is not None:
+                yield edge.uri, edge.target, edge.ref
+            for relative, sub, in_place in iter_subschemas(schema):
+                if in_place:
+                    yield label + fragment_pointer(relative), self.sub(located, sub), None
+
+        state: dict[int, int] = {}  # 1: on the current path, 2: done
+        for start_label, start in order:
+            if not isinstance(start.schema, dict) or id(start.schema) in state:
+                continue
+            state[id(start.schema)] = 1
+            path_ids = [id(start.schema)]
+            path_labels = [start_label]
+            path_refs: list[str | None] = [None]
+            stack = [successors(start_label, start)]
+            while stack:
+                step = next(stack[-1], None)
+                if step is None:
+                    state[path_ids.pop()] = 2
+                    path_labels.pop()
+                    path_refs.pop()
+                    stack.pop()
+                    continue
+                label, located, ref = step
+                if not isinstance(located.schema, dict):
+                    continue
+                key = id(located.schema)
+                seen = state.get(key)
+                if seen == 2:
+                    continue
+                if seen == 1:
+                    at = path_ids.index(key)
+                    chain = [*path_labels[at:], label]
+                    refs = [each for each in [*path_refs[at + 1 :], ref] if each is not None]
+                    closing = ref if ref is not None else (refs[-1] if refs else "")
+                    raise SchemaDocError(
+                        "schema-resolution-failed",
+                        "the schema has a reference cycle with nothing in between: " + " -> ".join(chain),
+                        {"ref": closing, "chain": chain},
+                    )
+                state[key] = 1
+                path_ids.append(key)
+                path_labels.append(label)
+                path_refs.append(ref)
+                stack.append(successors(label, located))
+
+
+def _reason(error: Unresolvable) -> str:
+    cause = error.__cause__
+    if isinstance(cause, Exception) and str(cause):
+        return str(cause)
+    text = str(error)
+    return text if text else type(error).__name__

@@ -1,0 +1,300 @@
+"""The storage contract: what every document store does, and the data it exchanges.
+
+A store keeps, per document, the current content (JSON bytes exactly as the service wrote
+them), its :class:`DocumentMeta` and its journal (:class:`~schemadoc.ops.journal.JournalEntry`
+per version). It never validates or interprets content on the normal path: the service does.
+
+Every store runs the same contract suite, :mod:`schemadoc.storage.testing`.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ulid import ULID
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.ops.journal import JournalEntry
+
+__all__ = [
+    "LOCK_TIMEOUT_SECONDS",
+    "DocumentMeta",
+    "DocumentStore",
+    "RecoveryReport",
+    "StoredDocument",
+    "check_doc_id",
+    "check_write",
+    "document_not_found",
+    "journal_line",
+    "lock_timeout",
+    "version_conflict",
+]
+
+LOCK_TIMEOUT_SECONDS = 10.0
+"""How long a writer waits for a document's write lock (FR-083: 10 seconds, not configurable)."""
+
+
+def check_doc_id(doc_id: Any) -> str:
+    """The doc_id in canonical form (upper-case ULID): the only thing a store turns into a file name.
+
+    Raises ``invalid-doc-id`` (details ``{"doc_id", "reason"}``) for anything that is not a
+    26-character Crockford base32 ULID, which rules out path traversal through a doc_id.
+    """
+    shown = doc_id if isinstance(doc_id, str) else repr(doc_id)
+    if not isinstance(doc_id, str):
+        reason = f"a doc_id is a string, not {type(doc_id).__name__}"
+    else:
+        try:
+            return str(ULID.from_str(doc_id.upper()))
+        except ValueError as error:
+            reason = str(error)
+    raise SchemaDocError("invalid-doc-id", f"{shown!r} is not a doc_id (a 26-character ULID): {reason}.",
+                         {"doc_id": shown, "reason": reason})
+
+
+def check_write(meta: DocumentMeta, content: bytes, entry: JournalEntry, *, new: bool = False) -> str:
+    """The checks every store makes on the arguments of ``create`` (``new``) and ``commit``.
+
+    Returns the doc_id. Raises ``invalid-doc-id`` when ``meta.doc_id`` is not a ULID in
+    canonical (upper-case) form, and :exc:`ValueError` when ``meta.version != entry.version``,
+    ``meta.content_size_bytes != len(content)``, or a new document is not at version 1.
+    """
+    doc_id = check_doc_id(meta.doc_id)
+    if doc_id != meta.doc_id:
+        raise SchemaDocError("invalid-doc-id", f"{meta.doc_id!r} is not in canonical (upper-case) form.",
+                             {"doc_id": meta.doc_id, "reason": "not in canonical upper-case form"})
+    if meta.version != entry.version:
+        raise ValueError(f"meta version {meta.version} and journal entry version {entry.version} differ")
+    if new and meta.version != 1:
+        raise ValueError(f"a new document starts at version 1, not {meta.version}")
+    if meta.content_size_bytes != len(content):
+        raise ValueError(f"meta content_size_bytes {meta.content_size_bytes} is not the content's "
+                         f"length {len(content)}")
+    return doc_id
+
+
+def journal_line(doc_id: str, entry: JournalEntry) -> bytes:
+    """``entry.to_line()``, or ``storage-write-failed`` when the entry holds something JSON cannot represent."""
+    try:
+        return entry.to_line()
+    except TypeError as error:
+        raise SchemaDocError("storage-write-failed", f"The journal entry of {doc_id} is not JSON: {error}.",
+                             {"doc_id": doc_id, "reason": f"journal entry not serialisable: {error}"}) from None
+
+
+def document_not_found(doc_id: str) -> SchemaDocError:
+    """The ``document-not-found`` error for ``doc_id`` (details ``{"doc_id"}``)."""
+    return SchemaDocError("document-not-found", f"No document with doc_id {doc_id} exists.", {"doc_id": doc_id})
+
+
+def lock_timeout(doc_id: str, timeout: float) -> SchemaDocError:
+    """The ``lock-timeout`` error (details ``{"doc_id", "timeout_seconds"}``)."""
+    return SchemaDocError(
+        "lock-timeout",
+        f"The write lock of document {doc_id} was not acquired within {timeout:g} seconds.",
+        {"doc_id": doc_id, "timeout_seconds": timeout},
+    )
+
+
+def version_conflict(doc_id: str, expected: int, actual: int) -> SchemaDocError:
+    """The ``version-conflict`` a store raises when a commit does not follow the stored version."""
+    return SchemaDocError(
+        "version-conflict",
+        f"Document {doc_id} is stored at version {actual}, not {expected}; another writer committed first.",
+        {"doc_id": doc_id, "expected_version": expected, "actual_version": actual},
+    )
+
+
+def _field(data: dict[str, Any], name: str, kind: type, *, optional: bool = False) -> Any:
+    value = data.get(name)
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise ValueError(f"document meta field {name!r} must be a {kind.__name__}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class DocumentMeta:
+    """What a store knows about a document besides its content (FR-016b), one file per document.
+
+    ``version`` lives here only, never in the content (FR-016d). ``deleted_at`` is set while the
+    whole document is deleted (soft delete, restorable) and ``None`` otherwise.
+    """
+
+    doc_id: str
+    version: int
+    schema_uri: str
+    created_at: str
+    modified_at: str
+    content_size_bytes: int
+    deleted_at: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The meta file's JSON object: every field, ``deleted_at`` included (``null`` when live)."""
+        return {
+            "doc_id": self.doc_id,
+            "version": self.version,
+            "schema_uri": self.schema_uri,
+            "created_at": self.created_at,
+            "modified_at": self.modified_at,
+            "content_size_bytes": self.content_size_bytes,
+            "deleted_at": self.deleted_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> DocumentMeta:
+        """The meta for a JSON object as :meth:`to_dict` makes it (``deleted_at`` may be absent).
+
+        Raises :exc:`ValueError` when it is not an object, or a field is missing or mistyped
+        (``version`` must be >= 1, ``content_size_bytes`` >= 0). Unknown members are ignored.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"document meta must be a JSON object, got {type(data).__name__}")
+        meta = cls(
+            doc_id=_field(data, "doc_id", str),
+            version=_field(data, "version", int),
+            schema_uri=_field(data, "schema_uri", str),
+            created_at=_field(data, "created_at", str),
+            modified_at=_field(data, "modified_at", str),
+            content_size_bytes=_field(data, "content_size_bytes", int),
+            deleted_at=_field(data, "deleted_at", str, optional=True),
+        )
+        if meta.version < 1:
+            raise ValueError(f"document meta version must be >= 1, got {meta.version}")
+        if meta.content_size_bytes < 0:
+            raise ValueError(f"document meta content_size_bytes must be >= 0, got {meta.content_size_bytes}")
+        return meta
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """A document as stored: its meta and the JSON bytes of its current version, exactly as written."""
+
+    meta: DocumentMeta
+    content: bytes
+
+
+@dataclass
+class RecoveryReport:
+    """What :meth:`DocumentStore.open` found and did.
+
+    - ``removed_tmp``: temporary files left by interrupted writes, removed (file names);
+    - ``rolled_forward``: doc_id → (snapshot version, journal version) for documents whose
+      snapshot was rebuilt from the journal (both versions equal when a damaged snapshot was
+      rebuilt at the same version);
+    - ``corrupt``: doc_id → reason for documents that cannot be read; reading them raises
+      ``storage-read-failed`` while every other document stays available.
+    """
+
+    removed_tmp: list[str] = field(default_factory=list)
+    rolled_forward: dict[str, tuple[int, int]] = field(default_factory=dict)
+    corrupt: dict[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class DocumentStore(Protocol):
+    """Where documents live: content, meta and journal per document, plus a write lock.
+
+    Every method that takes a doc_id raises ``invalid-doc-id`` for anything but a ULID, before
+    touching storage. ``storage-read-failed`` and ``storage-write-failed`` carry
+    ``details["doc_id"]`` and ``details["reason"]``.
+    """
+
+    def open(self) -> RecoveryReport:
+        """Prepare the store for use; call once before anything else.
+
+        A store on disk creates its directory if missing (its parent must exist), checks it is
+        writable, removes temporary files of interrupted writes, truncates journal lines that
+        were torn by a crash, rolls forward every document whose journal is ahead of its
+        snapshot and reports documents it cannot read (without failing).
+
+        Raises ``storage-write-failed`` (details ``{"storage_dir", "reason"}``) when the store
+        cannot be used at all.
+        """
+        ...
+
+    def create(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
+        """Store a new document at version 1: its journal's first entry, then content and meta.
+
+        Takes the document's write lock itself (re-entrant for a caller who holds it). Raises
+        ``storage-write-failed`` when a document with ``meta.doc_id`` already exists or the
+        write fails (then nothing of it remains), ``invalid-doc-id`` for a bad
+        ``meta.doc_id``, and :exc:`ValueError` when ``meta.version`` or ``entry.version`` is
+        not 1 or ``meta.content_size_bytes != len(content)``.
+        """
+        ...
+
+    def commit(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
+        """Store a new version: append ``entry`` to the journal (write-ahead), then content and meta.
+
+        ``meta.version == entry.version`` must be the stored version + 1. Also used to delete or
+        restore the whole document (an empty-patch entry, same content, ``meta.deleted_at``
+        set or cleared). The caller normally holds :meth:`write_lock`; the store takes it again
+        (re-entrantly) so a commit is never interleaved with another writer's.
+
+        On success the new version is durable. On failure nothing visible changed: readers
+        see the previous version and no ``.json`` file is ever half-written.
+
+        Raises ``document-not-found``; ``version-conflict`` (details ``{"doc_id",
+        "expected_version", "actual_version"}``) when the stored version is not
+        ``entry.version - 1`` (another writer, possibly another process, committed first);
+        ``storage-read-failed`` when the stored document is corrupt; ``storage-write-failed``
+        when writing fails; ``lock-timeout``; :exc:`ValueError` when ``meta`` and ``entry``
+        disagree on the version or ``meta.content_size_bytes != len(content)``.
+        """
+        ...
+
+    def load(self, doc_id: str) -> StoredDocument:
+        """The current content and meta, consistent with each other.
+
+        Takes the write lock briefly (re-entrantly) so the two belong to the same version.
+        Raises ``document-not-found``, ``storage-read-failed`` (a corrupt document or a missing
+        half: content without meta or meta without content) and ``lock-timeout``.
+        """
+        ...
+
+    def read_meta(self, doc_id: str) -> DocumentMeta:
+        """The document's meta, read alone (cheap; no lock).
+
+        Raises ``document-not-found`` and ``storage-read-failed`` (unreadable meta, content
+        without meta, or a document reported corrupt).
+        """
+        ...
+
+    def list_metas(self) -> list[DocumentMeta]:
+        """The meta of every readable document, sorted by doc_id; deleted ones included (``deleted_at``).
+
+        Documents that cannot be read are left out (:meth:`open` reports them).
+        """
+        ...
+
+    def read_journal(self, doc_id: str, since_version: int = 0) -> list[JournalEntry]:
+        """The journal entries with ``version > since_version``, oldest first.
+
+        Only committed versions are returned (never beyond the meta's version), so
+        ``replay(read_journal(doc_id))`` equals the loaded content. Raises
+        ``document-not-found`` and ``storage-read-failed`` (a missing or damaged journal).
+        """
+        ...
+
+    def write_lock(self, doc_id: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> AbstractContextManager[None]:
+        """Exclusive write access to one document, across threads (and processes, for stores that
+        can be shared), for the duration of a ``with`` block.
+
+        Re-entrant: the thread that holds it may take it again. Released at the end of the
+        block, also when it raises; a dead process's locks are released by the OS. The
+        document need not exist (a creation takes it too). Raises ``lock-timeout`` (details
+        ``{"doc_id", "timeout_seconds"}``) when not acquired within ``timeout`` seconds.
+        """
+        ...
+
+    def purge(self, doc_id: str) -> None:
+        """Remove every trace of the document (content, meta, journal, lock): not restorable.
+
+        Works on corrupt documents too. Raises ``document-not-found`` when nothing of the
+        document exists, ``storage-write-failed`` when a file cannot be removed.
+        """
+        ...

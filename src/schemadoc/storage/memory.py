@@ -1,0 +1,119 @@
+"""A store that keeps everything in memory: for tests, and for servers that need no persistence.
+
+It behaves like the files store on purpose (same errors, same version checks, same re-entrant
+locks with timeouts), and keeps each journal as the very lines the files store would write,
+so what comes out never aliases what went in.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.ops.journal import JournalEntry
+from schemadoc.storage.base import (
+    LOCK_TIMEOUT_SECONDS,
+    DocumentMeta,
+    RecoveryReport,
+    StoredDocument,
+    check_doc_id,
+    check_write,
+    document_not_found,
+    journal_line,
+    lock_timeout,
+    version_conflict,
+)
+
+__all__ = ["MemoryDocumentStore"]
+
+
+@dataclass
+class _Document:
+    meta: DocumentMeta
+    content: bytes
+    journal: list[bytes] = field(default_factory=list)
+
+
+class MemoryDocumentStore:
+    """A :class:`~schemadoc.storage.base.DocumentStore` in a dictionary; locks are per-document ``RLock``\\ s."""
+
+    def __init__(self) -> None:
+        self._documents: dict[str, _Document] = {}
+        self._locks: dict[str, threading.RLock] = {}
+        self._guard = threading.Lock()  # protects the two dictionaries themselves
+
+    def open(self) -> RecoveryReport:
+        """Nothing to prepare or recover: an empty report."""
+        return RecoveryReport()
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def create(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
+        doc_id = check_write(meta, content, entry, new=True)
+        line = journal_line(doc_id, entry)
+        with self.write_lock(doc_id):
+            with self._guard:
+                if doc_id in self._documents:
+                    raise SchemaDocError("storage-write-failed", f"Document {doc_id} already exists.",
+                                         {"doc_id": doc_id, "reason": "the document already exists"})
+                self._documents[doc_id] = _Document(meta, bytes(content), [line])
+
+    def commit(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
+        doc_id = check_write(meta, content, entry)
+        line = journal_line(doc_id, entry)
+        with self.write_lock(doc_id):
+            document = self._get(doc_id)
+            if document.meta.version != entry.version - 1:
+                raise version_conflict(doc_id, entry.version - 1, document.meta.version)
+            with self._guard:
+                self._documents[doc_id] = _Document(meta, bytes(content), [*document.journal, line])
+
+    def purge(self, doc_id: str) -> None:
+        doc_id = check_doc_id(doc_id)
+        with self.write_lock(doc_id), self._guard:
+            if self._documents.pop(doc_id, None) is None:
+                raise document_not_found(doc_id)
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def load(self, doc_id: str) -> StoredDocument:
+        document = self._get(check_doc_id(doc_id))
+        return StoredDocument(document.meta, document.content)
+
+    def read_meta(self, doc_id: str) -> DocumentMeta:
+        return self._get(check_doc_id(doc_id)).meta
+
+    def list_metas(self) -> list[DocumentMeta]:
+        with self._guard:
+            documents = list(self._documents.items())
+        return [document.meta for _, document in sorted(documents)]
+
+    def read_journal(self, doc_id: str, since_version: int = 0) -> list[JournalEntry]:
+        document = self._get(check_doc_id(doc_id))
+        return [JournalEntry.from_line(line) for line in document.journal[max(since_version, 0):]]
+
+    # -- locks ---------------------------------------------------------------------------------
+
+    @contextmanager
+    def write_lock(self, doc_id: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+        doc_id = check_doc_id(doc_id)
+        with self._guard:
+            lock = self._locks.setdefault(doc_id, threading.RLock())
+        acquired = lock.acquire(timeout=timeout) if timeout > 0 else lock.acquire(blocking=False)
+        if not acquired:
+            raise lock_timeout(doc_id, timeout)
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _get(self, doc_id: str) -> _Document:
+        # one dictionary read: a _Document is replaced whole, never changed in place
+        document = self._documents.get(doc_id)
+        if document is None:
+            raise document_not_found(doc_id)
+        return document
+

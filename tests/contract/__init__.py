@@ -1,0 +1,1 @@
+"""The conformance suite: one set of behaviour tests run through every door (REST, MCP) of any server."""
