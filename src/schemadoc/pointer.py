@@ -168,6 +168,7 @@ def _not_found(pointer: str, concrete: list[str | int], tokens: Sequence[str], d
         hint = (f"create {details['create_first']} first (intermediate paths are never created "
                 f"implicitly), then the levels below it")
     if array_length is not None:
-        hint = f"the array at {ancestor or '/'} has {array_length} items; use an index below {array_length}, or '-' to append"
+        hint = (f"the array at {ancestor or '/'} has {array_length} items; "
+                f"use an index below {array_length}, or '-' to append")
     raise SchemaDocError("path-not-found", f"Path {pointer or '/'} not found: {why}.", details,
                          remediation=f"Read {ancestor or '/'} to see what exists; {hint}.")

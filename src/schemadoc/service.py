@@ -16,9 +16,12 @@ content is never mutated; callers must treat returned nodes as read-only.
 
 from __future__ import annotations
 
+import bisect
 import gc
 import logging
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -30,6 +33,7 @@ from ulid import ULID
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.apply import apply_patch, check_patch
 from schemadoc.ops.compile import CompiledWrite, compile_create, compile_delete, compile_update
+from schemadoc.ops.history import VersionIndex, compile_merge_patch, diff
 from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.pointer import format_pointer, json_type, parse, parse_node_path, resolve
 from schemadoc.schema import LoadedSchema
@@ -37,9 +41,12 @@ from schemadoc.storage.base import DocumentMeta, DocumentStore, RecoveryReport, 
 from schemadoc.validation import DocumentValidator, ValidationReport
 
 __all__ = [
+    "Change",
     "ChangeEvent",
+    "ChangesPage",
     "DocumentList",
     "DocumentService",
+    "HistoryPage",
     "NodeRead",
     "NodeSchema",
     "WriteResult",
@@ -50,6 +57,7 @@ log = logging.getLogger("schemadoc.service")
 
 LOCK_TIMEOUT_SECONDS = 10.0
 _FREEZE_ABOVE_BYTES = 1 << 20
+_MAX_HISTORIES = 16
 
 
 @dataclass(frozen=True)
@@ -113,11 +121,91 @@ class ChangeEvent:
 Listener = Callable[[ChangeEvent], None]
 
 
+@dataclass(frozen=True)
+class HistoryPage:
+    doc_id: str
+    entries: list[JournalEntry]
+    current_version: int
+    since_version: int
+
+    @property
+    def has_more(self) -> bool:
+        last = self.entries[-1].version if self.entries else self.since_version
+        return last < self.current_version
+
+
+@dataclass(frozen=True)
+class Change:
+    """One committed version in the cross-document change feed; ``cursor`` orders the feed."""
+
+    cursor: int
+    doc_id: str
+    version: int
+    op: str
+    at: str
+
+
+@dataclass(frozen=True)
+class ChangesPage:
+    changes: list[Change]
+    next_cursor: int
+
+
+class _ChangeFeed:
+    """Cursor order for the cross-document feed.
+
+    Each commit reserves a cursor (a hybrid clock: microseconds since the epoch, strictly
+    increasing in this process) before it is journaled; the cursor travels in the journal entry
+    (``info.seq``), so the feed can be rebuilt from the journals after a restart. Readers only
+    see cursors below the lowest one still being committed (the watermark), so a slow commit
+    can never be skipped by a client that already moved past a faster one.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = 0
+        self._inflight: set[int] = set()
+        self._changes: list[Change] | None = None
+
+    def reserve(self) -> int:
+        with self._lock:
+            self._last = max(self._last + 1, time.time_ns() // 1000)
+            self._inflight.add(self._last)
+            return self._last
+
+    def settle(self, cursor: int, change: Change | None) -> None:
+        """The commit holding ``cursor`` finished (``change``) or failed (``None``)."""
+        with self._lock:
+            self._inflight.discard(cursor)
+            if change is not None and self._changes is not None:
+                bisect.insort(self._changes, change, key=lambda c: c.cursor)
+
+    def loaded(self) -> bool:
+        return self._changes is not None
+
+    def load(self, changes: list[Change]) -> None:
+        with self._lock:
+            if self._changes is None:
+                known = sorted(changes, key=lambda c: c.cursor)
+                self._changes = known
+                if known:
+                    self._last = max(self._last, known[-1].cursor)
+
+    def read(self, since: int, limit: int) -> ChangesPage:
+        with self._lock:
+            assert self._changes is not None
+            watermark = min(self._inflight) if self._inflight else None
+            start = bisect.bisect_right(self._changes, since, key=lambda c: c.cursor)
+            page: list[Change] = []
+            for change in self._changes[start:]:
+                if len(page) >= limit or (watermark is not None and change.cursor >= watermark):
+                    break
+                page.append(change)
+            return ChangesPage(page, page[-1].cursor if page else since)
+
+
 def check_version(version: Any) -> int:
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise SchemaDocError("invalid-request", f"version must be an integer >= 1, got {version!r}.",
-                             {"argument": "version", "value": repr(version)})
-    return version
+    return _check_int("version", version, 1, None)
 
 
 class DocumentService:
@@ -132,6 +220,8 @@ class DocumentService:
         self._states: dict[str, DocState] = {}
         self._listeners: list[Listener] = []
         self._listeners_lock = threading.Lock()
+        self._histories: OrderedDict[str, VersionIndex] = OrderedDict()
+        self._feed = _ChangeFeed()
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -177,7 +267,10 @@ class DocumentService:
 
     # -- reads -------------------------------------------------------------------------------
 
-    def read_node(self, doc_id: str, node_path: str) -> NodeRead:
+    def read_node(self, doc_id: str, node_path: str, at_version: int | None = None) -> NodeRead:
+        """The node at ``node_path`` now, or at ``at_version`` (a past version) when given."""
+        if at_version is not None:
+            return self.read_node_at(doc_id, node_path, at_version)
         doc_id = check_doc_id(doc_id)
         state = self._state(doc_id)
         tokens = parse_node_path(_path_arg(node_path))
@@ -214,12 +307,8 @@ class DocumentService:
         return self.schema.dereferenced_root() if dereferenced else self.schema.root
 
     def list_documents(self, limit: int = 100, offset: int = 0) -> DocumentList:
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise SchemaDocError("invalid-request", f"limit must be an integer from 1 to 1000, got {limit!r}.",
-                                 {"argument": "limit", "value": repr(limit)})
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise SchemaDocError("invalid-request", f"offset must be an integer >= 0, got {offset!r}.",
-                                 {"argument": "offset", "value": repr(offset)})
+        _check_int("limit", limit, 1, 1000)
+        _check_int("offset", offset, 0, None)
         metas = [meta for meta in self.store.list_metas() if meta.deleted_at is None]
         return DocumentList(metas[offset: offset + limit], len(metas), offset, limit)
 
@@ -234,15 +323,9 @@ class DocumentService:
         report = self.validator.validate(content)
         report.raise_if_invalid(reason="the schema's defaults do not validate against the schema itself")
         doc_id = str(ULID())
-        now = utc_now()
-        data = orjson.dumps(content)
-        meta = DocumentMeta(doc_id=doc_id, version=1, schema_uri=self.schema.uri, created_at=now,
-                            modified_at=now, content_size_bytes=len(data))
-        entry = JournalEntry(version=1, op="create", patch=[{"op": "add", "path": "", "value": content}], at=now)
         with self.store.write_lock(doc_id, self.lock_timeout):
-            self.store.create(meta, data, entry)
-            self._states[doc_id] = DocState(meta, content)
-            self._publish(ChangeEvent(doc_id, 1, "created", entry))
+            meta = self._commit(doc_id, None, content, [{"op": "add", "path": "", "value": content}],
+                                "create", {}, kind="created")
         return doc_id, content, meta, report
 
     def update_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
@@ -266,23 +349,74 @@ class DocumentService:
         """A raw RFC 6902 patch (all six ops) as one atomic write."""
         checked = check_patch(patch)
         return self._write(doc_id, version, "patch", lambda doc: CompiledWrite(checked, ""),
-                           dry_run=dry_run, node_of=lambda old, new, pointer: None)
+                           dry_run=dry_run, node_of=_no_node)
+
+    def merge_patch(self, doc_id: str, node_path: str, merge_patch: Any, version: int, *,
+                    dry_run: bool = False) -> WriteResult:
+        """RFC 7396 at a node, checked against the node's merge-patch schema, journaled as RFC 6902."""
+        tokens = parse_node_path(_path_arg(node_path))
+        self._check_merge_patch(tokens, merge_patch)
+
+        def build(document: Any) -> CompiledWrite:
+            node, concrete = resolve(document, tokens)
+            return CompiledWrite(compile_merge_patch(node, merge_patch, concrete), format_pointer(concrete))
+
+        return self._write(doc_id, version, "merge_patch", build, dry_run=dry_run, node_of=_node_at)
+
+    def revert(self, doc_id: str, to_version: int, version: int, *, dry_run: bool = False) -> WriteResult:
+        """A new version whose content equals ``to_version`` (nothing in the journal is rewritten)."""
+        doc_id = check_doc_id(doc_id)
+        index = self._history(doc_id)
+        target = index.content_at(index.check_version(to_version))
+        return self._write(doc_id, version, "revert", lambda doc: CompiledWrite(diff(doc, target), ""),
+                           dry_run=dry_run, node_of=_no_node, info={"to_version": to_version})
+
+    def delete_document(self, doc_id: str, version: int) -> DocumentMeta:
+        """Soft-delete a whole document (journaled; reads say document-not-found until undeleted)."""
+        doc_id = check_doc_id(doc_id)
+        version = check_version(version)
+        with self._locked(doc_id, dry_run=False) as state:
+            _check_current(doc_id, version, state.meta.version)
+            meta = self._commit(doc_id, state, state.content, [], "delete_document", {},
+                                kind="deleted", deleted_at=utc_now())
+        return meta
+
+    def undelete_document(self, doc_id: str) -> DocumentMeta:
+        """Bring a deleted document back with its whole history (journaled as a new version)."""
+        doc_id = check_doc_id(doc_id)
+        with self.store.write_lock(doc_id, self.lock_timeout):
+            state = self._state(doc_id, locked=True, include_deleted=True)
+            if state.meta.deleted_at is None:
+                raise SchemaDocError("conflict", f"Document {doc_id} is not deleted.", {"doc_id": doc_id},
+                                     remediation="Only a deleted document can be restored.")
+            meta = self._commit(doc_id, state, state.content, [], "undelete_document", {},
+                                kind="undeleted", deleted_at=None)
+        return meta
+
+    def purge_document(self, doc_id: str) -> None:
+        """Really remove a deleted document's files. Only deleted documents can be purged."""
+        doc_id = check_doc_id(doc_id)
+        with self.store.write_lock(doc_id, self.lock_timeout):
+            state = self._state(doc_id, locked=True, include_deleted=True)
+            if state.meta.deleted_at is None:
+                raise SchemaDocError("conflict", f"Document {doc_id} must be deleted before it is purged.",
+                                     {"doc_id": doc_id},
+                                     remediation="Delete it with document_delete first; purging cannot be undone.")
+            self.store.purge(doc_id)
+            self._states.pop(doc_id, None)
+            self._histories.pop(doc_id, None)
+            self._publish(ChangeEvent(doc_id, state.meta.version, "purged", None))
 
     def _write(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
-               dry_run: bool, node_of: Callable[[Any, Any, str], Any], info: dict[str, Any] | None = None) -> WriteResult:
+               dry_run: bool, node_of: Callable[[Any, Any, str], Any],
+               info: dict[str, Any] | None = None) -> WriteResult:
         doc_id = check_doc_id(doc_id)
         version = check_version(version)
         if not isinstance(dry_run, bool):
             raise SchemaDocError("invalid-request", "dry_run must be a boolean.", {"argument": "dry_run"})
         with self._locked(doc_id, dry_run) as state:
             current = state.meta.version
-            if version != current:
-                raise SchemaDocError(
-                    "version-conflict",
-                    f"Document {doc_id} is at version {current}, not {version}; it changed since you read it.",
-                    {"doc_id": doc_id, "expected_version": version, "actual_version": current},
-                    remediation="Re-read the node to get the current version and content, reapply your "
-                                "change, and retry with that version.")
+            _check_current(doc_id, version, current)
             compiled = build(state.content)
             applied = apply_patch(state.content, compiled.patch)
             report = self.validator.validate(applied.document)
@@ -291,15 +425,107 @@ class DocumentService:
             if dry_run:
                 return WriteResult(doc_id, current, applied.patch, node_path, node, report, dry_run=True)
             report.raise_if_invalid(doc_id=doc_id, version=current)
-            data = orjson.dumps(applied.document)
-            now = utc_now()
-            entry = JournalEntry(version=current + 1, op=op, patch=applied.patch, at=now,
-                                 info=info if info is not None else ({"node_path": node_path} if op != "patch" else {}))
-            meta = replace(state.meta, version=current + 1, modified_at=now, content_size_bytes=len(data))
-            self.store.commit(meta, data, entry)
-            self._states[doc_id] = DocState(meta, applied.document)
-            self._publish(ChangeEvent(doc_id, meta.version, "updated", entry))
+            entry_info = dict(info) if info is not None else ({"node_path": node_path} if op != "patch" else {})
+            meta = self._commit(doc_id, state, applied.document, applied.patch, op, entry_info, kind="updated")
         return WriteResult(doc_id, meta.version, applied.patch, node_path, node, report)
+
+    def _commit(self, doc_id: str, state: DocState | None, content: Any, patch: list[dict[str, Any]], op: str,
+                info: dict[str, Any], *, kind: str, deleted_at: str | bool | None = False) -> DocumentMeta:
+        """Journal + snapshot one new version (caller holds the write lock), then publish it."""
+        cursor = self._feed.reserve()
+        change: Change | None = None
+        try:
+            now = utc_now()
+            data = orjson.dumps(content)
+            entry = JournalEntry(version=1 if state is None else state.meta.version + 1, op=op, patch=patch,
+                                 at=now, info={**info, "seq": cursor})
+            if state is None:
+                meta = DocumentMeta(doc_id=doc_id, version=1, schema_uri=self.schema.uri, created_at=now,
+                                    modified_at=now, content_size_bytes=len(data))
+                self.store.create(meta, data, entry)
+            else:
+                meta = replace(state.meta, version=entry.version, modified_at=now, content_size_bytes=len(data))
+                if deleted_at is not False:
+                    meta = replace(meta, deleted_at=deleted_at if isinstance(deleted_at, str) else None)
+                self.store.commit(meta, data, entry)
+            self._states[doc_id] = DocState(meta, content)
+            history = self._histories.get(doc_id)
+            if history is not None:
+                history.extend([entry])
+            change = Change(cursor, doc_id, entry.version, op, now)
+        finally:
+            self._feed.settle(cursor, change)
+        self._publish(ChangeEvent(doc_id, meta.version, kind, entry))
+        return meta
+
+    def _check_merge_patch(self, tokens: list[str], merge_patch: Any) -> None:
+        schema = self.schema.merge_patch_schema(tokens)
+        report = self.validator.validate_fragment(schema, merge_patch)
+        if not report.valid:
+            raise SchemaDocError(
+                "merge-patch-invalid",
+                f"The merge patch does not fit the node's schema ({len(report.violations)} problem(s)); "
+                "nothing was changed.",
+                {"path": format_pointer(tokens), "violations": [v.to_dict() for v in report.violations]})
+
+    # -- history -----------------------------------------------------------------------------
+
+    def history(self, doc_id: str, since_version: int = 0, limit: int = 100) -> HistoryPage:
+        """Journal entries after ``since_version``, oldest first, at most ``limit``."""
+        doc_id = check_doc_id(doc_id)
+        _check_int("since_version", since_version, 0, None)
+        _check_int("limit", limit, 1, 1000)
+        state = self._state(doc_id)
+        index = self._history(doc_id)
+        return HistoryPage(doc_id, index.page(since_version, limit), state.meta.version, since_version)
+
+    def read_version(self, doc_id: str, version: int) -> Any:
+        """The whole document as it was at ``version``."""
+        doc_id = check_doc_id(doc_id)
+        self._state(doc_id)
+        return self._history(doc_id).content_at(version)
+
+    def read_node_at(self, doc_id: str, node_path: str, at_version: int) -> NodeRead:
+        """``read_node`` on a past version; the same path diagnostics apply."""
+        content = self.read_version(doc_id, at_version)
+        tokens = parse_node_path(_path_arg(node_path))
+        node, concrete = resolve(content, tokens)
+        return NodeRead(check_doc_id(doc_id), format_pointer(concrete), node, at_version)
+
+    def diff(self, doc_id: str, from_version: int, to_version: int) -> list[dict[str, Any]]:
+        """An RFC 6902 patch turning version ``from_version`` into ``to_version`` (either direction)."""
+        doc_id = check_doc_id(doc_id)
+        self._state(doc_id)
+        index = self._history(doc_id)
+        return diff(index.content_at(from_version), index.content_at(to_version))
+
+    def changes(self, since: int = 0, limit: int = 100) -> ChangesPage:
+        """Committed versions of every document after cursor ``since``, in commit order."""
+        _check_int("since", since, 0, None)
+        _check_int("limit", limit, 1, 1000)
+        if not self._feed.loaded():
+            found: list[Change] = []
+            for meta in self.store.list_metas():
+                for entry in self.store.read_journal(meta.doc_id):
+                    seq = entry.info.get("seq")
+                    if isinstance(seq, int):
+                        found.append(Change(seq, meta.doc_id, entry.version, entry.op, entry.at))
+            self._feed.load(found)
+        return self._feed.read(since, limit)
+
+    def _history(self, doc_id: str) -> VersionIndex:
+        index = self._histories.get(doc_id)
+        if index is None:
+            index = VersionIndex(doc_id, self.store.read_journal(doc_id))
+            self._histories[doc_id] = index
+            while len(self._histories) > _MAX_HISTORIES:
+                self._histories.popitem(last=False)
+        else:
+            self._histories.move_to_end(doc_id)
+            current = self._states.get(doc_id)
+            if current is not None and current.meta.version > index.latest:
+                index.extend(self.store.read_journal(doc_id, since_version=index.latest))
+        return index
 
     # -- state -------------------------------------------------------------------------------
 
@@ -366,6 +592,28 @@ class DocumentService:
         state = DocState(meta, content)
         self._states[cached.meta.doc_id] = state
         return state
+
+
+def _check_current(doc_id: str, version: int, current: int) -> None:
+    if version != current:
+        raise SchemaDocError(
+            "version-conflict",
+            f"Document {doc_id} is at version {current}, not {version}; it changed since you read it.",
+            {"doc_id": doc_id, "expected_version": version, "actual_version": current},
+            remediation="Re-read the node to get the current version and content, reapply your "
+                        "change, and retry with that version.")
+
+
+def _check_int(name: str, value: Any, low: int, high: int | None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        bounds = f"from {low} to {high}" if high is not None else f">= {low}"
+        raise SchemaDocError("invalid-request", f"{name} must be an integer {bounds}, got {value!r}.",
+                             {"argument": name, "value": repr(value)})
+    return int(value)
+
+
+def _no_node(old: Any, new: Any, pointer: str) -> Any:
+    return None
 
 
 def _path_arg(node_path: Any) -> str:

@@ -90,22 +90,41 @@ class DocumentValidator:
     """Validates whole documents against the server's schema."""
 
     def __init__(self, schema: LoadedSchema) -> None:
+        self._schema = schema
         self._validator = schema.make_validator()
+        self._fragments: dict[bytes, Any] = {}
+
+    def validate_fragment(self, schema: dict[str, Any], instance: Any) -> ValidationReport:
+        """Validate ``instance`` against a schema derived from ours (e.g. a merge-patch schema).
+
+        Compiled validators are cached by the schema's canonical JSON; ``$ref``s in the fragment
+        resolve against the server's schema and its sibling files.
+        """
+        key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+        validator = self._fragments.get(key)
+        if validator is None:
+            validator = self._schema.make_validator(schema)
+            self._fragments[key] = validator
+        return _report(validator, instance)
 
     def is_valid(self, document: Any) -> bool:
         return bool(self._validator.is_valid(document))
 
     def validate(self, document: Any) -> ValidationReport:
-        if self._validator.is_valid(document):
-            return VALID
-        violations: list[Violation] = []
-        truncated = False
-        for error in self._validator.iter_errors(document):
-            if len(violations) >= _MAX_VIOLATIONS:
-                truncated = True
-                break
-            violations.append(_violation(error))
-        return ValidationReport(False, tuple(violations), truncated)
+        return _report(self._validator, document)
+
+
+def _report(validator: Any, instance: Any) -> ValidationReport:
+    if validator.is_valid(instance):
+        return VALID
+    violations: list[Violation] = []
+    truncated = False
+    for error in validator.iter_errors(instance):
+        if len(violations) >= _MAX_VIOLATIONS:
+            truncated = True
+            break
+        violations.append(_violation(error))
+    return ValidationReport(False, tuple(violations), truncated)
 
 
 def summarise(value: Any) -> Any:

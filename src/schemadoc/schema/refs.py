@@ -30,7 +30,8 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 from urllib.request import url2pathname
 
 from jsonschema import Draft202012Validator
-from referencing import Registry, Resolver, Resource
+from referencing import Registry, Resource
+from referencing._core import Resolver
 from referencing.exceptions import NoSuchResource, Unresolvable
 from referencing.jsonschema import DRAFT202012
 
@@ -154,7 +155,8 @@ class SchemaResources:
         self._load_errors: dict[str, SchemaDocError] = {}
         self._resolved: dict[tuple[str, str], Located] = {}
         self._frozen = False
-        self.registry: Registry[Any] = Registry(retrieve=self._retrieve)
+        # mypy's attrs plugin does not know referencing's `retrieve` alias.
+        self.registry: Registry[Any] = Registry(retrieve=self._retrieve)  # type: ignore[call-arg]
         self._add_document(self.file_uri, path, root)
         self._pending.clear()
         self.root = Located(root, self.registry.resolver(self.base_uri), self.base_uri)
@@ -182,10 +184,10 @@ class SchemaResources:
         if known is not None:
             return known
         if self._frozen:
-            raise NoSuchResource(ref=uri)
+            raise NoSuchResource(uri)
         path = self._locate(uri)
         if path is None:
-            raise NoSuchResource(ref=uri)
+            raise NoSuchResource(uri)
         try:
             contents = read_schema_file(path)
         except SchemaDocError as error:

@@ -76,17 +76,19 @@ def check_write(meta: DocumentMeta, content: bytes, entry: JournalEntry, *, new:
 
 
 def journal_line(doc_id: str, entry: JournalEntry) -> bytes:
-    """``entry.to_line()``, or ``storage-write-failed`` when the entry holds something JSON cannot represent."""
+    """``entry.to_line()``; ``storage-write-failed`` when the entry holds what JSON cannot represent."""
     try:
         return entry.to_line()
     except TypeError as error:
+        reason = f"journal entry not serialisable: {error}"
         raise SchemaDocError("storage-write-failed", f"The journal entry of {doc_id} is not JSON: {error}.",
-                             {"doc_id": doc_id, "reason": f"journal entry not serialisable: {error}"}) from None
+                             {"doc_id": doc_id, "reason": reason}) from None
 
 
 def document_not_found(doc_id: str) -> SchemaDocError:
     """The ``document-not-found`` error for ``doc_id`` (details ``{"doc_id"}``)."""
-    return SchemaDocError("document-not-found", f"No document with doc_id {doc_id} exists.", {"doc_id": doc_id})
+    return SchemaDocError("document-not-found", f"No document with doc_id {doc_id} exists.",
+                          {"doc_id": doc_id})
 
 
 def lock_timeout(doc_id: str, timeout: float) -> SchemaDocError:

@@ -38,7 +38,7 @@ class _Document:
 
 
 class MemoryDocumentStore:
-    """A :class:`~schemadoc.storage.base.DocumentStore` in a dictionary; locks are per-document ``RLock``\\ s."""
+    """A :class:`~schemadoc.storage.base.DocumentStore` in a dictionary, one ``RLock`` per document."""
 
     def __init__(self) -> None:
         self._documents: dict[str, _Document] = {}
@@ -54,12 +54,11 @@ class MemoryDocumentStore:
     def create(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
         doc_id = check_write(meta, content, entry, new=True)
         line = journal_line(doc_id, entry)
-        with self.write_lock(doc_id):
-            with self._guard:
-                if doc_id in self._documents:
-                    raise SchemaDocError("storage-write-failed", f"Document {doc_id} already exists.",
-                                         {"doc_id": doc_id, "reason": "the document already exists"})
-                self._documents[doc_id] = _Document(meta, bytes(content), [line])
+        with self.write_lock(doc_id), self._guard:
+            if doc_id in self._documents:
+                raise SchemaDocError("storage-write-failed", f"Document {doc_id} already exists.",
+                                     {"doc_id": doc_id, "reason": "the document already exists"})
+            self._documents[doc_id] = _Document(meta, bytes(content), [line])
 
     def commit(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
         doc_id = check_write(meta, content, entry)

@@ -1,0 +1,330 @@
+"""One ASGI application: REST under ``/api/v1``, MCP (streamable HTTP) at ``/mcp``, docs and health.
+
+- ``/api/v1/...``: :func:`schemadoc.interfaces.rest.build_rest_router`;
+- ``/mcp``: the MCP server of :func:`schemadoc.interfaces.mcp.build_mcp_server`, both protocol
+  eras on one URL. Its route is added to the FastAPI router itself (not ``Mount("/")``), so that
+  unknown URLs and wrong methods still get the catalogued ``route-not-found`` and
+  ``method-not-allowed``; the session manager runs in this application's lifespan;
+- ``/health``, ``/docs``, ``/redoc``, ``/openapi.json`` (OpenAPI 3.1).
+
+Every error leaves as the catalog's error object with the catalog's status: SchemaDocError,
+FastAPI's request validation (``invalid-request``), unknown routes and methods, bodies over
+``max_body_bytes`` (``request-too-large``, checked from Content-Length and by counting the bytes
+actually received), and anything unexpected (``internal-error``, logged with its traceback,
+which never reaches the client). On ``/mcp`` the two size/depth limits answer with a JSON-RPC
+error whose ``data`` is the error object.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+import schemadoc
+from schemadoc.config import Settings
+from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.rest import JSONBody, build_rest_router, check_depth, dump_body, error_response
+from schemadoc.service import DocumentService
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+__all__ = ["API_PREFIX", "MCP_PATH", "build_app", "create_service"]
+
+log = logging.getLogger("schemadoc.http")
+
+API_PREFIX = "/api/v1"
+MCP_PATH = "/mcp"
+_MCP_ENVELOPE_DEPTH = 3  # message -> params -> arguments -> the argument value
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+_DESCRIPTION = """\
+A document server that keeps JSON documents valid against one JSON Schema (Draft 2020-12)
+while agents (MCP at `/mcp`) and applications (this REST API) edit them piece by piece by
+RFC 6901 JSON Pointer.
+
+Every write names the version it was made against (`version` in the body or `If-Match`);
+reads return it as `ETag`. Every write accepts `dry_run=true`. Every error has the shape
+`{"error": {"code", "category", "message", "details", "remediation"}}` with a stable `code`
+from the error catalog (`docs/errors.md`, or the MCP resource `schema://errors`).
+"""
+
+
+def create_service(settings: Settings) -> DocumentService:
+    """Load the schema, open the files store in ``settings.storage_dir`` and return the ready service.
+
+    Raises the catalogued start-up errors: ``schema-load-failed``, ``schema-resolution-failed``,
+    ``storage-write-failed`` (a storage directory that cannot be created or written).
+    """
+    from schemadoc.schema import load_schema
+    from schemadoc.storage.files import FilesStore
+
+    if settings.schema_path is None:
+        raise SchemaDocError("schema-load-failed", "No schema is configured.", {"setting": "schema_path"},
+                             remediation="Give one with --schema PATH, the SCHEMA_PATH environment variable, "
+                                         "or \"schema_path\" in the config file.")
+    schema = load_schema(settings.schema_path)
+    service = DocumentService(schema, FilesStore(settings.storage_dir))
+    service.open()
+    return service
+
+
+# -- error mapping ---------------------------------------------------------------------------
+
+
+def _log_error(error: SchemaDocError, request: Request) -> None:
+    if error.status >= 500:
+        log.error("%s %s -> %s: %s", request.method, request.url.path, error.code, error.message)
+    else:
+        log.debug("%s %s -> %s: %s", request.method, request.url.path, error.code, error.message)
+
+
+async def _on_schemadoc_error(request: Request, exc: Exception) -> JSONBody:
+    assert isinstance(exc, SchemaDocError)
+    _log_error(exc, request)
+    return error_response(exc)
+
+
+async def _on_validation_error(request: Request, exc: Exception) -> JSONBody:
+    assert isinstance(exc, RequestValidationError)
+    problems = []
+    for item in exc.errors():
+        location = [str(part) for part in item.get("loc", ())]
+        problems.append({"location": location[0] if location else "request",
+                         "argument": location[-1] if location else "request",
+                         "message": str(item.get("msg", "invalid")),
+                         "type": str(item.get("type", "invalid"))})
+    first = problems[0] if problems else {"location": "request", "argument": "request", "message": "invalid"}
+    where = {"query": "query parameter", "path": "path parameter", "header": "header", "body": "body member"}
+    kind = where.get(first["location"], first["location"])
+    error = SchemaDocError(
+        "invalid-request", f"Invalid {kind} {first['argument']!r}: {first['message']}.",
+        {"argument": first["argument"], "location": first["location"], "problems": problems})
+    _log_error(error, request)
+    return error_response(error)
+
+
+async def _on_http_error(request: Request, exc: Exception) -> JSONBody:
+    assert isinstance(exc, StarletteHTTPException)
+    details: dict[str, Any] = {"method": request.method, "path": request.url.path}
+    headers = dict(exc.headers or {})
+    if exc.status_code == 404:
+        error = SchemaDocError("route-not-found", f"No endpoint at {request.method} {request.url.path}.", details)
+    elif exc.status_code == 405:
+        allowed = [method.strip() for method in headers.get("Allow", "").split(",") if method.strip()]
+        details["allowed"] = allowed
+        error = SchemaDocError(
+            "method-not-allowed",
+            f"{request.method} is not allowed on {request.url.path}"
+            + (f"; use {', '.join(allowed)}." if allowed else "."), details)
+    elif exc.status_code == 413:
+        error = SchemaDocError("request-too-large", "The request body is too large.", details)
+    elif exc.status_code < 500:
+        error = SchemaDocError("invalid-request", f"The request is invalid: {exc.detail}.", details)
+    else:
+        error = SchemaDocError("internal-error", "An unexpected error happened in the server.", details)
+    _log_error(error, request)
+    return error_response(error, headers={k: v for k, v in headers.items() if k.lower() == "allow"} or None)
+
+
+# -- ASGI middleware -------------------------------------------------------------------------
+
+
+async def _send_json(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()), *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _error_bytes(error: SchemaDocError, path: str, message_id: Any = None) -> bytes:
+    if path == MCP_PATH:
+        return orjson.dumps({"jsonrpc": "2.0", "id": message_id,
+                             "error": {"code": -32600, "message": error.message, "data": error.to_dict()}})
+    return dump_body(error.to_dict())
+
+
+class _ErrorGuard:
+    """The last line: an unexpected exception becomes ``internal-error`` 500, logged, without a traceback."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, guarded_send)
+        except Exception:
+            log.exception("unexpected error in %s %s", scope.get("method"), scope.get("path"))
+            if not started:
+                error = SchemaDocError("internal-error", "An unexpected error happened in the server.",
+                                       {"method": scope.get("method"), "path": scope.get("path")})
+                await _send_json(send, 500, _error_bytes(error, scope.get("path", "")))
+
+
+class _RequestLimits:
+    """``request-too-large`` (413) for bodies over ``max_bytes``; ``request-too-deep`` for deep MCP messages.
+
+    The Content-Length header is checked first; the body is then read and counted (a client may
+    lie or stream chunked), and handed on unchanged.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int, max_depth: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.max_depth = max_depth
+
+    def _too_large(self, size: int | None) -> SchemaDocError:
+        seen = f"{size} bytes" if size is not None else "more"
+        return SchemaDocError("request-too-large",
+                              f"The request body ({seen}) is larger than the limit of {self.max_bytes} bytes.",
+                              {"max_body_bytes": self.max_bytes, **({"content_length": size} if size else {})})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        length: int | None = None
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    length = int(value)
+                except ValueError:
+                    length = None
+        if length is not None and length > self.max_bytes:
+            await _send_json(send, 413, _error_bytes(self._too_large(length), path))
+            return
+        chunks: list[bytes] = []
+        total = 0
+        disconnect: Message | None = None
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                disconnect = message
+                break
+            chunk = message.get("body", b"")
+            total += len(chunk)
+            if total > self.max_bytes:
+                await _send_json(send, 413, _error_bytes(self._too_large(None), path))
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        del chunks
+        if path == MCP_PATH and scope["method"] == "POST" and body:
+            problem = self._mcp_depth_problem(body)
+            if problem is not None:
+                await _send_json(send, problem[0].status, _error_bytes(problem[0], path, problem[1]))
+                return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                if disconnect is not None:
+                    return disconnect
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    def _mcp_depth_problem(self, body: bytes) -> tuple[SchemaDocError, Any] | None:
+        limit = self.max_depth + _MCP_ENVELOPE_DEPTH
+        if body.count(b"[") + body.count(b"{") <= limit:
+            return None
+        try:
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError as error:
+            if "depth" in str(error) or "recursion" in str(error):
+                return SchemaDocError("request-too-deep", "The MCP message is nested too deeply to parse.",
+                                      {"max_json_depth": self.max_depth}), None
+            return None  # not JSON: the MCP transport answers with its own parse error
+        message_id = message.get("id") if isinstance(message, dict) else None
+        try:
+            check_depth(message, limit, "MCP message")
+        except SchemaDocError as error:
+            error.details["max_json_depth"] = self.max_depth
+            return error, message_id
+        return None
+
+
+# -- the application -------------------------------------------------------------------------
+
+
+def _mcp_server(service: DocumentService) -> MCPServer | None:
+    try:
+        from schemadoc.interfaces.mcp import build_mcp_server
+    except ModuleNotFoundError as error:  # pragma: no cover - only while interfaces/mcp.py is being written
+        if error.name != "schemadoc.interfaces.mcp":
+            raise
+        log.warning("schemadoc.interfaces.mcp is not available: serving REST only")
+        return None
+    return build_mcp_server(service)
+
+
+def build_app(service: DocumentService, settings: Settings) -> FastAPI:
+    """The combined ASGI application for ``service`` (see the module docstring)."""
+    server = _mcp_server(service)
+    mcp_app: ASGIApp | None = None
+    if server is not None:
+        # build before the lifespan touches server.session_manager
+        mcp_app = server.streamable_http_app(streamable_http_path=MCP_PATH,
+                                             max_request_body_size=settings.max_body_bytes, host=settings.host)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if server is None:
+            yield
+            return
+        async with server.session_manager.run():  # a mounted/routed sub-app's own lifespan never runs
+            yield
+
+    app = FastAPI(title="schemadoc", version=schemadoc.__version__, description=_DESCRIPTION,
+                  docs_url="/docs", redoc_url="/redoc", openapi_url="/openapi.json", lifespan=lifespan,
+                  default_response_class=JSONBody)
+    app.add_exception_handler(SchemaDocError, _on_schemadoc_error)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)
+
+    app.include_router(build_rest_router(service, settings), prefix=API_PREFIX)
+
+    @app.get("/health", tags=["health"], summary="Health check", operation_id="health")
+    def health() -> dict[str, str]:
+        return {"status": "healthy"}
+
+    if mcp_app is not None:
+        # the MCP route itself, answering every method at /mcp (GET: stream, POST: messages, DELETE: session end)
+        app.router.routes.append(Route(MCP_PATH, endpoint=mcp_app, include_in_schema=False, name="mcp"))
+
+    # added inner to outer: the error guard sits innermost, CORS outermost (so errors carry CORS headers)
+    app.add_middleware(_ErrorGuard)
+    app.add_middleware(_RequestLimits, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware, allow_origins=list(settings.cors_origins), allow_credentials=True,
+            allow_methods=["GET", "POST", "PUT", "DELETE", "OPTIONS"], allow_headers=["*"],
+            expose_headers=["ETag", "Location", "Mcp-Session-Id", "Mcp-Protocol-Version"])
+    return app

@@ -1,0 +1,221 @@
+"""Change notifications for MCP clients of both protocol eras.
+
+The service calls its listeners in the writer's thread, right after a commit. The
+:class:`ChangeNotifier` only hands each event to the event loop the MCP server runs on
+(``loop.call_soon_threadsafe``); on the loop it then publishes
+
+- ``ResourceUpdated("schema://{doc_id}")`` (and ``ResourcesListChanged`` when a document
+  appeared or disappeared) on the :class:`SubscriptionBus`, which feeds the modern era's
+  ``subscriptions/listen`` streams, and
+- ``notifications/resources/updated`` (and ``notifications/resources/list_changed``) to every
+  handshake-era connection that subscribed to that URI with ``resources/subscribe``.
+
+Writes made by any door of the same process (REST, MCP, CLI) reach every MCP subscriber,
+because the notifier listens to the service, not to the MCP tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from mcp.server import NotificationOptions, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
+from mcp.server.mcpserver import MCPServer
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, SubscriptionBus
+from mcp.types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from schemadoc.service import ChangeEvent, DocumentService
+
+__all__ = ["LIST_CHANGING_KINDS", "ChangeNotifier", "document_uri"]
+
+log = logging.getLogger("schemadoc.mcp")
+
+LIST_CHANGING_KINDS = frozenset({"created", "deleted", "undeleted", "purged"})
+"""Change kinds that add a document to, or remove one from, ``resources/list``."""
+
+SEND_TIMEOUT_SECONDS = 5.0
+"""A legacy connection that does not take a notification within this time is dropped."""
+
+
+def document_uri(doc_id: str) -> str:
+    """The MCP resource URI of a document."""
+    return f"schema://{doc_id}"
+
+
+@dataclass
+class _LegacyPeer:
+    """A handshake-era connection: the latest session seen on it and the URIs it subscribed to."""
+
+    session: ServerSession
+    uris: set[str] = field(default_factory=set)
+
+
+class ChangeNotifier:
+    """Fans committed changes out to MCP clients; one per MCP server.
+
+    Every method except :meth:`on_change` runs on the server's event loop. The loop is
+    attached when the server starts (its lifespan), lazily on each inbound message, or
+    explicitly with :meth:`attach_loop`; until then changes are dropped (nobody can be
+    listening yet).
+    """
+
+    def __init__(self, bus: SubscriptionBus, *, max_peers: int = 1024, max_uris_per_peer: int = 1024) -> None:
+        self.bus = bus
+        self.max_peers = max_peers
+        self.max_uris_per_peer = max_uris_per_peer
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._peers: OrderedDict[object, _LegacyPeer] = OrderedDict()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._detach: Callable[[], None] | None = None
+
+    # -- wiring ------------------------------------------------------------------------------
+
+    def connect(self, service: DocumentService) -> None:
+        """Listen to the service's committed changes (once)."""
+        if self._detach is None:
+            self._detach = service.subscribe(self.on_change)
+
+    def close(self) -> None:
+        """Stop listening to the service and forget every legacy subscriber."""
+        if self._detach is not None:
+            self._detach()
+            self._detach = None
+        self._peers.clear()
+
+    def install(self, server: MCPServer[Any]) -> None:
+        """Serve legacy ``resources/subscribe``/``unsubscribe`` and advertise ``listChanged``.
+
+        ``MCPServer`` serves only the modern ``subscriptions/listen``; the handshake-era methods
+        are added on its low-level server (the SDK's documented route for methods the 2026
+        revision removed), and its initialization options are made to advertise
+        ``resources.listChanged`` to handshake-era clients.
+        """
+        low = server._lowlevel_server
+        low.add_request_handler("resources/subscribe", SubscribeRequestParams, self.on_subscribe)
+        low.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self.on_unsubscribe)
+        low.middleware.append(self.middleware)
+        low.create_initialization_options = functools.partial(  # type: ignore[method-assign]
+            low.create_initialization_options, NotificationOptions(resources_changed=True))
+
+    def attach_loop(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Deliver changes on ``loop`` (default: the running loop)."""
+        self._loop = loop if loop is not None else asyncio.get_running_loop()
+
+    # -- from the writer's thread ------------------------------------------------------------
+
+    def on_change(self, event: ChangeEvent) -> None:
+        """The service listener: hand the event to the loop, never block the writer."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(self._start_publishing, event)
+        except RuntimeError:  # the loop closed between the check and the call
+            log.debug("event loop closed; change of %s v%d not published", event.doc_id, event.version)
+
+    def _start_publishing(self, event: ChangeEvent) -> None:
+        task = asyncio.get_running_loop().create_task(self._publish_logged(event))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _publish_logged(self, event: ChangeEvent) -> None:
+        try:
+            await self.publish(event)
+        except Exception:
+            log.exception("publishing the change of %s v%d failed", event.doc_id, event.version)
+
+    async def drain(self) -> None:
+        """Wait until every change handed to the loop so far has been published."""
+        await anyio.sleep(0)  # let callbacks scheduled with call_soon_threadsafe start their tasks
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # -- on the loop -------------------------------------------------------------------------
+
+    async def publish(self, event: ChangeEvent) -> None:
+        """Tell modern listeners and legacy subscribers that a document changed."""
+        uri = document_uri(event.doc_id)
+        list_changed = event.kind in LIST_CHANGING_KINDS
+        await self.bus.publish(ResourceUpdated(uri=uri))
+        if list_changed:
+            await self.bus.publish(ResourcesListChanged())
+        for key, peer in list(self._peers.items()):
+            if uri not in peer.uris and not list_changed:
+                continue
+            try:
+                with anyio.fail_after(SEND_TIMEOUT_SECONDS):
+                    if uri in peer.uris:
+                        await peer.session.send_resource_updated(uri)
+                    if list_changed:
+                        await peer.session.send_resource_list_changed()
+            except Exception as error:  # a closed or stuck connection: forget it
+                log.info("dropping MCP subscriber after a failed notification: %r", error)
+                self._peers.pop(key, None)
+
+    async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Attach the loop lazily and remember handshake-era connections (for ``list_changed``)."""
+        if self._loop is None or self._loop.is_closed():
+            self.attach_loop()
+        if (ctx.request_id is not None and ctx.method != "initialize"
+                and ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS):
+            self._peer(ctx.session)
+        return await call_next(ctx)
+
+    async def on_subscribe(self, ctx: ServerRequestContext[Any, Any],
+                           params: SubscribeRequestParams) -> EmptyResult:
+        peer = self._peer(ctx.session)
+        if peer is not None:
+            uri = str(params.uri)
+            if uri not in peer.uris and len(peer.uris) >= self.max_uris_per_peer:
+                peer.uris.pop()
+            peer.uris.add(uri)
+        return EmptyResult()
+
+    async def on_unsubscribe(self, ctx: ServerRequestContext[Any, Any],
+                             params: UnsubscribeRequestParams) -> EmptyResult:
+        peer = self._peers.get(_connection_key(ctx.session))
+        if peer is not None:
+            peer.uris.discard(str(params.uri))
+        return EmptyResult()
+
+    def subscribers(self, uri: str) -> int:
+        """How many legacy connections subscribed to ``uri`` (for tests and diagnostics)."""
+        return sum(1 for peer in self._peers.values() if uri in peer.uris)
+
+    def _peer(self, session: ServerSession) -> _LegacyPeer | None:
+        """The peer of the session's connection, registered (with clean-up on close) on first sight."""
+        connection = _connection_of(session)
+        if connection is not None and not getattr(connection, "has_standalone_channel", True):
+            return None  # stateless HTTP: nothing can be pushed to this client
+        key = _connection_key(session)
+        peer = self._peers.get(key)
+        if peer is not None:
+            peer.session = session
+            self._peers.move_to_end(key)
+            return peer
+        peer = _LegacyPeer(session)
+        self._peers[key] = peer
+        if connection is not None and hasattr(connection, "exit_stack"):
+            connection.exit_stack.callback(self._peers.pop, key, None)
+        while len(self._peers) > self.max_peers:
+            self._peers.popitem(last=False)
+        return peer
+
+
+def _connection_of(session: ServerSession) -> Any:
+    """The connection behind a per-request session (the SDK keeps it private)."""
+    return getattr(session, "_connection", None)
+
+
+def _connection_key(session: ServerSession) -> object:
+    connection = _connection_of(session)
+    return connection if connection is not None else session

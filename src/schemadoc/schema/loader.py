@@ -1,0 +1,219 @@
+"""Load the one JSON Schema a server instance uses, check it, and answer questions about it.
+
+:func:`load_schema` reads the file, meta-validates it against Draft 2020-12, reads the sibling
+files its ``$ref`` s name, checks that every ``$ref`` resolves and that no reference cycle is
+empty (see :mod:`schemadoc.schema.refs`), and compiles the runtime validator. The returned
+:class:`LoadedSchema` is immutable and safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jsonschema_rs
+from jsonschema import Draft202012Validator
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.schema.defaults import build_defaults
+from schemadoc.schema.nodes import NodeNavigator, merge_patch_schema_for
+from schemadoc.schema.refs import SchemaResources, meta_problems, read_schema_file
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+__all__ = ["LoadedSchema", "load_schema"]
+
+_NODE_CACHE_SIZE = 4096
+
+
+def _no_network(uri: str) -> Any:
+    """jsonschema_rs retriever: every document is in the registry, nothing is fetched."""
+    raise ValueError(f"{uri} is not part of the loaded schema and schemadoc never fetches schemas")
+
+
+def load_schema(path: str | os.PathLike[str]) -> LoadedSchema:
+    """Load and check the schema file at ``path``.
+
+    Raises :class:`~schemadoc.errors.SchemaDocError`:
+
+    * ``schema-load-failed``: the file (or a sibling it references) is missing, unreadable or not
+      JSON (``details: {"path", "reason"}``), or is not a valid Draft 2020-12 schema
+      (``details: {"path", "problems": [{"path", "message"}, ...]}`` listing every problem,
+      each ``path`` a JSON Pointer into that schema file; ``uri`` too for a sibling file);
+    * ``schema-resolution-failed``: a ``$ref`` does not resolve (``details: {"ref", "chain":
+      [where it is written, what it points to], "unresolved": [every such ref]}``), or a cycle
+      of references with nothing in between, such as A -> B -> A (``details: {"ref", "chain"}``
+      where ``chain`` lists the URIs around the cycle, first and last the same).
+
+    ``$ref`` s resolve against ``$defs``, anchors and files next to the schema, never the network.
+    """
+    file = Path(path).expanduser().resolve()
+    root = read_schema_file(file)
+    problems = meta_problems(root)
+    if not problems and not isinstance(root, dict):
+        problems = [{"path": "/", "message": "the root schema must be a JSON object, not a boolean"}]
+    if problems:
+        raise SchemaDocError(
+            "schema-load-failed",
+            f"{file.name} is not a valid Draft 2020-12 schema ({len(problems)} problem(s))",
+            {"path": str(file), "problems": problems},
+        )
+    resources = SchemaResources(file, root)
+    resources.check()
+    resources.freeze()
+    return LoadedSchema(resources)
+
+
+class LoadedSchema:
+    """A checked schema: validators, node schemas, defaults and merge-patch schemas.
+
+    Attributes:
+        path: the schema file (absolute).
+        uri: the ``file://`` URI of that file.
+        base_uri: what relative ``$ref`` s in the root resolve against: the root's ``$id``
+            (made absolute against ``uri``) or ``uri`` when it has none.
+        root: the root schema exactly as loaded; do not modify it.
+        schema_version: the root's ``version``, ``x-version`` or ``$comment``, else None.
+        resource_uris: the URIs of every schema document in play (root and siblings).
+
+    Methods returning schemas or documents return fresh objects the caller may keep or change.
+    """
+
+    def __init__(self, resources: SchemaResources) -> None:
+        self._resources = resources
+        self.path: Path = resources.path
+        self.uri: str = resources.file_uri
+        self.base_uri: str = resources.base_uri
+        self.root: dict[str, Any] = resources.root_contents
+        self.schema_version: str | None = _schema_version(self.root)
+        self.resource_uris: tuple[str, ...] = tuple(uri for uri, _ in resources.all_documents())
+        self._navigator = NodeNavigator(resources)
+        self._rs_registry = jsonschema_rs.Registry(resources.all_documents(), retriever=_no_network)
+        self._node_cached = functools.lru_cache(maxsize=_NODE_CACHE_SIZE)(self._node_uncached)
+        self._defaults: Any = None
+        self._defaults_error: SchemaDocError | None = None
+        self._defaults_done = False
+        try:
+            self._validator = self._compile(self.root, root=True)
+        except ValueError as error:  # jsonschema_rs raises ValueError subclasses for bad schemas
+            raise SchemaDocError(
+                "schema-load-failed",
+                f"{self.path.name} cannot be compiled: {error}",
+                {"path": str(self.path), "problems": [{"path": "/", "message": str(error)}]},
+            ) from error
+
+    def __repr__(self) -> str:
+        return f"LoadedSchema(uri={self.uri!r}, base_uri={self.base_uri!r})"
+
+    # -- validators -------------------------------------------------------------------
+
+    def _compile(self, schema: Any, *, root: bool) -> jsonschema_rs.Draft202012Validator:
+        return jsonschema_rs.Draft202012Validator(
+            schema,
+            validate_formats=True,
+            registry=self._rs_registry,
+            base_uri=self.base_uri if root else None,
+            offline=True,
+        )
+
+    def make_validator(
+        self, schema: dict[str, Any] | bool | None = None
+    ) -> jsonschema_rs.Draft202012Validator:
+        """The compiled (jsonschema_rs) validator for the whole schema, with format assertion on.
+
+        Every sibling document is in its registry and nothing is ever fetched. Without
+        ``schema`` the one validator compiled at load is returned (validators are immutable
+        and thread-safe). With ``schema`` (e.g. from :meth:`node_schema` or
+        :meth:`merge_patch_schema`, whose remaining ``$ref`` s are absolute URIs) a validator
+        for that schema is compiled against the same registry.
+        """
+        if schema is None:
+            return self._validator
+        return self._compile(schema, root=False)
+
+    def make_reference_validator(self, schema: dict[str, Any] | bool | None = None) -> Validator:
+        """A python ``jsonschema`` Draft 2020-12 validator for the same schema: the test oracle.
+
+        It shares the loaded documents through a ``referencing`` registry (no network) and
+        asserts formats with ``Draft202012Validator.FORMAT_CHECKER``.
+        """
+        if schema is None:
+            schema = self.root
+            if "$id" not in schema:  # so that relative refs resolve against the file's URI
+                schema = {**schema, "$id": self.uri}
+        validator: Validator = Draft202012Validator(
+            schema,
+            registry=self._resources.registry,
+            format_checker=Draft202012Validator.FORMAT_CHECKER,
+        )
+        return validator
+
+    # -- node schemas -----------------------------------------------------------------
+
+    def _node_uncached(self, tokens: tuple[str, ...], dereferenced: bool) -> dict[str, Any]:
+        return self._navigator.node(tokens, dereferenced=dereferenced)
+
+    def node_schema(self, tokens: Sequence[str], *, dereferenced: bool = True) -> dict[str, Any]:
+        """The schema for the node at the decoded pointer ``tokens`` (the root is ``[]``).
+
+        Array positions are decimal indices, ``-`` (append) or ``-1``, ``-2``… (from the end).
+        Where ``oneOf``/``anyOf`` alternatives lead to different schemas the result is
+        ``{"anyOf": [...]}`` of them all; a node that is itself a ``oneOf`` comes back whole.
+        ``dereferenced`` inlines every ``$ref`` except recursive ones, which stay as
+        ``{"$ref": <absolute URI>}``; otherwise the subschema is returned as written.
+
+        Raises ``schema-path-not-found`` (``details: {"path", "deepest_valid_path", "allowed"}``)
+        when the schema allows nothing there, and ``path-invalid`` for an array position with a
+        sign or leading zero.
+        """
+        return copy.deepcopy(self._node_cached(tuple(tokens), dereferenced))
+
+    def dereferenced_root(self) -> dict[str, Any]:
+        """``node_schema([], dereferenced=True)``."""
+        return self.node_schema((), dereferenced=True)
+
+    def merge_patch_schema(self, tokens: Sequence[str]) -> dict[str, Any]:
+        """The schema an RFC 7396 merge patch applied at ``tokens`` must satisfy.
+
+        Derived from the dereferenced node schema: object properties also accept ``null``
+        (delete), ``required`` is dropped (a patch may be partial), nested objects are partial
+        too, ``additionalProperties: false`` still rejects unknown members, and arrays and
+        scalars keep their full schema since a merge patch replaces them wholesale. See
+        :func:`schemadoc.schema.nodes.merge_patch_schema_for`. Compile it with
+        :meth:`make_validator`.
+        """
+        patch_schema = merge_patch_schema_for(self._node_cached(tuple(tokens), True))
+        result: dict[str, Any] = copy.deepcopy(patch_schema)
+        return result
+
+    # -- defaults ---------------------------------------------------------------------
+
+    def defaults(self) -> Any:
+        """A fresh initial document built from the schema's defaults (rules in
+        :mod:`schemadoc.schema.defaults`); raises ``required-field-without-default`` listing
+        every required field without one in ``details.paths``. Callers still validate it."""
+        if not self._defaults_done:
+            try:
+                self._defaults = build_defaults(self._resources)
+            except SchemaDocError as error:
+                self._defaults_error = error
+            self._defaults_done = True
+        failure = self._defaults_error
+        if failure is not None:
+            raise SchemaDocError(failure.code, failure.message, copy.deepcopy(failure.details))
+        return copy.deepcopy(self._defaults)
+
+
+def _schema_version(root: dict[str, Any]) -> str | None:
+    for key in ("version", "x-version", "$comment"):
+        value = root.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+    return None

@@ -1,0 +1,498 @@
+"""Drivers: one interface onto every door of a schemadoc server, tool names as the lingua franca.
+
+A test says ``await door.call("document_update_node", {"doc_id": ..., "node_path": ..., ...})``
+and gets an :class:`Outcome`. :class:`RestDoor` turns the call into the REST request of the wire
+contract (``PUT /api/v1/documents/{doc_id}?path=...``), :class:`McpDoor` into an MCP
+``tools/call``. Both answer with the same shape, so a behaviour test is written once and runs
+through REST, MCP in both protocol eras, in process or against a running server.
+
+Every outcome passes through :data:`OBSERVED`: the error codes each door returned (the catalog
+test checks them) and the wire-shape anomalies it saw (an error result carrying structured
+content, a status that is not the catalog's, …), which a final test reports.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import quote
+
+import anyio
+import httpx
+from mcp import Client, MCPError
+
+from schemadoc.errors import CATALOG
+
+__all__ = [
+    "UNKNOWN_DOC_ID",
+    "ULID_PATTERN",
+    "Doc",
+    "book_doc",
+    "chapter",
+    "failed",
+    "new_doc",
+    "ok",
+    "sample_book",
+    "CALL_TIMEOUT",
+    "OBSERVED",
+    "TOOLS",
+    "Door",
+    "McpDoor",
+    "NotRepresentable",
+    "Observations",
+    "Outcome",
+    "RestDoor",
+    "mcp_door",
+    "rest_door",
+]
+
+CALL_TIMEOUT = 30.0
+"""Seconds one call may take before the test fails (keeps a hung door from hanging the suite)."""
+
+TOOLS = (
+    "document_create",
+    "document_read_node",
+    "document_update_node",
+    "document_create_node",
+    "document_delete_node",
+    "document_apply_patch",
+    "document_list",
+    "schema_get_root",
+    "schema_get_node",
+)
+
+_CREATED = frozenset({"document_create", "document_create_node"})
+_ERROR_MEMBERS = ("code", "category", "message", "details", "remediation")
+
+
+class NotRepresentable(Exception):  # noqa: N818 - it is a verdict, not a failure
+    """The arguments cannot be expressed through this door (e.g. a list as a REST path segment)."""
+
+
+@dataclass
+class Outcome:
+    """What one call through a door produced."""
+
+    ok: bool
+    body: dict[str, Any]
+    """Success: the result body. Failure: the error object ``{"error": {...}}``."""
+    status: int
+    """REST: the HTTP status. MCP: 200 (201 for creations) on success, else the error's catalog status."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """REST response headers (lower-case names); ``{}`` for MCP."""
+    rpc_error: int | None = None
+    """MCP only: the JSON-RPC error code when the server answered with a protocol error."""
+
+    @property
+    def error(self) -> dict[str, Any]:
+        error = self.body.get("error") if not self.ok else None
+        return error if isinstance(error, dict) else {}
+
+    @property
+    def code(self) -> str | None:
+        code = self.error.get("code")
+        return code if isinstance(code, str) else None
+
+    @property
+    def details(self) -> dict[str, Any]:
+        details = self.error.get("details")
+        return details if isinstance(details, dict) else {}
+
+    def __repr__(self) -> str:
+        text = json.dumps(self.body, default=str)
+        if len(text) > 1500:
+            text = text[:1500] + "…"
+        return f"Outcome(ok={self.ok}, status={self.status}, body={text})"
+
+
+class Door(Protocol):
+    """One way into a server."""
+
+    name: str
+    """The pytest id: ``rest``, ``mcp-auto``, ``mcp-legacy``, ``remote-rest``, …"""
+    kind: str
+    """``rest`` or ``mcp``."""
+
+    async def call(self, tool: str, args: dict[str, Any]) -> Outcome:
+        """Call one tool (by its MCP name) with its MCP arguments."""
+        ...
+
+    async def read_document(self, doc_id: str) -> Outcome:
+        """The whole document (export): success body ``{"document": <content>}``."""
+        ...
+
+
+@dataclass
+class Observations:
+    """What every door saw during the session (one pytest process)."""
+
+    codes: dict[str, set[str]] = field(default_factory=dict)
+    anomalies: list[str] = field(default_factory=list)
+    calls: dict[str, int] = field(default_factory=dict)
+
+    def record(self, door: str, tool: str, outcome: Outcome) -> None:
+        self.calls[door] = self.calls.get(door, 0) + 1
+        if outcome.ok:
+            return
+        code = outcome.code
+        self.codes.setdefault(door, set()).add(code if code is not None else "<no code>")
+        error = outcome.error
+        missing = [member for member in _ERROR_MEMBERS if member not in error]
+        if missing:
+            self.anomaly(door, tool, f"error object lacks {missing}: {outcome!r}")
+        entry = CATALOG.get(code or "")
+        if entry is not None and error.get("category") != str(entry.status):
+            self.anomaly(door, tool, f"{code}: category {error.get('category')!r}, catalog says {entry.status}")
+        if entry is not None and outcome.status != entry.status and outcome.rpc_error is None:
+            self.anomaly(door, tool, f"{code}: status {outcome.status}, catalog says {entry.status}")
+
+    def anomaly(self, door: str, tool: str, text: str) -> None:
+        self.anomalies.append(f"[{door}] {tool}: {text}")
+
+
+OBSERVED = Observations()
+
+
+# -- REST ----------------------------------------------------------------------------------------
+
+
+def _query_value(name: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | str):
+        return str(value)
+    raise NotRepresentable(f"{name}={value!r} cannot be a query parameter")
+
+
+def _segment(args: dict[str, Any]) -> str:
+    doc_id = args.get("doc_id")
+    if not isinstance(doc_id, str):
+        raise NotRepresentable(f"doc_id={doc_id!r} cannot be a path segment")
+    return quote(doc_id, safe="")
+
+
+def _rest_request(tool: str, args: dict[str, Any]) -> tuple[str, str, dict[str, str], dict[str, Any] | None]:
+    """(method, path below the API prefix, query, JSON body) of one tool call."""
+    query: dict[str, str] = {}
+    body: dict[str, Any] | None = None
+
+    def take(*names: str, into: dict[str, Any]) -> None:
+        for name in names:
+            if name in args:
+                into[name] = args[name]
+
+    def query_from(*pairs: tuple[str, str]) -> None:
+        for arg, param in pairs:
+            if arg in args and args[arg] is not None:
+                query[param] = _query_value(arg, args[arg])
+
+    if tool == "document_create":
+        return "POST", "/documents", query, None
+    if tool == "document_list":
+        query_from(("limit", "limit"), ("offset", "offset"))
+        return "GET", "/documents", query, None
+    if tool == "schema_get_root":
+        query_from(("dereferenced", "dereferenced"))
+        return "GET", "/schema", query, None
+    if tool == "schema_get_node":
+        query_from(("node_path", "path"), ("doc_id", "doc_id"), ("dereferenced", "dereferenced"))
+        return "GET", "/schema/node", query, None
+    doc = _segment(args)
+    if tool == "document_read_node":
+        query_from(("node_path", "path"))
+        return "GET", f"/documents/{doc}", query, None
+    query_from(("dry_run", "dry_run"))
+    body = {}
+    if tool == "document_update_node":
+        query_from(("node_path", "path"))
+        take("node_data", "version", into=body)
+        return "PUT", f"/documents/{doc}", query, body
+    if tool == "document_create_node":
+        query_from(("node_path", "path"))
+        take("node_data", "version", into=body)
+        return "POST", f"/documents/{doc}/nodes", query, body
+    if tool == "document_delete_node":
+        query_from(("node_path", "path"))
+        take("version", into=body)
+        return "DELETE", f"/documents/{doc}/nodes", query, body
+    if tool == "document_apply_patch":
+        take("patch", "version", into=body)
+        return "POST", f"/documents/{doc}/patch", query, body
+    raise NotRepresentable(f"no REST route for tool {tool!r}")
+
+
+@dataclass
+class RestDoor:
+    """The REST API under ``prefix`` (``/api/v1``), through an httpx client (in process or over TCP)."""
+
+    name: str
+    http: httpx.AsyncClient
+    prefix: str = "/api/v1"
+    kind: str = "rest"
+
+    async def call(self, tool: str, args: dict[str, Any]) -> Outcome:
+        method, path, query, body = _rest_request(tool, args)
+        outcome = await self.request(method, self.prefix + path, params=query, json_body=body)
+        OBSERVED.record(self.name, tool, outcome)
+        return outcome
+
+    async def read_document(self, doc_id: str) -> Outcome:
+        outcome = await self.request("GET", f"{self.prefix}/documents/{quote(doc_id, safe='')}", params={"path": "/"})
+        OBSERVED.record(self.name, "read_document", outcome)
+        if outcome.ok:
+            return Outcome(True, {"document": outcome.body.get("node_content")}, outcome.status, outcome.headers)
+        return outcome
+
+    async def request(self, method: str, url: str, *, params: dict[str, str] | None = None,
+                      json_body: Any = None, headers: dict[str, str] | None = None,
+                      content: bytes | None = None) -> Outcome:
+        """One raw HTTP request, its answer as an :class:`Outcome` (for REST-only tests)."""
+        kwargs: dict[str, Any] = {"params": params or {}, "headers": headers or {}}
+        if content is not None:
+            kwargs["content"] = content
+        elif json_body is not None:
+            kwargs["json"] = json_body
+        with anyio.fail_after(CALL_TIMEOUT):
+            response = await self.http.request(method, url, **kwargs)
+        try:
+            parsed = response.json()
+        except ValueError:
+            parsed = None
+        ok = 200 <= response.status_code < 300
+        answer_headers = {key.lower(): value for key, value in response.headers.items()}
+        if not isinstance(parsed, dict):
+            OBSERVED.anomaly(self.name, f"{method} {url}", f"status {response.status_code}, body is not a JSON "
+                                                             f"object: {response.text[:300]!r}")
+            parsed = {} if ok else {"error": {"code": None, "message": response.text[:300]}}
+        return Outcome(ok, parsed, response.status_code, answer_headers)
+
+
+@asynccontextmanager
+async def rest_door(name: str, *, app: Any = None, base_url: str | None = None,
+                    prefix: str = "/api/v1") -> AsyncIterator[RestDoor]:
+    """A REST door onto an ASGI ``app`` (in process, its lifespan run) or a server at ``base_url``."""
+    if app is not None:
+        transport = httpx.ASGITransport(app=app)
+        async with app.router.lifespan_context(app), \
+                httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            yield RestDoor(name, http, prefix)
+    else:
+        async with httpx.AsyncClient(base_url=str(base_url), timeout=CALL_TIMEOUT) as http:
+            yield RestDoor(name, http, prefix)
+
+
+# -- MCP -----------------------------------------------------------------------------------------
+
+
+def _text_of(content: list[Any]) -> str:
+    return "".join(getattr(block, "text", "") for block in content)
+
+
+@dataclass
+class McpDoor:
+    """MCP tools and resources through an ``mcp.Client`` (in process or streamable HTTP)."""
+
+    name: str
+    client: Client
+    status_from_category: bool = False
+    """Remote servers: take the status from the error's ``category`` instead of the local catalog."""
+    kind: str = "mcp"
+
+    def _error_status(self, error: dict[str, Any]) -> int:
+        code = error.get("code")
+        if not self.status_from_category and isinstance(code, str) and code in CATALOG:
+            return CATALOG[code].status
+        try:
+            return int(error.get("category", 0))
+        except (TypeError, ValueError):
+            return 0
+
+    async def call(self, tool: str, args: dict[str, Any]) -> Outcome:
+        try:
+            with anyio.fail_after(CALL_TIMEOUT):
+                result = await self.client.call_tool(tool, args)
+        except MCPError as failure:
+            outcome = self._protocol_error(failure)
+            OBSERVED.anomaly(self.name, tool, f"JSON-RPC error {failure.code} instead of an isError result: "
+                                              f"{failure.message}")
+            OBSERVED.record(self.name, tool, outcome)
+            return outcome
+        text = _text_of(result.content)
+        if result.is_error:
+            if result.structured_content is not None:
+                OBSERVED.anomaly(self.name, tool, "an isError result carries structuredContent")
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = None
+            if not (isinstance(parsed, dict) and isinstance(parsed.get("error"), dict)):
+                OBSERVED.anomaly(self.name, tool, f"isError text is not a JSON error object: {text[:300]!r}")
+                parsed = {"error": {"code": None, "message": text}}
+            outcome = Outcome(False, parsed, self._error_status(parsed["error"]))
+        else:
+            body = result.structured_content
+            if not isinstance(body, dict):
+                OBSERVED.anomaly(self.name, tool, f"success without a structuredContent object: {text[:300]!r}")
+                body = {}
+            else:
+                try:
+                    same = json.loads(text) == body
+                except ValueError:
+                    same = False
+                if not same:
+                    OBSERVED.anomaly(self.name, tool, "the text content is not the JSON of structuredContent")
+            outcome = Outcome(True, body, 201 if tool in _CREATED else 200)
+        OBSERVED.record(self.name, tool, outcome)
+        return outcome
+
+    async def read_document(self, doc_id: str) -> Outcome:
+        uri = f"schema://{doc_id}"
+        try:
+            with anyio.fail_after(CALL_TIMEOUT):
+                result = await self.client.read_resource(uri)
+        except MCPError as failure:
+            outcome = self._protocol_error(failure)
+            OBSERVED.record(self.name, "read_document", outcome)
+            return outcome
+        texts = [block for block in result.contents if hasattr(block, "text")]
+        if len(texts) != 1:
+            OBSERVED.anomaly(self.name, "read_document", f"{uri}: {len(result.contents)} contents, not one text")
+        block = texts[0]
+        if block.mime_type != "application/json":
+            OBSERVED.anomaly(self.name, "read_document", f"{uri}: mime type {block.mime_type!r}")
+        outcome = Outcome(True, {"document": json.loads(block.text)}, 200)
+        OBSERVED.record(self.name, "read_document", outcome)
+        return outcome
+
+    def _protocol_error(self, failure: MCPError) -> Outcome:
+        """A JSON-RPC error as an outcome: its data's error object if it has one, else a synthesised one."""
+        data = failure.data
+        if isinstance(data, dict) and isinstance(data.get("error"), dict):
+            body = data
+        else:
+            # The contract: a resource that does not exist is -32602 with data.uri.
+            code = "resource-not-found" if failure.code == -32602 else None
+            body = {"error": {"code": code, "category": "404" if code else None, "message": failure.message,
+                              "details": data if isinstance(data, dict) else {"data": data},
+                              "remediation": ""}}
+        return Outcome(False, body, self._error_status(body["error"]), rpc_error=failure.code)
+
+
+@asynccontextmanager
+async def mcp_door(name: str, server: Any, *, mode: str, status_from_category: bool = False) -> AsyncIterator[McpDoor]:
+    """An MCP door: ``server`` is an in-process ``MCPServer`` or the URL of a streamable HTTP endpoint."""
+    async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
+        yield McpDoor(name, client, status_from_category)
+
+
+# -- helpers shared by the behaviour tests ---------------------------------------------------------
+
+ULID_PATTERN = r"^[0-9A-HJKMNP-TV-Z]{26}$"
+UNKNOWN_DOC_ID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+"""A well-formed ULID no server ever created (it dates from 2016)."""
+
+
+def chapter(number: int, *, sections: int = 1, text: str = "Some text.") -> dict[str, Any]:
+    """A valid chapter ``ch-{number}`` of the book schema."""
+    return {
+        "id": f"ch-{number}",
+        "title": f"Chapter {number}",
+        "sections": [
+            {"title": f"Section {number}.{index + 1}",
+             "paragraphs": [{"text": text, "style": "normal"}],
+             "sections": []}
+            for index in range(sections)
+        ],
+    }
+
+
+def sample_book() -> dict[str, Any]:
+    """A valid book using every part of the schema; optional members left out: ``homepage``, ``contact``."""
+    first = chapter(1, sections=2)
+    first["sections"][0]["sections"] = [
+        {"title": "Section 1.1.1", "paragraphs": [{"text": "Deep.", "style": "quote"}], "sections": []},
+    ]
+    return {
+        "title": "The Conformance Book",
+        "metadata": {
+            "language": "en",
+            "status": "draft",
+            "author": {"name": "Ada Lovelace", "email": "ada@example.org"},
+            "created": "2025-11-29T10:00:00Z",
+            "edition": 1,
+            "isbn": "978-3-16-148410-0",
+            "keywords": ["json", "schema"],
+        },
+        "chapters": [first, chapter(2), chapter(3)],
+        "tags": ["test"],
+    }
+
+
+def ok(outcome: Outcome) -> dict[str, Any]:
+    """The body of a successful outcome (the assertion shows the error otherwise)."""
+    assert outcome.ok, f"expected success, got {outcome!r}"
+    return outcome.body
+
+
+def failed(outcome: Outcome, code: str) -> dict[str, Any]:
+    """The error object of a failed outcome with ``code`` (the assertion shows what came instead)."""
+    assert not outcome.ok and outcome.code == code, f"expected {code}, got {outcome!r}"
+    return outcome.error
+
+
+@dataclass
+class Doc:
+    """A document created through a door, with the version the test last saw."""
+
+    door: Door
+    doc_id: str
+    version: int
+
+    async def read(self, node_path: str = "/") -> Outcome:
+        return await self.door.call("document_read_node", {"doc_id": self.doc_id, "node_path": node_path})
+
+    async def content(self, node_path: str = "/") -> Any:
+        """The node's content and a check that the version is the one the test expects."""
+        body = ok(await self.read(node_path))
+        assert body["version"] == self.version, f"version {body['version']}, expected {self.version}"
+        return body["node_content"]
+
+    async def write(self, tool: str, **args: Any) -> Outcome:
+        """A write at the current version (unless given); success moves the version on."""
+        args = {"doc_id": self.doc_id, "version": self.version, **args}
+        outcome = await self.door.call(tool, args)
+        if outcome.ok and not outcome.body.get("dry_run"):
+            self.version = outcome.body["version"]
+        return outcome
+
+    async def update(self, node_path: str, node_data: Any, **args: Any) -> Outcome:
+        return await self.write("document_update_node", node_path=node_path, node_data=node_data, **args)
+
+    async def create(self, node_path: str, node_data: Any, **args: Any) -> Outcome:
+        return await self.write("document_create_node", node_path=node_path, node_data=node_data, **args)
+
+    async def delete(self, node_path: str, **args: Any) -> Outcome:
+        return await self.write("document_delete_node", node_path=node_path, **args)
+
+    async def patch(self, patch: Any, **args: Any) -> Outcome:
+        return await self.write("document_apply_patch", patch=patch, **args)
+
+    async def snapshot(self) -> tuple[int, Any]:
+        """(version, whole content) as the server has them now."""
+        body = ok(await self.read("/"))
+        return body["version"], body["node_content"]
+
+
+async def new_doc(door: Door) -> Doc:
+    body = ok(await door.call("document_create", {}))
+    return Doc(door, body["doc_id"], body["version"])
+
+
+async def book_doc(door: Door) -> Doc:
+    """A new document holding :func:`sample_book` (version 2)."""
+    doc = await new_doc(door)
+    ok(await doc.update("/", sample_book()))
+    return doc

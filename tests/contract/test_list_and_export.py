@@ -1,0 +1,109 @@
+"""Stories 7 and 8: list the documents, export a whole document."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from tests.contract.doors import UNKNOWN_DOC_ID, Door, book_doc, chapter, ok, sample_book
+
+pytestmark = pytest.mark.anyio
+
+
+async def _all_pages(door: Door, limit: int) -> list[dict[str, Any]]:
+    documents: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        body = ok(await door.call("document_list", {"limit": limit, "offset": offset}))
+        assert body["limit"] == limit and body["offset"] == offset
+        documents += body["documents"]
+        offset += limit
+        if not body["has_more"]:
+            assert offset >= body["total_documents"]
+            return documents
+        assert len(body["documents"]) == limit
+
+
+# -- story 7: list -----------------------------------------------------------------------------------
+
+
+async def test_a_server_without_documents_lists_none(door: Door, fresh_server: bool) -> None:
+    if not fresh_server:
+        pytest.skip("a shared remote server may already hold documents")
+    body = ok(await door.call("document_list", {}))
+    assert body["documents"] == []
+    assert body["total_documents"] == 0
+    assert body["has_more"] is False
+    assert body["schema_uri"] == ok(await door.call("schema_get_root", {}))["schema_uri"]
+
+
+async def test_the_list_shows_every_document_with_its_summary(door: Door, fresh_server: bool) -> None:
+    created = [ok(await door.call("document_create", {})) for _ in range(4)]
+    edited = await book_doc(door)
+    body = ok(await door.call("document_list", {"limit": 1000}))
+    listed = {summary["doc_id"]: summary for summary in body["documents"]}
+    ids = [c["doc_id"] for c in created] + [edited.doc_id]
+    assert set(ids) <= set(listed)
+    if fresh_server:
+        assert body["total_documents"] == 5 and body["has_more"] is False
+    for doc_id in ids:
+        summary = listed[doc_id]
+        created_at = datetime.fromisoformat(summary["created_at"].replace("Z", "+00:00"))
+        modified_at = datetime.fromisoformat(summary["modified_at"].replace("Z", "+00:00"))
+        assert created_at <= modified_at
+        assert summary["tree_size_bytes"] > 0
+    assert listed[edited.doc_id]["version"] == edited.version
+    assert listed[edited.doc_id]["tree_size_bytes"] > listed[ids[0]]["tree_size_bytes"]
+
+
+async def test_pages_cover_every_document_once(door: Door, fresh_server: bool) -> None:
+    ids = {ok(await door.call("document_create", {}))["doc_id"] for _ in range(5)}
+    first = ok(await door.call("document_list", {"limit": 2}))
+    assert len(first["documents"]) == 2
+    assert first["has_more"] is True
+    pages = await _all_pages(door, limit=2)
+    listed = [summary["doc_id"] for summary in pages]
+    assert len(listed) == len(set(listed)), "a document appeared on two pages"
+    assert ids <= set(listed)
+    if fresh_server:
+        assert first["total_documents"] == 5
+        last = ok(await door.call("document_list", {"limit": 2, "offset": 4}))
+        assert len(last["documents"]) == 1 and last["has_more"] is False
+        beyond = ok(await door.call("document_list", {"limit": 2, "offset": 10}))
+        assert beyond["documents"] == [] and beyond["has_more"] is False
+
+
+# -- story 8: export ---------------------------------------------------------------------------------
+
+
+async def test_the_export_is_the_result_of_every_edit(door: Door) -> None:
+    doc = await book_doc(door)
+    ok(await doc.update("/title", "Edited"))
+    ok(await doc.create("/chapters/-", chapter(4)))
+    ok(await doc.delete("/chapters/0"))
+    ok(await doc.create("/metadata/homepage", "https://example.org"))
+    expected = sample_book()
+    expected["title"] = "Edited"
+    expected["chapters"] = [*expected["chapters"][1:], chapter(4)]
+    expected["metadata"]["homepage"] = "https://example.org"
+    exported = ok(await door.read_document(doc.doc_id))
+    assert exported["document"] == expected
+    assert await doc.content() == expected
+
+
+async def test_the_export_of_a_new_document_is_its_initial_tree(door: Door) -> None:
+    created = ok(await door.call("document_create", {}))
+    assert ok(await door.read_document(created["doc_id"]))["document"] == created["initial_tree"]
+
+
+async def test_exporting_an_unknown_document_fails_as_not_found(door: Door) -> None:
+    outcome = await door.read_document(UNKNOWN_DOC_ID)
+    assert not outcome.ok
+    if door.kind == "mcp":
+        assert outcome.rpc_error == -32602, outcome
+        assert outcome.details.get("uri") == f"schema://{UNKNOWN_DOC_ID}"
+    else:
+        assert outcome.code == "document-not-found"
+        assert outcome.status == 404
