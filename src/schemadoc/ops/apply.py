@@ -88,18 +88,22 @@ class _Workspace:
 
     def __init__(self, document: Any) -> None:
         self.root = document
-        self._own: set[int] = set()
+        self._own: dict[int, Any] = {}   # id -> the private copy (kept alive so ids are never reused)
 
     def _private(self, container: Any) -> Any:
         if id(container) in self._own:
             return container
         fresh = container.copy()
-        self._own.add(id(fresh))
+        self._own[id(fresh)] = fresh
         return fresh
 
     def parent_for_write(self, tokens: Sequence[str], pointer: str) -> Any:
         """Make every container from the root to the parent of ``tokens`` private; return the parent."""
-        resolve(self.root, tokens[:-1], allow_negative=False)   # diagnostics for missing ancestors
+        parent, _ = resolve(self.root, tokens[:-1], allow_negative=False)   # diagnostics for missing ancestors
+        if not isinstance(parent, dict | list):
+            where = format_pointer(tokens[:-1]) or "/"
+            raise SchemaDocError("path-not-found", f"Path {pointer} not found: {where} is a {json_type(parent)}.",
+                                 {"path": pointer, "deepest_ancestor": where})
         self.root = self._private(self.root)
         node = self.root
         for token in tokens[:-1]:
@@ -107,9 +111,6 @@ class _Workspace:
             child = self._private(node[key])
             node[key] = child
             node = child
-        if not isinstance(node, dict | list):
-            raise SchemaDocError("path-not-found", f"Path {pointer} not found: its parent is a {json_type(node)}.",
-                                 {"path": pointer, "deepest_ancestor": format_pointer(tokens[:-1]) or "/"})
         return node
 
 

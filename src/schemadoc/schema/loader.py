@@ -19,6 +19,7 @@ import jsonschema_rs
 from jsonschema import Draft202012Validator
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.schema._keywords import format_pointer
 from schemadoc.schema.defaults import build_defaults
 from schemadoc.schema.nodes import NodeNavigator, merge_patch_schema_for
 from schemadoc.schema.refs import SchemaResources, meta_problems, read_schema_file
@@ -52,7 +53,7 @@ def load_schema(path: str | os.PathLike[str]) -> LoadedSchema:
 
     ``$ref`` s resolve against ``$defs``, anchors and files next to the schema, never the network.
     """
-    file = Path(path).expanduser().resolve()
+    file = Path(os.path.abspath(Path(path).expanduser()))
     root = read_schema_file(file)
     problems = meta_problems(root)
     if not problems and not isinstance(root, dict):
@@ -100,11 +101,13 @@ class LoadedSchema:
         self._defaults_done = False
         try:
             self._validator = self._compile(self.root, root=True)
-        except ValueError as error:  # jsonschema_rs raises ValueError subclasses for bad schemas
+        except jsonschema_rs.ValidationError as error:  # meta-validation should have caught it
+            path = format_pointer([str(token) for token in error.instance_path])
+            problem = {"path": path, "message": error.message}
             raise SchemaDocError(
                 "schema-load-failed",
-                f"{self.path.name} cannot be compiled: {error}",
-                {"path": str(self.path), "problems": [{"path": "/", "message": str(error)}]},
+                f"{self.path.name} cannot be compiled: {error.message}",
+                {"path": str(self.path), "problems": [problem]},
             ) from error
 
     def __repr__(self) -> str:

@@ -104,6 +104,17 @@ def _conjunction(parts: list[_Expr]) -> _Expr:
     return _AllOf(tuple(parts))
 
 
+def _impossible(expr: _Expr) -> bool:
+    """Whether nothing can be valid here (a ``false`` schema, or a conjunction containing one)."""
+    if isinstance(expr, Located):
+        return expr.schema is False
+    if isinstance(expr, _AllOf):
+        return any(_impossible(member) for member in expr.members)
+    if isinstance(expr, _AnyOf):
+        return all(_impossible(member) for member in expr.members)
+    return False
+
+
 def _array_position(token: str) -> int | str | None:
     """``int`` for an index (negative counts from the end), ``"-"`` to append, None if not one."""
     if _INDEX.fullmatch(token):
@@ -129,7 +140,7 @@ class NodeNavigator:
         expr: _Expr = self._resources.root
         for depth, token in enumerate(tokens):
             try:
-                expr = self._child(expr, token)
+                child = self._child(expr, token)
             except _NotAllowed:
                 raise self._not_found(tokens, depth, expr) from None
             except _MalformedIndex:
@@ -140,6 +151,9 @@ class NodeNavigator:
                     "(use -1, -2, … to count from the end and - to append)",
                     {"path": path, "token": token},
                 ) from None
+            if _impossible(child):
+                raise self._not_found(tokens, depth, expr)
+            expr = child
         rendered = self._render(expr, dereferenced=dereferenced)
         if isinstance(rendered, dict):
             return rendered
@@ -158,9 +172,11 @@ class NodeNavigator:
         survivors: list[_Expr] = []
         for member in members:
             try:
-                survivors.append(self._child(member, token))
+                child = self._child(member, token)
             except _NotAllowed:
                 continue
+            if not _impossible(child):
+                survivors.append(child)
         if not survivors:
             raise _NotAllowed
         if len(survivors) == 1:
@@ -396,7 +412,7 @@ def _merge_ref(target: Any, siblings: dict[str, Any]) -> Any:
         shared = (set(target) & set(siblings)) - ANNOTATIONS
         clash = any(set(target) & group and set(siblings) & group for group in _GROUPS)
         if not shared and not clash:
-            return {**target, **siblings}
+            return {**siblings, **{key: value for key, value in target.items() if key not in siblings}}
     merged = dict(siblings)
     merged["allOf"] = [target, *siblings.get("allOf", [])]
     return merged

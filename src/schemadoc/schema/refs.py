@@ -21,22 +21,26 @@ instance's children and would make validation loop. A ``$ref`` under ``propertie
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urldefrag, urljoin, urlsplit
 from urllib.request import url2pathname
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
-from referencing._core import Resolver
-from referencing.exceptions import NoSuchResource, Unresolvable
+from referencing.exceptions import InvalidAnchor, NoSuchAnchor, NoSuchResource, PointerToNowhere, Unresolvable
 from referencing.jsonschema import DRAFT202012
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.schema._keywords import format_pointer, fragment_pointer, iter_subschemas
+
+if TYPE_CHECKING:
+    from referencing._core import Resolver
 
 __all__ = [
     "DRAFT_2020_12",
@@ -51,6 +55,11 @@ _DRAFT_2020_12_SPELLINGS = frozenset({DRAFT_2020_12, DRAFT_2020_12 + "#"})
 
 _META_VALIDATOR = Draft202012Validator(
     Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
+)
+# The runtime validator's own view of the meta-schema: it reads `pattern`s as ECMA-262 regular
+# expressions, which rejects some that python's `re` accepts (`\Z`, `a{,3}`, `(?P=name)`).
+_RUNTIME_META_VALIDATOR = jsonschema_rs.Draft202012Validator(
+    {"$ref": DRAFT_2020_12}, validate_formats=True, offline=True
 )
 
 
@@ -96,7 +105,9 @@ def meta_problems(contents: Any) -> list[dict[str, Any]]:
 
     ``path`` is a JSON Pointer into the schema document. Problems come from python
     ``jsonschema`` validating against the 2020-12 meta-schema (with format checks, so a
-    ``pattern`` must be a valid regular expression), plus a ``$schema`` naming another draft.
+    ``pattern`` must be a valid regular expression), then from ``jsonschema_rs`` doing the same
+    (it reads patterns as ECMA-262, like the runtime validator), plus a ``$schema`` naming
+    another draft.
     """
     problems: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
@@ -105,6 +116,15 @@ def meta_problems(contents: Any) -> list[dict[str, Any]]:
         if (path, error.message) not in seen:
             seen.add((path, error.message))
             problems.append({"path": path, "message": error.message})
+    reported = {path for path, _ in seen}
+    for runtime_error in _RUNTIME_META_VALIDATOR.iter_errors(contents):
+        path = format_pointer([str(token) for token in runtime_error.instance_path])
+        if path not in reported:
+            reported.add(path)
+            message = runtime_error.message
+            if path.endswith("/pattern") or "/patternProperties/" in path:
+                message += " (patterns are ECMA-262 regular expressions)"
+            problems.append({"path": path, "message": message})
     if isinstance(contents, dict):
         declared = contents.get("$schema")
         if isinstance(declared, str) and declared not in _DRAFT_2020_12_SPELLINGS:
@@ -206,14 +226,14 @@ class SchemaResources:
         """The file for a URI, or None. Never touches the network."""
         parts = urlsplit(uri)
         if parts.scheme == "file":
-            candidate = Path(url2pathname(parts.path))
+            candidate = Path(os.path.normpath(url2pathname(parts.path)))
             return candidate if candidate.is_file() else None
         for base, base_path in self._bases:
             base_parts = urlsplit(base)
             if (base_parts.scheme, base_parts.netloc) != (parts.scheme, parts.netloc):
                 continue
             relative = posixpath.relpath(parts.path or "/", posixpath.dirname(base_parts.path) or "/")
-            candidate = (base_path.parent / url2pathname(relative)).resolve()
+            candidate = Path(os.path.normpath(base_path.parent / url2pathname(relative)))
             if candidate.is_file():
                 return candidate
         return self._id_index_lookup(uri)
@@ -233,8 +253,13 @@ class SchemaResources:
         return self._id_index.get(uri)
 
     def freeze(self) -> None:
-        """After loading: every document is known, nothing is read from disk any more."""
+        """After loading: every document is known, nothing is read from disk any more.
+
+        Later resolution starts from the final registry, which holds every document.
+        """
         self._frozen = True
+        self._resolved.clear()
+        self.root = Located(self.root_contents, self.registry.resolver(self.base_uri), self.base_uri)
 
     def all_documents(self) -> list[tuple[str, Any]]:
         """``(uri, contents)`` for every document, each under every URI it is known by."""
@@ -276,7 +301,7 @@ class SchemaResources:
         stack: list[tuple[tuple[str, ...], Located]] = [((), start)]
         while stack:
             tokens, located = stack.pop()
-            yield label + "#" + fragment_pointer(tokens), located
+            yield _label(label, tokens), located
             if isinstance(located.schema, dict):
                 children = list(iter_subschemas(located.schema))
                 for relative, sub, _ in reversed(children):
@@ -315,9 +340,9 @@ class SchemaResources:
                     load_error = self._load_errors.get(urldefrag(uri).url)
                     if load_error is not None:
                         raise load_error from error
-                    unresolved.append({"ref": ref, "at": label, "uri": uri, "reason": _reason(error)})
-                    continue
-                edges[id(schema)] = _RefEdge(target, uri, ref)
+                    unresolved.append({"ref": ref, "at": label, "uri": uri, "reason": _reason(error, uri)})
+                else:
+                    edges[id(schema)] = _RefEdge(target, uri, ref)
                 while self._pending:
                     new_uri = self._pending.pop(0)
                     _, contents = self.documents[new_uri]
@@ -343,7 +368,7 @@ class SchemaResources:
                 yield edge.uri, edge.target, edge.ref
             for relative, sub, in_place in iter_subschemas(schema):
                 if in_place:
-                    yield label + fragment_pointer(relative), self.sub(located, sub), None
+                    yield _label(label, relative), self.sub(located, sub), None
 
         state: dict[int, int] = {}  # 1: on the current path, 2: done
         for start_label, start in order:
@@ -386,9 +411,23 @@ class SchemaResources:
                 stack.append(successors(label, located))
 
 
-def _reason(error: Unresolvable) -> str:
-    cause = error.__cause__
-    if isinstance(cause, Exception) and str(cause):
-        return str(cause)
-    text = str(error)
-    return text if text else type(error).__name__
+def _label(uri: str, tokens: tuple[str, ...]) -> str:
+    """``uri`` extended by a JSON Pointer: ``x.json`` + (``$defs``, ``a``) is ``x.json#/$defs/a``."""
+    if not tokens:
+        return uri
+    pointer = fragment_pointer(tokens)
+    if "#" in uri:
+        return uri + pointer if uri.split("#", 1)[1].startswith("/") or uri.endswith("#") else uri
+    return uri + "#" + pointer
+
+
+def _reason(error: Unresolvable, uri: str) -> str:
+    document, fragment = urldefrag(uri)
+    if isinstance(error, PointerToNowhere):
+        return f"{document} has nothing at the JSON Pointer {fragment!r}"
+    if isinstance(error, NoSuchAnchor | InvalidAnchor):
+        return f"{document} has no anchor {fragment!r}"
+    return (
+        f"no schema document at {document}: schemadoc reads referenced schemas only from files next to "
+        "the schema file (by relative path or by their $id) and never fetches them"
+    )
