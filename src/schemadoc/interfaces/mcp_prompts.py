@@ -148,7 +148,8 @@ def _child(path: str, name: Any) -> str:
 
 def _step(doc_id: str, version: int, violation: dict[str, Any]) -> list[_Step]:
     code = str(violation.get("code", "schema-constraint"))
-    path = violation.get("path") if isinstance(violation.get("path"), str) else ""
+    raw_path = violation.get("path")
+    path = raw_path if isinstance(raw_path, str) else ""
     where = path or "/"
     depth = where.count("/")
     expected = violation.get("expected")

@@ -1,0 +1,480 @@
+"""The MCP door: tools, resources and prompts over one :class:`DocumentService`.
+
+``build_mcp_server(service)`` returns an ``MCPServer`` (mcp 2.x) that serves both protocol
+eras, on stdio (``server.run("stdio")``) or mounted in the ASGI app
+(``server.streamable_http_app()``).
+
+Tools return the bodies of :mod:`schemadoc.interfaces.results` as structured content (and
+the same JSON as text); their output schemas are those models. A failed call is an
+``isError`` result whose only content is the JSON of the full error object
+(``{"error": {...}}``) and which carries no structured content. Arguments are checked
+strictly and without the SDK's JSON-string pre-parsing (which would turn the string
+``"[1]"`` meant for a string field into a list), so the same request behaves the same way
+through MCP and REST; a missing, unknown or wrongly typed argument is ``invalid-request``.
+
+Resources: ``schema://{doc_id}`` (every document; listed by ``resources/list``),
+``schema://schema`` (the configured schema) and ``schema://errors`` (the error catalog).
+Change notifications reach both eras through :class:`ChangeNotifier` (``server.notifier``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+import anyio.to_thread
+import orjson
+from mcp import MCPError
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    Resource,
+    TextContent,
+    ToolAnnotations,
+)
+from pydantic import BaseModel, Field, ValidationError, WithJsonSchema
+
+from schemadoc import __version__
+from schemadoc.config import Settings
+from schemadoc.errors import CATALOG, SchemaDocError
+from schemadoc.interfaces.mcp_notify import ChangeNotifier, document_uri
+from schemadoc.interfaces.mcp_prompts import PromptArgumentError, fill_document_text, fix_validation_errors_text
+from schemadoc.interfaces.results import (
+    ApplyPatchResult,
+    CreateDocumentResult,
+    CreateNodeResult,
+    DeleteNodeResult,
+    ListDocumentsResult,
+    NodeSchemaResult,
+    ReadNodeResult,
+    RootSchemaResult,
+    UpdateNodeResult,
+    create_document_result,
+    create_node_result,
+    delete_node_result,
+    list_documents_result,
+    node_schema_result,
+    patch_result,
+    read_node_result,
+    root_schema_result,
+    update_node_result,
+)
+from schemadoc.service import DocumentService
+
+__all__ = ["SchemaDocMCPServer", "build_mcp_server", "check_depth", "error_result", "success_result"]
+
+log = logging.getLogger("schemadoc.mcp")
+
+SERVER_NAME = "schemadoc"
+INSTRUCTIONS = (
+    "schemadoc keeps JSON documents valid against one JSON Schema. Address nodes by RFC 6901 JSON "
+    "Pointer ('/' is the whole document). Every write needs the document's current `version` (from "
+    "the last read or write) and is validated against the whole schema: an invalid write is refused "
+    "and changes nothing. Failed calls return an error object with `code`, `message`, `details` and "
+    "`remediation`; the catalog is the resource schema://errors. Documents are resources at "
+    "schema://{doc_id}; the schema is schema://schema."
+)
+
+# -- argument types (the input schemas come from these) -----------------------------------------
+
+DocId = Annotated[str, Field(
+    strict=True,
+    description="The document's id: the 26-character ULID returned by document_create or document_list.")]
+NodePath = Annotated[str, Field(
+    strict=True,
+    description="RFC 6901 JSON Pointer to the node: '/' is the whole document, '/chapters/0/title' a member "
+                "of an array item. Escape '/' in a key as '~1' and '~' as '~0'. A negative array index counts "
+                "from the end ('/chapters/-1' is the last chapter).")]
+NewNodePath = Annotated[str, Field(
+    strict=True,
+    description="RFC 6901 JSON Pointer of the node to create: a new object member ('/title'), an array index "
+                "to insert at ('/chapters/0'), or '-' to append to an array ('/chapters/-'). The parent "
+                "must exist.")]
+NodeData = Annotated[Any, Field(
+    description="The node's new JSON value (object, array, string, number, boolean or null). It must fit "
+                "the schema at node_path; check it with schema_get_node.")]
+Version = Annotated[int, Field(
+    strict=True, ge=1,
+    description="The document version you last read or wrote (optimistic locking). If the document has "
+                "moved on, the write fails with version-conflict and details.actual_version.")]
+DryRun = Annotated[bool, Field(
+    strict=True,
+    description="true: compile and validate the write and return the result without applying it "
+                "(the version does not change).")]
+Patch = Annotated[Any, WithJsonSchema({
+    "type": "array", "items": {"type": "object"},
+    "description": "An RFC 6902 JSON Patch: a list of operations such as {\"op\": \"add\", \"path\": \"/tags/-\", "
+                   "\"value\": \"x\"}; ops add, remove, replace, move, copy and test. All operations apply "
+                   "atomically and the result is validated once. A malformed patch fails with patch-invalid."})]
+Limit = Annotated[int, Field(strict=True, ge=1, le=1000, description="How many documents to return (1-1000).")]
+Offset = Annotated[int, Field(strict=True, ge=0, description="How many documents to skip (for paging).")]
+Dereferenced = Annotated[bool, Field(
+    strict=True,
+    description="true: resolve $ref so the schema is self-contained; false: return it as written.")]
+OptionalDocId = Annotated[str | None, Field(
+    strict=True,
+    description="Optional document id: when given, the result also says whether the node exists there.")]
+
+# -- tool descriptions (written for agents) -----------------------------------------------------
+
+_VERSION_NOTE = (" Pass the document's current `version`; the result carries the new one for your next "
+                 "write. The whole document is validated: if the change would make it invalid, the call "
+                 "fails with validation-failed listing every violation (details.violations), and nothing "
+                 "changes. Use dry_run=true to try a write first.")
+
+DESCRIPTIONS: dict[str, str] = {
+    "document_create": (
+        "Create a new document from the schema's defaults and return its doc_id, version 1 and initial "
+        "content. Use it once before filling a document; then add content with document_create_node and "
+        "document_update_node (the fill-document prompt walks through it).\n"
+        "Example: document_create {}"),
+    "document_read_node": (
+        "Read the JSON value at one node of a document, with the document's current `version` (needed "
+        "by your next write) and the node's JSON type. Use it before writing, and to inspect a subtree "
+        "without loading the whole document (the whole document is also the resource schema://{doc_id}). "
+        "A missing path fails with path-not-found, whose details name the deepest existing ancestor.\n"
+        'Example: document_read_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/chapters/0"}'),
+    "document_update_node": (
+        "Replace the value of an existing node (use '/' to replace the whole document)." + _VERSION_NOTE
+        + " To add a member or array item that does not exist yet, use document_create_node.\n"
+        'Example: document_update_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/title", '
+        '"node_data": "A New Title", "version": 3}'),
+    "document_create_node": (
+        "Create a node that does not exist yet: a new object member, an array item inserted at an index, "
+        "or an item appended with a path ending in '/-'. The parent must exist (create ancestors first); "
+        "an existing member fails with conflict (use document_update_node instead). Include every "
+        "member the new node's own schema requires." + _VERSION_NOTE + "\n"
+        'Example: document_create_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/chapters/-", '
+        '"node_data": {"title": "Intro", "pages": 12}, "version": 4}'),
+    "document_delete_node": (
+        "Delete an existing node (an object member or an array item; later items shift down). The root "
+        "cannot be deleted. Deleting something the schema requires fails with validation-failed."
+        + _VERSION_NOTE + "\n"
+        'Example: document_delete_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/chapters/2", '
+        '"version": 5}'),
+    "document_apply_patch": (
+        "Apply an RFC 6902 JSON Patch (add, remove, replace, move, copy, test) as ONE atomic write: all "
+        "operations succeed together or nothing changes. Use it for changes that are only valid together "
+        "(e.g. renaming a required member, or several fixes at once)." + _VERSION_NOTE + "\n"
+        'Example: document_apply_patch {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "patch": [{"op": "test", '
+        '"path": "/title", "value": "Draft"}, {"op": "replace", "path": "/title", "value": "Final"}], '
+        '"version": 6}'),
+    "document_list": (
+        "List the documents on this server (doc_id, version, created/modified times, size), oldest first, "
+        "a page at a time; `has_more` says whether to ask for the next page with a larger offset.\n"
+        'Example: document_list {"limit": 20, "offset": 0}'),
+    "schema_get_root": (
+        "Return the JSON Schema every document on this server must satisfy (also the resource "
+        "schema://schema). Read it before creating or filling documents.\n"
+        'Example: schema_get_root {"dereferenced": true}'),
+    "schema_get_node": (
+        "Return the JSON Schema that applies at a node path (its type, required members, constraints), "
+        "even where the document has no node yet. Use it before creating or updating a node; pass doc_id "
+        "to also learn whether the node exists.\n"
+        'Example: schema_get_node {"node_path": "/chapters/0", "doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"}'),
+}
+
+_READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+_REPLACE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                           open_world_hint=False)
+
+# -- results -----------------------------------------------------------------------------------
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # integers beyond 64 bits: the standard library writes them
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def success_result(body: BaseModel) -> CallToolResult:
+    """Structured content = the result body; the text content is the same JSON."""
+    structured = body.model_dump(mode="json")
+    return CallToolResult(content=[TextContent(type="text", text=_dumps(structured))],
+                          structured_content=structured)
+
+
+def error_result(error: SchemaDocError) -> CallToolResult:
+    """``isError`` with the full error object as text and no structured content."""
+    return CallToolResult(content=[TextContent(type="text", text=_dumps(error.to_dict()))], is_error=True)
+
+
+def _argument_error(tool: str, error: ValidationError) -> SchemaDocError:
+    problems: list[dict[str, Any]] = []
+    for item in error.errors(include_url=False, include_input=False):
+        argument = ".".join(str(part) for part in item["loc"]) or "arguments"
+        problem = "missing" if item["type"] == "missing" else "wrong-type-or-value"
+        problems.append({"argument": argument, "problem": problem, "message": item["msg"]})
+    summary = "; ".join(
+        f"'{p['argument']}' is missing" if p["problem"] == "missing" else f"'{p['argument']}': {p['message']}"
+        for p in problems)
+    return SchemaDocError(
+        "invalid-request", f"Invalid arguments for {tool}: {summary}.",
+        {"tool": tool, "argument": problems[0]["argument"] if problems else None, "problems": problems},
+        remediation=f"Send the arguments {tool}'s input schema declares, with those types (see tools/list).")
+
+
+# -- the server --------------------------------------------------------------------------------
+
+
+class SchemaDocMCPServer(MCPServer[Any]):
+    """``MCPServer`` with schemadoc's tool-call, resource-list and prompt semantics.
+
+    Attributes: ``service`` (the engine), ``notifier`` (:class:`ChangeNotifier`, whose
+    ``bus`` feeds the modern era's listen streams).
+    """
+
+    def __init__(self, service: DocumentService, bus: SubscriptionBus, *, max_json_depth: int) -> None:
+        self.service = service
+        self.notifier = ChangeNotifier(bus)
+        self.max_json_depth = max_json_depth
+        super().__init__(SERVER_NAME, title="schemadoc", version=__version__, instructions=INSTRUCTIONS,
+                         subscriptions=bus, lifespan=_lifespan)
+
+    @property
+    def bus(self) -> SubscriptionBus:
+        return self.notifier.bus
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None) -> CallToolResult | InputRequiredResult:
+        """Run a tool; every failure becomes an ``isError`` result carrying a catalogued error object."""
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            known = sorted(t.name for t in self._tool_manager.list_tools())
+            return error_result(SchemaDocError(
+                "invalid-request", f"Unknown tool {name!r}.", {"tool": name, "tools": known},
+                remediation="Call one of the tools tools/list returns."))
+        try:
+            kwargs = _validate_arguments(tool, arguments)
+            for argument in _FREE_FORM_ARGUMENTS & kwargs.keys():
+                check_depth(kwargs[argument], self.max_json_depth, argument)
+        except SchemaDocError as error:
+            return error_result(error)
+        try:
+            body: BaseModel = await anyio.to_thread.run_sync(lambda: tool.fn(**kwargs))
+            return success_result(body)
+        except SchemaDocError as error:
+            log.info("tool %s failed: %s", name, error)
+            return error_result(error)
+        except Exception:
+            log.exception("tool %s raised an unexpected exception", name)
+            return error_result(SchemaDocError(
+                "internal-error", f"{name} failed unexpectedly; the server log has the details.", {"tool": name}))
+
+    async def list_resources(self) -> list[Resource]:
+        """The static resources, then one resource per document."""
+        static = await super().list_resources()
+        return static + await anyio.to_thread.run_sync(self._document_resources)
+
+    def _document_resources(self) -> list[Resource]:
+        resources: list[Resource] = []
+        offset = 0
+        while True:
+            listing = self.service.list_documents(limit=1000, offset=offset)
+            resources += [
+                Resource(uri=document_uri(meta.doc_id), name=meta.doc_id, title=f"Document {meta.doc_id}",
+                         description=f"Version {meta.version}, modified {meta.modified_at}.",
+                         mime_type="application/json", size=meta.content_size_bytes)
+                for meta in listing.documents]
+            if not listing.has_more or not listing.documents:
+                return resources
+            offset += len(listing.documents)
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
+                         context: Context[Any, Any] | None = None) -> GetPromptResult | InputRequiredResult:
+        """Unknown prompts, missing and unknown arguments are INVALID_PARAMS (the SDK would say -32603)."""
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}",
+                           data={"prompts": sorted(p.name for p in self._prompt_manager.list_prompts())})
+        given = arguments or {}
+        declared = {arg.name: arg for arg in prompt.arguments or []}
+        missing = sorted(arg.name for arg in declared.values() if arg.required and arg.name not in given)
+        if missing:
+            raise MCPError(code=INVALID_PARAMS, message=f"Prompt {name} is missing required argument(s): "
+                                                        f"{', '.join(missing)}", data={"missing": missing})
+        unknown = sorted(set(given) - set(declared))
+        if unknown:
+            raise MCPError(code=INVALID_PARAMS, message=f"Prompt {name} takes no argument(s) {', '.join(unknown)}",
+                           data={"unknown": unknown, "accepted": sorted(declared)})
+        return await super().get_prompt(name, arguments, context)
+
+
+@asynccontextmanager
+async def _lifespan(server: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
+    """Runs when the server starts serving (stdio, in-process, or the HTTP session manager)."""
+    if isinstance(server, SchemaDocMCPServer):
+        server.notifier.attach_loop()
+    yield {}
+
+
+_FREE_FORM_ARGUMENTS = frozenset({"node_data", "patch"})
+
+
+def check_depth(value: Any, limit: int, argument: str) -> None:
+    """``request-too-deep`` when ``value`` nests containers more than ``limit`` levels (as over REST)."""
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            raise SchemaDocError("request-too-deep", f"The {argument} is nested more than {limit} levels deep.",
+                                 {"argument": argument, "max_json_depth": limit})
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+
+
+def _validate_arguments(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Strict validation against the tool's argument model, without the SDK's JSON-string pre-parsing."""
+    model = tool.fn_metadata.arg_model
+    known = {field.alias or name for name, field in model.model_fields.items()}
+    unknown = sorted(set(arguments) - known)
+    if unknown:
+        raise SchemaDocError(
+            "invalid-request", f"Unknown argument(s) for {tool.name}: {', '.join(unknown)}.",
+            {"tool": tool.name, "argument": unknown[0], "unknown": unknown, "accepted": sorted(known)},
+            remediation=f"Send only the arguments {tool.name}'s input schema declares.")
+    try:
+        validated = model.model_validate(arguments)
+    except ValidationError as error:
+        raise _argument_error(tool.name, error) from None
+    return validated.model_dump_one_level()
+
+
+def build_mcp_server(service: DocumentService, *, bus: SubscriptionBus | None = None,
+                     max_json_depth: int = Settings.max_json_depth) -> SchemaDocMCPServer:
+    """The MCP server for ``service``: 9 tools, 3 resources (one a template), 2 prompts.
+
+    The returned server listens to the service's changes (``server.notifier``) and publishes
+    them to MCP subscribers of both eras; pass ``bus`` to share the modern-era subscription
+    bus with other code (default: a fresh in-memory bus, ``server.bus``). ``node_data`` and
+    ``patch`` nested deeper than ``max_json_depth`` are refused with ``request-too-deep``.
+    """
+    server = SchemaDocMCPServer(service, bus if bus is not None else InMemorySubscriptionBus(),
+                                max_json_depth=max_json_depth)
+    _add_tools(server, service)
+    _add_resources(server, service)
+    _add_prompts(server, service)
+    server.notifier.install(server)
+    server.notifier.connect(service)
+    return server
+
+
+def _register(server: MCPServer[Any], fn: Callable[..., BaseModel], title: str, annotations: ToolAnnotations) -> None:
+    server.add_tool(fn, name=fn.__name__, title=title, description=DESCRIPTIONS[fn.__name__],
+                    annotations=annotations, structured_output=True)
+    registered = server._tool_manager.get_tool(fn.__name__)
+    if registered is not None:  # unknown arguments are refused, so say so in the input schema
+        registered.parameters["additionalProperties"] = False
+
+
+def _add_tools(server: MCPServer[Any], service: DocumentService) -> None:
+    def document_create() -> CreateDocumentResult:
+        doc_id, content, meta, report = service.create_document()
+        return create_document_result(doc_id, content, meta, report, document_uri(doc_id))
+
+    def document_read_node(doc_id: DocId, node_path: NodePath) -> ReadNodeResult:
+        return read_node_result(service.read_node(doc_id, node_path))
+
+    def document_update_node(doc_id: DocId, node_path: NodePath, node_data: NodeData, version: Version,
+                             dry_run: DryRun = False) -> UpdateNodeResult:
+        return update_node_result(service.update_node(doc_id, node_path, node_data, version, dry_run=dry_run))
+
+    def document_create_node(doc_id: DocId, node_path: NewNodePath, node_data: NodeData, version: Version,
+                             dry_run: DryRun = False) -> CreateNodeResult:
+        return create_node_result(service.create_node(doc_id, node_path, node_data, version, dry_run=dry_run))
+
+    def document_delete_node(doc_id: DocId, node_path: NodePath, version: Version,
+                             dry_run: DryRun = False) -> DeleteNodeResult:
+        return delete_node_result(service.delete_node(doc_id, node_path, version, dry_run=dry_run))
+
+    def document_apply_patch(doc_id: DocId, patch: Patch, version: Version,
+                             dry_run: DryRun = False) -> ApplyPatchResult:
+        return patch_result(service.apply_patch(doc_id, patch, version, dry_run=dry_run))
+
+    def document_list(limit: Limit = 100, offset: Offset = 0) -> ListDocumentsResult:
+        return list_documents_result(service.list_documents(limit=limit, offset=offset), service.schema_uri)
+
+    def schema_get_root(dereferenced: Dereferenced = True) -> RootSchemaResult:
+        return root_schema_result(service.schema_uri, service.root_schema(dereferenced=dereferenced),
+                                  service.schema.schema_version)
+
+    def schema_get_node(node_path: NodePath, doc_id: OptionalDocId = None,
+                        dereferenced: Dereferenced = True) -> NodeSchemaResult:
+        return node_schema_result(service.node_schema(node_path, doc_id, dereferenced=dereferenced))
+
+    _register(server, document_create, "Create a document", _WRITE)
+    _register(server, document_read_node, "Read a node", _READ)
+    _register(server, document_update_node, "Replace a node", _REPLACE)
+    _register(server, document_create_node, "Create a node", _WRITE)
+    _register(server, document_delete_node, "Delete a node", _REPLACE)
+    _register(server, document_apply_patch, "Apply a JSON Patch", _REPLACE)
+    _register(server, document_list, "List documents", _READ)
+    _register(server, schema_get_root, "Get the schema", _READ)
+    _register(server, schema_get_node, "Get a node's schema", _READ)
+
+
+def _not_found(uri: str, error: SchemaDocError) -> MCPError:
+    return MCPError(code=INVALID_PARAMS, message=f"Resource not found: {uri} ({error.message})",
+                    data={"uri": uri, "error": error.to_dict()["error"]})
+
+
+def _add_resources(server: MCPServer[Any], service: DocumentService) -> None:
+    @server.resource("schema://schema", name="schema", title="The document schema", mime_type="application/json",
+                     description="The JSON Schema (Draft 2020-12) every document on this server satisfies, as "
+                                 "configured ($ref not resolved; schema_get_root can dereference it).")
+    def schema_resource() -> str:
+        return _dumps(service.root_schema(dereferenced=False))
+
+    @server.resource("schema://errors", name="errors", title="The error catalog", mime_type="application/json",
+                     description="Every error code a tool or endpoint can return: HTTP status, description, "
+                                 "typical causes and how to fix it.")
+    def errors_resource() -> str:
+        return _dumps([entry.as_dict() for entry in CATALOG.values()])
+
+    @server.resource("schema://{doc_id}", name="document", title="A document", mime_type="application/json",
+                     description="The whole current document (validated) as JSON. resources/list lists every "
+                                 "document; read nodes with document_read_node.")
+    async def document_resource(doc_id: str) -> str:
+        uri = document_uri(doc_id)
+        try:
+            content, _meta = await anyio.to_thread.run_sync(service.read_document, doc_id)
+        except SchemaDocError as error:
+            if error.code in ("invalid-doc-id", "document-not-found"):
+                raise _not_found(uri, error) from None
+            raise ResourceError(f"{uri}: {error.message}") from error
+        return _dumps(content)
+
+
+def _add_prompts(server: MCPServer[Any], service: DocumentService) -> None:
+    @server.prompt(name="fill-document", title="Fill a document from its schema")
+    def fill_document(doc_id: Annotated[str, Field(description="The document to populate.")]) -> str:
+        """Step-by-step guidance to populate a document from the schema, node by node, top-down."""
+        try:
+            return fill_document_text(service, doc_id)
+        except PromptArgumentError as error:
+            raise MCPError(code=INVALID_PARAMS, message=str(error)) from None
+
+    @server.prompt(name="fix-validation-errors", title="Fix validation errors")
+    def fix_validation_errors(
+        doc_id: Annotated[str, Field(description="The document the refused write targeted.")],
+        violations: Annotated[str, Field(description="JSON of error.details.violations, or of the whole error "
+                                                     "object or validation_report.")],
+    ) -> str:
+        """Turn a validation report into an ordered plan of edits, one tool call per violation."""
+        try:
+            return fix_validation_errors_text(service, doc_id, violations)
+        except PromptArgumentError as error:
+            raise MCPError(code=INVALID_PARAMS, message=str(error)) from None
