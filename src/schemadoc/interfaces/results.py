@@ -11,30 +11,46 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemadoc.service import DocumentList, NodeRead, NodeSchema, WriteResult
+from schemadoc.ops.journal import JournalEntry
+from schemadoc.service import ChangesPage, DocumentList, HistoryPage, NodeRead, NodeSchema, WriteResult
 from schemadoc.storage.base import DocumentMeta
 from schemadoc.validation import ValidationReport
 
 __all__ = [
     "ApplyPatchResult",
+    "ChangesResult",
     "CreateDocumentResult",
     "CreateNodeResult",
     "DeleteNodeResult",
+    "DiffResult",
+    "DocumentStateResult",
     "DocumentSummary",
+    "HistoryResult",
     "ListDocumentsResult",
+    "MergePatchResult",
     "NodeSchemaResult",
+    "PurgeResult",
     "ReadNodeResult",
+    "RevertResult",
     "RootSchemaResult",
     "UpdateNodeResult",
     "ValidationReportBody",
+    "changes_result",
     "create_document_result",
     "create_node_result",
     "delete_node_result",
+    "diff_result",
+    "document_state_result",
+    "history_result",
+    "journal_entry_body",
     "list_documents_result",
+    "merge_patch_result",
     "node_schema_result",
     "patch_result",
+    "purge_result",
     "read_node_result",
     "report_body",
+    "revert_result",
     "root_schema_result",
     "update_node_result",
 ]
@@ -199,3 +215,105 @@ def root_schema_result(schema_uri: str, root: dict[str, Any], version: str | Non
 
 def node_schema_result(node: NodeSchema) -> NodeSchemaResult:
     return NodeSchemaResult(node_path=node.node_path or "/", node_schema=node.schema, node_exists=node.node_exists)
+
+
+# -- history, undo, deletion, merge patch, change feed ---------------------------------------
+
+
+class JournalEntryBody(_Body):
+    version: int
+    op: str = Field(description="create, update_node, create_node, delete_node, patch, merge_patch, revert, "
+                                "delete_document or undelete_document.")
+    patch: list[dict[str, Any]] = Field(description="The RFC 6902 patch that produced this version.")
+    at: str = Field(description="Commit time, ISO 8601 UTC.")
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
+class HistoryResult(_Body):
+    success: bool = True
+    doc_id: str
+    entries: list[JournalEntryBody] = Field(description="Oldest first.")
+    current_version: int
+    has_more: bool
+    next_since_version: int = Field(description="Pass as since_version to get the next page.")
+
+
+class DiffResult(_Body):
+    success: bool = True
+    doc_id: str
+    from_version: int
+    to_version: int
+    patch: list[dict[str, Any]] = Field(description="Applied to from_version, gives to_version exactly.")
+
+
+class RevertResult(_WriteBody):
+    to_version: int
+
+
+class MergePatchResult(_WriteBody):
+    node_path: str
+    updated_node: Any
+
+
+class DocumentStateResult(_Body):
+    success: bool = True
+    doc_id: str
+    version: int
+    deleted: bool
+    deleted_at: str | None = None
+
+
+class PurgeResult(_Body):
+    success: bool = True
+    doc_id: str
+    purged: bool = True
+
+
+class ChangeBody(_Body):
+    cursor: int
+    doc_id: str
+    version: int
+    op: str
+    at: str
+
+
+class ChangesResult(_Body):
+    success: bool = True
+    changes: list[ChangeBody]
+    next_cursor: int = Field(description="Pass as since to get what was committed after this page.")
+
+
+def journal_entry_body(entry: JournalEntry) -> JournalEntryBody:
+    return JournalEntryBody(version=entry.version, op=entry.op, patch=entry.patch, at=entry.at, info=entry.info)
+
+
+def history_result(page: HistoryPage) -> HistoryResult:
+    last = page.entries[-1].version if page.entries else page.since_version
+    return HistoryResult(doc_id=page.doc_id, entries=[journal_entry_body(e) for e in page.entries],
+                         current_version=page.current_version, has_more=page.has_more, next_since_version=last)
+
+
+def diff_result(doc_id: str, from_version: int, to_version: int, patch: list[dict[str, Any]]) -> DiffResult:
+    return DiffResult(doc_id=doc_id, from_version=from_version, to_version=to_version, patch=patch)
+
+
+def revert_result(result: WriteResult, to_version: int) -> RevertResult:
+    return RevertResult(to_version=to_version, **_write_fields(result))
+
+
+def merge_patch_result(result: WriteResult) -> MergePatchResult:
+    return MergePatchResult(node_path=result.node_path or "/", updated_node=result.node, **_write_fields(result))
+
+
+def document_state_result(meta: DocumentMeta) -> DocumentStateResult:
+    return DocumentStateResult(doc_id=meta.doc_id, version=meta.version, deleted=meta.deleted_at is not None,
+                               deleted_at=meta.deleted_at)
+
+
+def purge_result(doc_id: str) -> PurgeResult:
+    return PurgeResult(doc_id=doc_id)
+
+
+def changes_result(page: ChangesPage) -> ChangesResult:
+    return ChangesResult(changes=[ChangeBody(cursor=c.cursor, doc_id=c.doc_id, version=c.version, op=c.op, at=c.at)
+                                  for c in page.changes], next_cursor=page.next_cursor)
