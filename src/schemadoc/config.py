@@ -125,10 +125,7 @@ def _as_str(name: str, source: str, value: Any) -> str:
 
 
 def _as_path(name: str, source: str, value: Any, base: Path | None) -> Path:
-    if isinstance(value, Path):
-        path = value
-    else:
-        path = Path(_as_str(name, source, value)).expanduser()
+    path = value if isinstance(value, Path) else Path(_as_str(name, source, value)).expanduser()
     if base is not None and not path.is_absolute():
         path = base / path
     return path

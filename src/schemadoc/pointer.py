@@ -137,6 +137,9 @@ def resolve(document: Any, tokens: Sequence[str], *, allow_negative: bool = True
                 _not_found(pointer, concrete, tokens, depth,
                            "'-' names the position after the last item; it can only be used to append",
                            array_length=len(node))
+            if allow_negative and _NEGATIVE_INDEX.match(token) and len(node) + int(token) < 0:
+                _not_found(pointer, concrete, tokens, depth,
+                           f"index {token} is out of range (length {len(node)})", array_length=len(node))
             index = index_token(token, len(node), pointer, allow_negative=allow_negative)
             if index >= len(node):
                 _not_found(pointer, concrete, tokens, depth,

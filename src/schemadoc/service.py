@@ -236,7 +236,8 @@ class DocumentService:
 
     @property
     def schema_uri(self) -> str:
-        return self.schema.uri
+        """The schema's ``$id`` when it has one (no server paths leak), else its file URI."""
+        return self.schema.base_uri
 
     # -- events ------------------------------------------------------------------------------
 
@@ -440,7 +441,7 @@ class DocumentService:
             entry = JournalEntry(version=1 if state is None else state.meta.version + 1, op=op, patch=patch,
                                  at=now, info={**info, "seq": cursor})
             if state is None:
-                meta = DocumentMeta(doc_id=doc_id, version=1, schema_uri=self.schema.uri, created_at=now,
+                meta = DocumentMeta(doc_id=doc_id, version=1, schema_uri=self.schema_uri, created_at=now,
                                     modified_at=now, content_size_bytes=len(data))
                 self.store.create(meta, data, entry)
             else:

@@ -20,24 +20,23 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Route
+from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import schemadoc
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.mcp import build_mcp_server
 from schemadoc.interfaces.rest import JSONBody, build_rest_router, check_depth, dump_body, error_response
 from schemadoc.service import DocumentService
-
-if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
 
 __all__ = ["API_PREFIX", "MCP_PATH", "build_app", "create_service"]
 
@@ -67,14 +66,14 @@ def create_service(settings: Settings) -> DocumentService:
     ``storage-write-failed`` (a storage directory that cannot be created or written).
     """
     from schemadoc.schema import load_schema
-    from schemadoc.storage.files import FilesStore
+    from schemadoc.storage.files import FileDocumentStore
 
     if settings.schema_path is None:
         raise SchemaDocError("schema-load-failed", "No schema is configured.", {"setting": "schema_path"},
                              remediation="Give one with --schema PATH, the SCHEMA_PATH environment variable, "
                                          "or \"schema_path\" in the config file.")
     schema = load_schema(settings.schema_path)
-    service = DocumentService(schema, FilesStore(settings.storage_dir))
+    service = DocumentService(schema, FileDocumentStore(settings.storage_dir))
     service.open()
     return service
 
@@ -114,6 +113,16 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONBody:
     return error_response(error)
 
 
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route accepts at this URL (Starlette's Allow names only the first route's)."""
+    allowed: list[str] = []
+    for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):
+        probe = {**request.scope, "method": method}
+        if any(route.matches(probe)[0] == Match.FULL for route in request.app.router.routes):
+            allowed.append(method)
+    return allowed
+
+
 async def _on_http_error(request: Request, exc: Exception) -> JSONBody:
     assert isinstance(exc, StarletteHTTPException)
     details: dict[str, Any] = {"method": request.method, "path": request.url.path}
@@ -121,7 +130,9 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONBody:
     if exc.status_code == 404:
         error = SchemaDocError("route-not-found", f"No endpoint at {request.method} {request.url.path}.", details)
     elif exc.status_code == 405:
-        allowed = [method.strip() for method in headers.get("Allow", "").split(",") if method.strip()]
+        allowed = _allowed_methods(request) or [
+            method.strip() for method in headers.get("Allow", "").split(",") if method.strip()]
+        headers["Allow"] = ", ".join(allowed)
         details["allowed"] = allowed
         error = SchemaDocError(
             "method-not-allowed",
@@ -274,33 +285,38 @@ class _RequestLimits:
 # -- the application -------------------------------------------------------------------------
 
 
-def _mcp_server(service: DocumentService) -> MCPServer | None:
-    try:
-        from schemadoc.interfaces.mcp import build_mcp_server
-    except ModuleNotFoundError as error:  # pragma: no cover - only while interfaces/mcp.py is being written
-        if error.name != "schemadoc.interfaces.mcp":
-            raise
-        log.warning("schemadoc.interfaces.mcp is not available: serving REST only")
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+def _transport_security(settings: Settings) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection for a loopback server (as the SDK does), admitting the CORS origins too.
+
+    A server listening on another address gets the SDK's default for it (no Host/Origin checks).
+    """
+    if settings.host not in ("127.0.0.1", "localhost", "::1"):
         return None
-    return build_mcp_server(service)
+    hosts = [*_LOOPBACK, *(f"{host}:*" for host in _LOOPBACK)]
+    origins = [*(f"http://{host}" for host in _LOOPBACK), *(f"http://{host}:*" for host in _LOOPBACK),
+               *settings.cors_origins]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=origins)
 
 
 def build_app(service: DocumentService, settings: Settings) -> FastAPI:
     """The combined ASGI application for ``service`` (see the module docstring)."""
-    server = _mcp_server(service)
-    mcp_app: ASGIApp | None = None
-    if server is not None:
-        # build before the lifespan touches server.session_manager
-        mcp_app = server.streamable_http_app(streamable_http_path=MCP_PATH,
-                                             max_request_body_size=settings.max_body_bytes, host=settings.host)
+    server = build_mcp_server(service)
+    # build before the lifespan touches server.session_manager
+    mcp_app = server.streamable_http_app(streamable_http_path=MCP_PATH, max_request_body_size=settings.max_body_bytes,
+                                         host=settings.host, transport_security=_transport_security(settings))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if server is None:
-            yield
-            return
-        async with server.session_manager.run():  # a mounted/routed sub-app's own lifespan never runs
-            yield
+        server.notifier.attach_loop()  # REST writes reach MCP subscribers from the first request on
+        try:
+            async with server.session_manager.run():  # a routed sub-app's own lifespan never runs
+                yield
+        finally:
+            server.notifier.close()
 
     app = FastAPI(title="schemadoc", version=schemadoc.__version__, description=_DESCRIPTION,
                   docs_url="/docs", redoc_url="/redoc", openapi_url="/openapi.json", lifespan=lifespan,
@@ -315,9 +331,8 @@ def build_app(service: DocumentService, settings: Settings) -> FastAPI:
     def health() -> dict[str, str]:
         return {"status": "healthy"}
 
-    if mcp_app is not None:
-        # the MCP route itself, answering every method at /mcp (GET: stream, POST: messages, DELETE: session end)
-        app.router.routes.append(Route(MCP_PATH, endpoint=mcp_app, include_in_schema=False, name="mcp"))
+    # the MCP endpoint, answering every method at /mcp (POST: messages, GET: stream, DELETE: end a session)
+    app.router.routes.append(Route(MCP_PATH, endpoint=mcp_app, include_in_schema=False, name="mcp"))
 
     # added inner to outer: the error guard sits innermost, CORS outermost (so errors carry CORS headers)
     app.add_middleware(_ErrorGuard)

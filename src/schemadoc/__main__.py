@@ -1,0 +1,8 @@
+"""``python -m schemadoc``: the ``schemadoc`` command."""
+
+from __future__ import annotations
+
+from schemadoc.interfaces.cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,394 @@
+"""The ``schemadoc`` command: ``serve``, ``validate`` and ``replay``.
+
+A start-up failure (no schema, a missing or invalid schema, a ``$ref`` cycle, a storage
+directory that cannot be written, a bad setting, a port in use) ends the process at once with
+one line on stderr, ``schemadoc: <code>: <message> — <remediation>``, and no traceback.
+Logs go to stderr through :mod:`logging`; with ``--transport stdio`` stdout carries nothing
+but MCP messages.
+
+Exit codes: ``serve`` 0 after a clean stop, 1 on a start-up failure; ``validate`` 0 valid,
+1 invalid, 2 usage or load error; ``replay`` 0 journal and snapshot agree, 1 they differ,
+2 usage or load error.
+
+Heavy imports (FastAPI, uvicorn, mcp, the schema machinery) happen only in the subcommand
+that needs them, so failures are reported quickly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from schemadoc import __version__
+from schemadoc.config import TRANSPORTS, Settings, load_settings
+from schemadoc.errors import SchemaDocError
+
+if TYPE_CHECKING:
+    from schemadoc.service import DocumentService
+
+__all__ = ["main"]
+
+log = logging.getLogger("schemadoc")
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _fail_line(error: SchemaDocError) -> str:
+    remediation = error.remediation or error.entry.remediation
+    line = f"schemadoc: {error.code}: {error.message} — {remediation}"
+    return " ".join(line.split())
+
+
+def _report(error: SchemaDocError) -> None:
+    print(_fail_line(error), file=sys.stderr, flush=True)
+
+
+def _configure_logging(level: int) -> None:
+    logging.basicConfig(level=level, stream=sys.stderr, force=True,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet = max(level, logging.WARNING)
+    for name in ("mcp", "sse_starlette", "httpx", "httpcore"):
+        logging.getLogger(name).setLevel(level if level <= logging.DEBUG else quiet)
+
+
+# -- argument parsing ------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="schemadoc",
+        description="A document server that keeps JSON documents valid against one JSON Schema.",
+        epilog="Settings: flags > environment variables (SCHEMA_PATH, STORAGE_DIR, …) > config file > defaults.")
+    parser.add_argument("--version", action="version", version=f"schemadoc {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    serve = commands.add_parser("serve", help="serve REST + MCP over HTTP, or MCP over stdio")
+    serve.add_argument("--schema", dest="schema_path", metavar="PATH", help="the JSON Schema (Draft 2020-12)")
+    serve.add_argument("--storage-dir", metavar="DIR", help="where documents are stored (default ./data)")
+    serve.add_argument("--transport", choices=TRANSPORTS, help="http (default) or stdio")
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", help="port to listen on (default 8080; 0 picks a free one)")
+    serve.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file (default ./config.json)")
+    serve.add_argument("--log-level", metavar="LEVEL", help="debug, info (default), warning or error")
+
+    validate = commands.add_parser("validate", help="check a schema, or a JSON file against it")
+    validate.add_argument("--schema", dest="schema_path", metavar="PATH", help="the JSON Schema (Draft 2020-12)")
+    validate.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file")
+    validate.add_argument("--json", action="store_true", help="print the validation report as JSON")
+    validate.add_argument("file", nargs="?", metavar="FILE", help="a JSON document to validate ('-' for stdin)")
+
+    replay = commands.add_parser("replay", help="rebuild a document from its journal and compare with its snapshot")
+    replay.add_argument("doc_id", metavar="DOC_ID")
+    replay.add_argument("--storage-dir", metavar="DIR", help="where documents are stored (default ./data)")
+    replay.add_argument("--schema", dest="schema_path", metavar="PATH",
+                        help="also validate the rebuilt document against this schema")
+    replay.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file")
+    return parser
+
+
+def _overrides(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    return {name: getattr(args, name, None) for name in names}
+
+
+# -- serve -----------------------------------------------------------------------------------
+
+
+def _listen(settings: Settings) -> socket.socket:
+    """A listening socket on the configured address, or ``config-invalid`` naming the problem."""
+    try:
+        infos = socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        raise SchemaDocError("config-invalid", f"Cannot resolve host {settings.host!r}: {error}.",
+                             {"setting": "host", "value": settings.host},
+                             remediation="Use an IP address or a resolvable name with --host / HOST.") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as error:
+        sock.close()
+        raise SchemaDocError(
+            "config-invalid", f"Cannot listen on {settings.host}:{settings.port}: {error.strerror or error}.",
+            {"setting": "port", "host": settings.host, "port": settings.port},
+            remediation="Choose a free port with --port / PORT (0 picks one), or stop the other server.") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _graceful_server_class() -> type[Any]:
+    import uvicorn
+
+    class GracefulServer(uvicorn.Server):
+        """uvicorn's server, except that a SIGTERM/SIGINT stop ends with exit code 0 instead of re-raising it."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            handled = (signal.SIGINT, signal.SIGTERM)
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
+
+    return GracefulServer
+
+
+def _check_schema_file(settings: Settings) -> Path:
+    """The schema path, checked for existence before the (slow) schema machinery is imported."""
+    path = settings.schema_path
+    assert path is not None
+    if not path.is_file():
+        what = "is not a file" if path.exists() else "does not exist"
+        raise SchemaDocError("schema-load-failed", f"The schema file {path} {what}.",
+                             {"path": str(path), "reason": what})
+    return path
+
+
+def _open_service(settings: Settings) -> DocumentService:
+    """Load the schema, open the files store and return the service (as ``app.create_service``,
+    without importing FastAPI and mcp first, so that start-up failures are reported sooner)."""
+    _check_schema_file(settings)
+    from schemadoc.schema import load_schema
+    from schemadoc.service import DocumentService
+    from schemadoc.storage.files import FileDocumentStore
+
+    assert settings.schema_path is not None
+    service = DocumentService(load_schema(settings.schema_path), FileDocumentStore(settings.storage_dir))
+    service.open()
+    return service
+
+
+def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    settings = load_settings(_overrides(args, "schema_path", "storage_dir", "transport", "host", "port",
+                                        "config_file", "log_level"), environ)
+    _configure_logging(settings.log_level_number)
+    _check_schema_file(settings)
+
+    if settings.transport == "stdio":
+        service = _open_service(settings)
+        from schemadoc.interfaces.mcp import build_mcp_server
+
+        mcp_server = build_mcp_server(service)
+        log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
+                 settings.storage_dir)
+        mcp_server.run("stdio")
+        return EXIT_OK
+
+    sock = _listen(settings)
+    try:
+        service = _open_service(settings)
+        import uvicorn
+
+        from schemadoc.interfaces.app import build_app
+
+
+        app = build_app(service, settings)
+        config = uvicorn.Config(app, log_config=None, log_level=settings.log_level_number,
+                                timeout_graceful_shutdown=5, lifespan="on", server_header=False)
+        server = _graceful_server_class()(config)
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        log.info("schemadoc %s: serving http://%s:%d (REST /api/v1, MCP /mcp, docs /docs), schema %s, storage %s",
+                 __version__, shown, port, service.schema_uri, settings.storage_dir)
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    if not server.started:
+        print("schemadoc: internal-error: the HTTP server did not start — see the log lines above.",
+              file=sys.stderr, flush=True)
+        return EXIT_FAILED
+    log.info("schemadoc stopped")
+    return EXIT_OK
+
+
+# -- validate --------------------------------------------------------------------------------
+
+
+def _read_json_file(name: str) -> Any:
+    import orjson
+
+    try:
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+    except OSError as error:
+        raise SchemaDocError("invalid-request", f"Cannot read {name}: {error.strerror or error}.",
+                             {"argument": "file", "path": name},
+                             remediation="Name a readable JSON file.") from None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        raise SchemaDocError("invalid-request", f"{name} is not valid JSON: {error}.",
+                             {"argument": "file", "path": name},
+                             remediation="Fix the JSON syntax at the position given.") from None
+
+
+def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    settings = load_settings(_overrides(args, "schema_path", "config_file"), environ)
+    _configure_logging(logging.WARNING)
+    schema_path = _check_schema_file(settings)
+    document = _read_json_file(args.file) if args.file is not None else None  # before the slow schema load
+    from schemadoc.schema import load_schema
+    from schemadoc.validation import DocumentValidator
+
+    schema = load_schema(schema_path)
+    validator = DocumentValidator(schema)
+    if args.file is None:
+        print(f"schema ok: {settings.schema_path} ({schema.uri})")
+        try:
+            defaults = schema.defaults()
+        except SchemaDocError as error:
+            print(f"note: document_create will fail: {error.code}: {error.message}")
+            return EXIT_OK
+        report = validator.validate(defaults)
+        if report.valid:
+            print("a new document built from the schema's defaults is valid")
+        else:
+            print(f"note: a new document built from the defaults has {len(report.violations)} violation(s); "
+                  "document_create will fail")
+        return EXIT_OK
+    report = validator.validate(document)
+    if args.json:
+        import orjson
+
+        print(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode())
+        return EXIT_OK if report.valid else EXIT_FAILED
+    if report.valid:
+        print(f"{args.file}: valid")
+        return EXIT_OK
+    for violation in report.violations:
+        item = violation.to_dict()
+        print(f"{item.get('path') or '/'}\t{item.get('code')}\t{item.get('message')}")
+    count = len(report.violations)
+    more = "+" if report.truncated else ""
+    print(f"{args.file}: invalid, {count}{more} violation{'s' if count != 1 else ''}")
+    return EXIT_FAILED
+
+
+# -- replay ----------------------------------------------------------------------------------
+
+
+def _differences(left: Any, right: Any, path: str = "", limit: int = 10) -> list[str]:
+    """JSON Pointers where two JSON values differ (types included: 1, 1.0 and true all differ)."""
+    out: list[str] = []
+
+    def walk(a: Any, b: Any, where: str) -> None:
+        if len(out) >= limit:
+            return
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b)):
+                child = f"{where}/{key.replace('~', '~0').replace('/', '~1')}"
+                if key not in a or key not in b:
+                    out.append(child)
+                else:
+                    walk(a[key], b[key], child)
+                if len(out) >= limit:
+                    return
+        elif isinstance(a, list) and isinstance(b, list):
+            for index in range(max(len(a), len(b))):
+                if index >= len(a) or index >= len(b):
+                    out.append(f"{where}/{index}")
+                else:
+                    walk(a[index], b[index], f"{where}/{index}")
+                if len(out) >= limit:
+                    return
+        elif type(a) is not type(b) or a != b:
+            out.append(where or "/")
+
+    walk(left, right, path)
+    return out
+
+
+def _replay(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    settings = load_settings(_overrides(args, "storage_dir", "schema_path", "config_file"), environ,
+                             require_schema=False)
+    _configure_logging(logging.WARNING)
+    import orjson
+
+    from schemadoc.ops.journal import replay
+    from schemadoc.storage.base import check_doc_id
+    from schemadoc.storage.files import FileDocumentStore
+
+    doc_id = check_doc_id(args.doc_id)
+    if not settings.storage_dir.is_dir():
+        raise SchemaDocError("storage-read-failed", f"The storage directory {settings.storage_dir} does not exist.",
+                             {"storage_dir": str(settings.storage_dir), "reason": "missing directory"},
+                             remediation="Name the server's storage directory with --storage-dir / STORAGE_DIR.")
+    store = FileDocumentStore(settings.storage_dir)
+    stored = store.load(doc_id)
+    entries = store.read_journal(doc_id)
+    try:
+        rebuilt = replay(entries, copy=False)
+    except ValueError as error:
+        print(f"{doc_id}: the journal does not replay: {error}")
+        return EXIT_FAILED
+    try:
+        snapshot = orjson.loads(stored.content)
+    except orjson.JSONDecodeError as error:
+        print(f"{doc_id}: the snapshot is not valid JSON: {error}")
+        return EXIT_FAILED
+    last = entries[-1].version if entries else 0
+    print(f"{doc_id}: replayed {len(entries)} journal entries (versions 1..{last}); "
+          f"snapshot at version {stored.meta.version}")
+    same = last == stored.meta.version
+    if not same:
+        print(f"versions differ: journal ends at {last}, meta says {stored.meta.version}")
+    differences = _differences(rebuilt, snapshot)
+    if differences:
+        same = False
+        print("content differs at: " + ", ".join(differences))
+    if settings.schema_path is not None:
+        from schemadoc.schema import load_schema
+        from schemadoc.validation import DocumentValidator
+
+        report = DocumentValidator(load_schema(settings.schema_path)).validate(rebuilt)
+        print("the rebuilt document is valid" if report.valid
+              else f"the rebuilt document has {len(report.violations)} violation(s)")
+        same = same and report.valid
+    print("equal" if same else "different")
+    return EXIT_OK if same else EXIT_FAILED
+
+
+# -- entry point -----------------------------------------------------------------------------
+
+
+_COMMANDS = {"serve": _serve, "validate": _validate, "replay": _replay}
+_LOAD_ERROR_EXIT = {"serve": EXIT_FAILED, "validate": EXIT_USAGE, "replay": EXIT_USAGE}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``schemadoc`` command; returns the exit code."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:  # argparse: --help, --version, usage errors
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    command = _COMMANDS[args.command]
+    try:
+        return command(args, os.environ)
+    except SchemaDocError as error:
+        _report(error)
+        return _LOAD_ERROR_EXIT[args.command]
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:
+        log.debug("unexpected error", exc_info=True)
+        _report(SchemaDocError("internal-error", f"{type(error).__name__}: {error}"))
+        return _LOAD_ERROR_EXIT[args.command]
+
