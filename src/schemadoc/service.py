@@ -448,7 +448,13 @@ class DocumentService:
                 meta = replace(state.meta, version=entry.version, modified_at=now, content_size_bytes=len(data))
                 if deleted_at is not False:
                     meta = replace(meta, deleted_at=deleted_at if isinstance(deleted_at, str) else None)
-                self.store.commit(meta, data, entry)
+                try:
+                    self.store.commit(meta, data, entry)
+                except SchemaDocError:
+                    # the store may have rolled the document forward: forget what we cached
+                    self._states.pop(doc_id, None)
+                    self._histories.pop(doc_id, None)
+                    raise
             self._states[doc_id] = DocState(meta, content)
             history = self._histories.get(doc_id)
             if history is not None:

@@ -22,7 +22,7 @@ import pytest
 
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService
-from schemadoc.storage.files import FilesStore
+from schemadoc.storage.files import FileDocumentStore
 
 BOOK = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
 
@@ -30,9 +30,9 @@ WRITER = r"""
 import sys
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService
-from schemadoc.storage.files import FilesStore
+from schemadoc.storage.files import FileDocumentStore
 
-service = DocumentService(load_schema(sys.argv[1]), FilesStore(sys.argv[2]))
+service = DocumentService(load_schema(sys.argv[1]), FileDocumentStore(sys.argv[2]))
 service.open()
 listing = service.list_documents(limit=1000)
 doc_ids = [m.doc_id for m in listing.documents]
@@ -80,9 +80,9 @@ def _run_and_kill(storage: Path, rng: random.Random) -> dict[str, int]:
     return acked
 
 
-def _check_storage(storage: Path, acked: dict[str, int]) -> None:
+def _check_storage(storage: Path, acked: dict[str, int], *, replay: bool) -> None:
     schema = load_schema(BOOK)
-    service = DocumentService(schema, FilesStore(storage))
+    service = DocumentService(schema, FileDocumentStore(storage))
     report = service.open()
     assert not report.corrupt, report.corrupt
     assert not list(storage.glob("*.tmp"))
@@ -91,13 +91,13 @@ def _check_storage(storage: Path, acked: dict[str, int]) -> None:
         content, meta = service.read_document(doc_id)
         assert meta.version >= version, f"{doc_id}: acknowledged v{version}, found v{meta.version}"
         assert validator.is_valid(content)
-        replayed = None
         lines = (storage / f"{doc_id}.journal.jsonl").read_bytes().splitlines()
-        for number, line in enumerate(lines, start=1):
-            entry = orjson.loads(line)
-            assert entry["version"] == number
-            replayed = jsonpatch.apply_patch(replayed if replayed is not None else {}, entry["patch"])
-        assert replayed == content
+        assert [orjson.loads(line)["version"] for line in lines] == list(range(1, meta.version + 1))
+        if replay:  # an independent RFC 6902 implementation rebuilds the snapshot exactly
+            replayed = None
+            for line in lines:
+                replayed = jsonpatch.apply_patch(replayed if replayed is not None else {}, orjson.loads(line)["patch"])
+            assert replayed == content
         paragraphs = content["chapters"][0]["sections"][0]["paragraphs"] if content["chapters"] else []
         texts = {p["text"] for p in paragraphs}
         # every acknowledged paragraph write of this document is present
@@ -107,15 +107,16 @@ def _check_storage(storage: Path, acked: dict[str, int]) -> None:
 def test_acknowledged_writes_survive_sigkill_at_random_moments(tmp_path: Path) -> None:
     rng = random.Random(int(os.environ.get("SCHEMADOC_CRASH_SEED", "20261122")))
     acked_total: dict[str, int] = {}
-    for _ in range(ROUNDS):
+    for round_number in range(1, ROUNDS + 1):
         acked = _run_and_kill(tmp_path, rng)
         for doc_id, version in acked.items():
             acked_total[doc_id] = max(acked_total.get(doc_id, 0), version)
-        _check_storage(tmp_path, acked_total)
+        _check_storage(tmp_path, acked_total, replay=round_number == ROUNDS)
     assert sum(acked_total.values()) > ROUNDS  # the writer really wrote between kills
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_many_more_kills(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys.modules[__name__], "ROUNDS", 100)
     test_acknowledged_writes_survive_sigkill_at_random_moments(tmp_path)

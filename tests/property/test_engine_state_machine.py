@@ -23,7 +23,7 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService
-from schemadoc.storage.files import FilesStore
+from schemadoc.storage.files import FileDocumentStore
 
 BOOK = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
 SCHEMA = load_schema(BOOK)
@@ -51,7 +51,7 @@ class EngineMachine(RuleBasedStateMachine):
         self.chapter_numbers = 0
 
     def _new_service(self) -> DocumentService:
-        service = DocumentService(SCHEMA, FilesStore(self.root))
+        service = DocumentService(SCHEMA, FileDocumentStore(self.root))
         service.open()
         return service
 

@@ -188,12 +188,15 @@ class RecoveryReport:
       snapshot was rebuilt from the journal (both versions equal when a damaged snapshot was
       rebuilt at the same version);
     - ``corrupt``: doc_id → reason for documents that cannot be read; reading them raises
-      ``storage-read-failed`` while every other document stays available.
+      ``storage-read-failed`` while every other document stays available;
+    - ``abandoned``: doc_ids of creations interrupted before they completed (never
+      acknowledged), whose files were removed.
     """
 
     removed_tmp: list[str] = field(default_factory=list)
     rolled_forward: dict[str, tuple[int, int]] = field(default_factory=dict)
     corrupt: dict[str, str] = field(default_factory=dict)
+    abandoned: list[str] = field(default_factory=list)
 
 
 @runtime_checkable
@@ -219,7 +222,10 @@ class DocumentStore(Protocol):
         ...
 
     def create(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
-        """Store a new document at version 1: its journal's first entry, then content and meta.
+        """Store a new document at version 1: the journal's first entry, content and meta.
+
+        Atomic: after a crash the document either exists whole or not at all (:meth:`open`
+        takes back a creation interrupted before it completed).
 
         Takes the document's write lock itself (re-entrant for a caller who holds it). Raises
         ``storage-write-failed`` when a document with ``meta.doc_id`` already exists or the

@@ -16,6 +16,12 @@ by rolling the snapshot forward from the journal, at :meth:`FileDocumentStore.op
 next write or load of the document, whichever comes first (other processes sharing the
 directory do not restart when one of them crashes).
 
+A creation has no previous version to fall back on, so its commit point is the meta file: it
+writes both temporary files, the journal, then renames content and meta. A creation that dies
+before its meta file appears was never acknowledged; recovery removes its files and lists it
+in ``RecoveryReport.abandoned`` (a document whose meta file is missing *without* a
+``{id}.meta.tmp`` beside it is reported corrupt instead).
+
 The store never parses content on the normal path; it does so only to rebuild a snapshot from
 the journal. Several processes may share one directory: writes of a document are serialised by
 its lock, and each write checks the stored version (``version-conflict``).
@@ -164,18 +170,24 @@ class FileDocumentStore:
 
     def _recover(self, doc_id: str, report: RecoveryReport) -> None:
         paths = self._paths(doc_id)
+        abandoned = False
         try:
             with self.write_lock(doc_id):
-                for path in (paths.content_tmp, paths.meta_tmp):
-                    if _remove_quietly(path):
-                        report.removed_tmp.append(path.name)
-                rolled = self._reconcile(doc_id, paths)
+                try:
+                    abandoned = _abandoned_creation(paths)
+                    rolled = self._reconcile(doc_id, paths)
+                finally:
+                    for path in (paths.content_tmp, paths.meta_tmp):
+                        if _remove_quietly(path):
+                            report.removed_tmp.append(path.name)
         except _Corrupt as corrupt:
             self._corrupt[doc_id] = corrupt.reason
             report.corrupt[doc_id] = corrupt.reason
             return
         except SchemaDocError as error:
-            if error.code == "document-not-found":  # only a lock file: nothing to recover
+            if error.code == "document-not-found":  # only a lock file, or an abandoned creation
+                if abandoned:
+                    report.abandoned.append(doc_id)
                 return
             if error.code == "lock-timeout":  # another process is writing it right now: it is alive
                 log.warning("document %s is being written by another process; not checked", doc_id)
@@ -190,17 +202,29 @@ class FileDocumentStore:
     # -- writes --------------------------------------------------------------------------------
 
     def create(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
+        """tmp files → journal (claimed with O_EXCL) → content rename → meta rename (the commit point).
+
+        A creation that dies before its meta file appears leaves ``{id}.meta.tmp`` behind, which
+        marks it as abandoned: recovery removes what it wrote instead of reporting it corrupt.
+        """
         doc_id = check_write(meta, content, entry, new=True)
         line = journal_line(doc_id, entry)
         paths = self._paths(doc_id)
         with self.write_lock(doc_id):
-            if paths.content.exists() or paths.meta.exists():
+            if self._exists(paths):
                 raise _already_exists(doc_id)
             try:
-                fd = os.open(paths.journal, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                raise _already_exists(doc_id) from None
+                _write_synced(paths.content_tmp, content)
+                _write_synced(paths.meta_tmp, _meta_bytes(meta))
             except OSError as error:
+                _remove_quietly(paths.content_tmp, paths.meta_tmp)
+                raise _write_failed(doc_id, "writing the new document", error) from None
+            try:
+                fd = os.open(paths.journal, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except OSError as error:
+                _remove_quietly(paths.content_tmp, paths.meta_tmp)
+                if isinstance(error, FileExistsError):
+                    raise _already_exists(doc_id) from None
                 raise _write_failed(doc_id, "creating the journal", error) from None
             try:
                 try:
@@ -208,14 +232,11 @@ class FileDocumentStore:
                     os.fsync(fd)
                 finally:
                     os.close(fd)
-                _write_synced(paths.content_tmp, content)
-                _write_synced(paths.meta_tmp, _meta_bytes(meta))
                 os.replace(paths.content_tmp, paths.content)
                 os.replace(paths.meta_tmp, paths.meta)
                 _fsync_directory(self.storage_dir)
             except OSError as error:
-                for path in (paths.meta, paths.content, paths.meta_tmp, paths.content_tmp, paths.journal):
-                    _remove_quietly(path)
+                _remove_quietly(paths.meta, paths.content, paths.meta_tmp, paths.content_tmp, paths.journal)
                 raise _write_failed(doc_id, "creating the document", error) from None
         self._corrupt.pop(doc_id, None)
 
@@ -410,6 +431,11 @@ class FileDocumentStore:
         when the files cannot be made to agree, ``storage-write-failed`` when a rebuilt
         snapshot cannot be written.
         """
+        if _abandoned_creation(paths):  # never acknowledged: take it back
+            removed = [path.name for path in (paths.content, paths.journal, paths.content_tmp, paths.meta_tmp)
+                       if _remove_quietly(path)]
+            log.warning("document %s: creation interrupted before it completed; removed %s", doc_id,
+                        ", ".join(removed))
         has_meta, has_content = paths.meta.exists(), paths.content.exists()
         has_journal = paths.journal.exists()
         if not (has_meta or has_content or has_journal):
@@ -581,6 +607,15 @@ class _DocumentLock:
 
 
 # -- journal files ---------------------------------------------------------------------------------
+
+
+def _abandoned_creation(paths: _Paths) -> bool:
+    """A creation died before renaming its meta file (the commit point of a creation).
+
+    Only a creation leaves ``{id}.meta.tmp`` without ``{id}.meta.json``: a commit always has the
+    previous meta file. Asked under the document's write lock, so the creator is gone.
+    """
+    return paths.meta_tmp.exists() and not paths.meta.exists()
 
 
 def _line_version(line: bytes) -> int | None:

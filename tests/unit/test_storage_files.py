@@ -1,0 +1,503 @@
+"""What only the files store does: the directory, its layout, crash recovery and inter-process locks.
+
+The behaviour every store shares is in the contract suite (test_storage_contract.py).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.ops.journal import JournalEntry, replay, utc_now
+from schemadoc.storage.base import DocumentMeta
+from schemadoc.storage.files import FileDocumentStore
+from schemadoc.storage.testing import commit_patch, create_document, new_doc_id
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+@pytest.fixture
+def directory(tmp_path: Path) -> Path:
+    return tmp_path / "documents"
+
+
+@pytest.fixture
+def store(directory: Path) -> FileDocumentStore:
+    store = FileDocumentStore(directory)
+    store.open()
+    return store
+
+
+def reopen(directory: Path) -> tuple[FileDocumentStore, Any]:
+    """A new store on the same directory (a restarted server) and its recovery report."""
+    store = FileDocumentStore(directory)
+    return store, store.open()
+
+
+def append(path: Path, data: bytes) -> None:
+    with path.open("ab") as file:
+        file.write(data)
+
+
+def journal_versions(path: Path) -> list[int]:
+    return [orjson.loads(line)["version"] for line in path.read_bytes().splitlines()]
+
+
+def a_document_at_version_2(store: FileDocumentStore) -> DocumentMeta:
+    meta = create_document(store, {"title": "t", "items": ["a"]})
+    return commit_patch(store, meta, [{"op": "add", "path": "/items/1", "value": "b"}])
+
+
+def failing(original: Callable[..., Any], when: Callable[..., bool]) -> Callable[..., Any]:
+    """``original``, except that it raises ENOSPC when ``when(*args)`` holds."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if when(*args):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return original(*args, **kwargs)
+
+    return call
+
+
+# -- the directory ---------------------------------------------------------------------------------
+
+
+def test_open_creates_a_missing_storage_directory(directory: Path) -> None:
+    assert not directory.exists()
+    report = FileDocumentStore(directory).open()
+    assert directory.is_dir()
+    assert (report.removed_tmp, report.rolled_forward, report.corrupt) == ([], {}, {})
+
+
+def test_open_fails_clearly_when_the_parent_is_a_regular_file(tmp_path: Path) -> None:
+    parent = tmp_path / "a-file"
+    parent.write_text("not a directory")
+    with pytest.raises(SchemaDocError) as raised:
+        FileDocumentStore(parent / "documents").open()
+    assert raised.value.code == "storage-write-failed"
+    assert raised.value.details["storage_dir"] == str(parent / "documents")
+    assert raised.value.details["reason"]
+
+
+def test_open_fails_clearly_when_the_storage_path_is_a_regular_file(tmp_path: Path) -> None:
+    path = tmp_path / "documents"
+    path.write_text("not a directory")
+    with pytest.raises(SchemaDocError) as raised:
+        FileDocumentStore(path).open()
+    assert raised.value.code == "storage-write-failed"
+    assert set(raised.value.details) == {"storage_dir", "reason"}
+
+
+def test_open_does_not_create_missing_parents(tmp_path: Path) -> None:
+    with pytest.raises(SchemaDocError) as raised:
+        FileDocumentStore(tmp_path / "missing" / "documents").open()
+    assert raised.value.code == "storage-write-failed"
+    assert not (tmp_path / "missing").exists()
+
+
+def test_the_files_of_a_document_follow_the_layout(store: FileDocumentStore, directory: Path) -> None:
+    meta = a_document_at_version_2(store)
+    doc_id = meta.doc_id
+    assert sorted(path.name for path in directory.iterdir()) == sorted(
+        [f"{doc_id}.json", f"{doc_id}.meta.json", f"{doc_id}.journal.jsonl", f"{doc_id}.lock"])
+    assert orjson.loads((directory / f"{doc_id}.json").read_bytes()) == {"title": "t", "items": ["a", "b"]}
+    assert orjson.loads((directory / f"{doc_id}.meta.json").read_bytes()) == {
+        "doc_id": doc_id, "version": 2, "schema_uri": meta.schema_uri, "created_at": meta.created_at,
+        "modified_at": meta.modified_at, "content_size_bytes": meta.content_size_bytes, "deleted_at": None}
+    assert journal_versions(directory / f"{doc_id}.journal.jsonl") == [1, 2]
+
+
+def test_a_restarted_store_sees_every_committed_version(store: FileDocumentStore, directory: Path) -> None:
+    meta = a_document_at_version_2(store)
+    again, report = reopen(directory)
+    assert (report.removed_tmp, report.rolled_forward, report.corrupt) == ([], {}, {})
+    assert again.load(meta.doc_id).meta == meta
+    assert [entry.version for entry in again.read_journal(meta.doc_id)] == [1, 2]
+
+
+def test_files_of_other_programs_are_left_alone(store: FileDocumentStore, directory: Path) -> None:
+    meta = create_document(store)
+    for name in ("README.txt", "notes.json", "01arz3ndektsv4rrffq69g5fav.json", "backup.meta.json"):
+        (directory / name).write_text("{}")
+    again, report = reopen(directory)
+    assert report.corrupt == {}
+    assert [m.doc_id for m in again.list_metas()] == [meta.doc_id]
+    assert (directory / "README.txt").exists() and (directory / "notes.json").exists()
+
+
+# -- crash recovery at start-up --------------------------------------------------------------------
+
+
+def test_open_removes_leftover_tmp_files(store: FileDocumentStore, directory: Path) -> None:
+    meta = a_document_at_version_2(store)
+    for name in (f"{meta.doc_id}.tmp", f"{meta.doc_id}.meta.tmp", "stray.tmp"):
+        (directory / name).write_bytes(b'{"half-written')
+    again, report = reopen(directory)
+    assert sorted(report.removed_tmp) == sorted([f"{meta.doc_id}.tmp", f"{meta.doc_id}.meta.tmp", "stray.tmp"])
+    assert not list(directory.glob("*.tmp"))
+    assert again.load(meta.doc_id).meta == meta
+
+
+def test_open_rolls_forward_a_journal_ahead_of_its_snapshot(store: FileDocumentStore, directory: Path) -> None:
+    meta = a_document_at_version_2(store)
+    entry = JournalEntry(3, "update_node", [{"op": "replace", "path": "/title", "value": "new"}], utc_now(),
+                         {"node_path": "/title"})
+    append(directory / f"{meta.doc_id}.journal.jsonl", entry.to_line())  # crashed before the snapshot
+    again, report = reopen(directory)
+    assert report.rolled_forward == {meta.doc_id: (2, 3)}
+    stored = again.load(meta.doc_id)
+    assert orjson.loads(stored.content) == {"title": "new", "items": ["a", "b"]}
+    assert stored.meta == replace(meta, version=3, modified_at=entry.at, content_size_bytes=len(stored.content))
+    assert replay(again.read_journal(meta.doc_id)) == orjson.loads(stored.content)
+
+
+def test_roll_forward_does_not_apply_a_patch_twice_when_the_content_was_already_renamed(
+    store: FileDocumentStore, directory: Path
+) -> None:
+    meta = a_document_at_version_2(store)
+    patch = [{"op": "add", "path": "/items/0", "value": "first"}]
+    new_content = orjson.dumps({"title": "t", "items": ["first", "a", "b"]})
+    append(directory / f"{meta.doc_id}.journal.jsonl", JournalEntry(3, "patch", patch, utc_now()).to_line())
+    (directory / f"{meta.doc_id}.json").write_bytes(new_content)  # crashed between the two renames
+    again, report = reopen(directory)
+    assert report.rolled_forward == {meta.doc_id: (2, 3)}
+    assert orjson.loads(again.load(meta.doc_id).content) == {"title": "t", "items": ["first", "a", "b"]}
+
+
+def test_roll_forward_records_a_whole_document_delete(store: FileDocumentStore, directory: Path) -> None:
+    meta = a_document_at_version_2(store)
+    entry = JournalEntry(3, "delete_document", [], utc_now())
+    append(directory / f"{meta.doc_id}.journal.jsonl", entry.to_line())
+    again, _ = reopen(directory)
+    assert again.read_meta(meta.doc_id).deleted_at == entry.at
+
+
+def test_open_truncates_a_torn_last_journal_line(store: FileDocumentStore, directory: Path) -> None:
+    meta = a_document_at_version_2(store)
+    journal = directory / f"{meta.doc_id}.journal.jsonl"
+    intact = journal.read_bytes()
+    torn = JournalEntry(3, "patch", [{"op": "add", "path": "/x", "value": 1}], utc_now()).to_line()[:25]
+    append(journal, torn)  # crashed mid-append: never acknowledged
+    again, report = reopen(directory)
+    assert journal.read_bytes() == intact
+    assert report.corrupt == {} and report.rolled_forward == {}
+    commit_patch(again, meta, [{"op": "add", "path": "/x", "value": 1}])
+    assert journal_versions(journal) == [1, 2, 3]
+
+
+def test_open_truncates_an_unreadable_last_journal_line(store: FileDocumentStore, directory: Path) -> None:
+    meta = a_document_at_version_2(store)
+    journal = directory / f"{meta.doc_id}.journal.jsonl"
+    intact = journal.read_bytes()
+    append(journal, b"\x00\x00\x00\x00\n")
+    again, report = reopen(directory)
+    assert journal.read_bytes() == intact
+    assert report.corrupt == {}
+    assert again.load(meta.doc_id).meta == meta
+
+
+def test_content_without_meta_is_corrupt_while_other_documents_stay_readable(
+    store: FileDocumentStore, directory: Path
+) -> None:
+    broken, fine = create_document(store), create_document(store)
+    (directory / f"{broken.doc_id}.meta.json").unlink()
+    again, report = reopen(directory)
+    assert set(report.corrupt) == {broken.doc_id}
+    assert "meta" in report.corrupt[broken.doc_id]
+    for read in (again.load, again.read_meta):
+        with pytest.raises(SchemaDocError) as raised:
+            read(broken.doc_id)
+        assert raised.value.code == "storage-read-failed"
+        assert raised.value.details["doc_id"] == broken.doc_id
+    assert again.list_metas() == [fine]
+    assert again.load(fine.doc_id).meta == fine
+
+
+def test_meta_without_content_is_corrupt_while_other_documents_stay_readable(
+    store: FileDocumentStore, directory: Path
+) -> None:
+    broken, fine = create_document(store), create_document(store)
+    (directory / f"{broken.doc_id}.json").unlink()
+    again, report = reopen(directory)
+    assert set(report.corrupt) == {broken.doc_id}
+    with pytest.raises(SchemaDocError) as raised:
+        again.load(broken.doc_id)
+    assert raised.value.code == "storage-read-failed"
+    assert f"{broken.doc_id}.json" in raised.value.details["files"]
+    assert again.list_metas() == [fine]
+
+
+def test_a_corrupt_document_can_be_purged(store: FileDocumentStore, directory: Path) -> None:
+    broken = create_document(store)
+    (directory / f"{broken.doc_id}.json").unlink()
+    again, _ = reopen(directory)
+    again.purge(broken.doc_id)
+    assert list(directory.iterdir()) == []
+    assert reopen(directory)[1].corrupt == {}
+
+
+def test_a_damaged_snapshot_is_rebuilt_from_the_journal(store: FileDocumentStore, directory: Path) -> None:
+    meta = a_document_at_version_2(store)
+    (directory / f"{meta.doc_id}.json").write_bytes(b'{"title": "t", "ite')
+    again, report = reopen(directory)
+    assert report.rolled_forward == {meta.doc_id: (2, 2)}
+    assert again.load(meta.doc_id).content == orjson.dumps({"title": "t", "items": ["a", "b"]})
+
+
+def test_a_snapshot_damaged_while_running_is_rebuilt_when_loaded(
+    store: FileDocumentStore, directory: Path
+) -> None:
+    meta = a_document_at_version_2(store)
+    (directory / f"{meta.doc_id}.json").write_bytes(b"\x00" * 3)
+    assert orjson.loads(store.load(meta.doc_id).content) == {"title": "t", "items": ["a", "b"]}
+
+
+def test_a_damaged_snapshot_that_the_journal_cannot_rebuild_is_corrupt(
+    store: FileDocumentStore, directory: Path
+) -> None:
+    meta = a_document_at_version_2(store)
+    journal = directory / f"{meta.doc_id}.journal.jsonl"
+    first = journal.read_bytes().splitlines(keepends=True)[0]
+    bad = JournalEntry(2, "patch", [{"op": "remove", "path": "/nowhere"}], utc_now()).to_line()
+    journal.write_bytes(first + bad)
+    (directory / f"{meta.doc_id}.json").write_bytes(b"garbage")
+    again, report = reopen(directory)
+    assert "cannot rebuild" in report.corrupt[meta.doc_id]
+    with pytest.raises(SchemaDocError) as raised:
+        again.load(meta.doc_id)
+    assert raised.value.code == "storage-read-failed"
+
+
+def test_a_journal_behind_its_meta_is_corrupt(store: FileDocumentStore, directory: Path) -> None:
+    meta = a_document_at_version_2(store)
+    journal = directory / f"{meta.doc_id}.journal.jsonl"
+    journal.write_bytes(journal.read_bytes().splitlines(keepends=True)[0])
+    _, report = reopen(directory)
+    assert "ends at version 1" in report.corrupt[meta.doc_id]
+
+
+def test_a_journal_damaged_in_the_middle_cannot_be_read(store: FileDocumentStore, directory: Path) -> None:
+    meta = a_document_at_version_2(store)
+    meta = commit_patch(store, meta, [{"op": "replace", "path": "/title", "value": "u"}])
+    journal = directory / f"{meta.doc_id}.journal.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(lines[0] + b"{broken}\n" + lines[2])
+    with pytest.raises(SchemaDocError) as raised:
+        store.read_journal(meta.doc_id)
+    assert raised.value.code == "storage-read-failed"
+
+
+# -- recovery while running (another process sharing the directory died) ----------------------------
+
+
+def test_a_commit_after_a_writer_died_mid_append_drops_the_torn_line(
+    store: FileDocumentStore, directory: Path
+) -> None:
+    meta = a_document_at_version_2(store)
+    append(directory / f"{meta.doc_id}.journal.jsonl", b'{"version":3,"op":"pat')
+    commit_patch(store, meta, [{"op": "replace", "path": "/title", "value": "mine"}])
+    assert journal_versions(directory / f"{meta.doc_id}.journal.jsonl") == [1, 2, 3]
+    assert store.read_journal(meta.doc_id)[-1].patch[0]["value"] == "mine"
+
+
+def test_a_commit_after_a_writer_died_before_its_snapshot_is_a_version_conflict(
+    store: FileDocumentStore, directory: Path
+) -> None:
+    meta = a_document_at_version_2(store)
+    theirs = JournalEntry(3, "patch", [{"op": "replace", "path": "/title", "value": "theirs"}], utc_now())
+    append(directory / f"{meta.doc_id}.journal.jsonl", theirs.to_line())
+    with pytest.raises(SchemaDocError) as raised:
+        commit_patch(store, meta, [{"op": "replace", "path": "/title", "value": "mine"}])
+    assert raised.value.code == "version-conflict"
+    assert raised.value.details["actual_version"] == 3
+    assert orjson.loads(store.load(meta.doc_id).content)["title"] == "theirs"
+    assert journal_versions(directory / f"{meta.doc_id}.journal.jsonl") == [1, 2, 3]
+
+
+def test_two_stores_on_one_directory_see_each_others_commits(store: FileDocumentStore, directory: Path) -> None:
+    other, _ = reopen(directory)
+    meta = create_document(store, {"n": 0})
+    assert other.read_meta(meta.doc_id) == meta
+    commit_patch(other, meta, [{"op": "replace", "path": "/n", "value": 1}])
+    assert store.read_meta(meta.doc_id).version == 2
+    with pytest.raises(SchemaDocError) as raised:  # a commit from the stale version 1
+        commit_patch(store, meta, [{"op": "replace", "path": "/n", "value": 2}])
+    assert raised.value.code == "version-conflict"
+
+
+# -- failed writes -----------------------------------------------------------------------------------
+
+
+def assert_unchanged(store: FileDocumentStore, directory: Path, meta: DocumentMeta, content: bytes) -> None:
+    assert store.load(meta.doc_id) == type(store.load(meta.doc_id))(meta, content)
+    assert journal_versions(directory / f"{meta.doc_id}.journal.jsonl") == list(range(1, meta.version + 1))
+    assert not list(directory.glob("*.tmp"))
+
+
+def test_a_commit_that_cannot_write_its_files_changes_nothing(
+    store: FileDocumentStore, directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    meta = a_document_at_version_2(store)
+    content = store.load(meta.doc_id).content
+    monkeypatch.setattr(os, "fsync", failing(os.fsync, lambda fd: True))
+    with pytest.raises(SchemaDocError) as raised:
+        commit_patch(store, meta, [{"op": "replace", "path": "/title", "value": "lost"}])
+    assert raised.value.code == "storage-write-failed"
+    assert "No space left" in raised.value.details["reason"]
+    monkeypatch.undo()
+    assert_unchanged(store, directory, meta, content)
+    commit_patch(store, meta, [{"op": "replace", "path": "/title", "value": "kept"}])
+
+
+def test_a_commit_whose_content_rename_fails_takes_its_journal_line_back(
+    store: FileDocumentStore, directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    meta = a_document_at_version_2(store)
+    content = store.load(meta.doc_id).content
+    monkeypatch.setattr(os, "replace", failing(os.replace, lambda source, target: str(target).endswith(".json")))
+    with pytest.raises(SchemaDocError) as raised:
+        commit_patch(store, meta, [{"op": "replace", "path": "/title", "value": "lost"}])
+    assert raised.value.code == "storage-write-failed"
+    monkeypatch.undo()
+    assert_unchanged(store, directory, meta, content)
+
+
+def test_a_commit_whose_meta_rename_fails_rolls_forward(
+    store: FileDocumentStore, directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    meta = a_document_at_version_2(store)
+    calls: list[str] = []
+
+    def once_for_meta(source: Any, target: Any) -> bool:
+        calls.append(str(target))
+        return str(target).endswith(".meta.json") and len(calls) == 2
+
+    monkeypatch.setattr(os, "replace", failing(os.replace, once_for_meta))
+    with pytest.raises(SchemaDocError) as raised:
+        commit_patch(store, meta, [{"op": "replace", "path": "/title", "value": "journaled"}])
+    assert raised.value.code == "storage-write-failed"
+    monkeypatch.undo()
+    stored = store.load(meta.doc_id)  # the journaled version is complete: it was rolled forward
+    assert stored.meta.version == 3
+    assert orjson.loads(stored.content)["title"] == "journaled"
+    assert replay(store.read_journal(meta.doc_id)) == orjson.loads(stored.content)
+
+
+def test_a_create_that_fails_leaves_no_document(
+    store: FileDocumentStore, directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc_id = new_doc_id()
+    monkeypatch.setattr(os, "replace", failing(os.replace, lambda source, target: True))
+    with pytest.raises(SchemaDocError) as raised:
+        create_document(store, doc_id=doc_id)
+    assert raised.value.code == "storage-write-failed"
+    monkeypatch.undo()
+    assert [path.name for path in directory.iterdir() if not path.name.endswith(".lock")] == []
+    assert store.list_metas() == []
+    create_document(store, doc_id=doc_id)
+
+
+# -- the write lock across processes ---------------------------------------------------------------
+
+HOLD_LOCK = """
+import sys, time
+from schemadoc.storage.files import FileDocumentStore
+store = FileDocumentStore(sys.argv[1])
+with store.write_lock(sys.argv[2]):
+    print("locked", flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_the_write_lock_excludes_another_process_until_it_dies(store: FileDocumentStore, directory: Path) -> None:
+    meta = create_document(store)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
+    child = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(directory), meta.doc_id],
+                             stdout=subprocess.PIPE, env=env)
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == b"locked"
+        with pytest.raises(SchemaDocError) as raised, store.write_lock(meta.doc_id, timeout=0.3):
+            pass
+        assert raised.value.code == "lock-timeout"
+        assert raised.value.details == {"doc_id": meta.doc_id, "timeout_seconds": 0.3}
+    finally:
+        child.kill()
+        child.wait(10)
+    with store.write_lock(meta.doc_id, timeout=5):  # the OS released the dead process's lock
+        commit_patch(store, meta, [{"op": "add", "path": "/after", "value": True}])
+    assert store.read_meta(meta.doc_id).version == 2
+
+
+COMMIT_IN_A_LOOP = """
+import sys, time
+from pathlib import Path
+from schemadoc.storage.files import FileDocumentStore
+from schemadoc.storage.testing import commit_patch
+store = FileDocumentStore(sys.argv[1])
+store.open()
+while not Path(sys.argv[5]).exists():  # start together
+    time.sleep(0.005)
+for n in range(int(sys.argv[3])):
+    with store.write_lock(sys.argv[2]):
+        meta = store.read_meta(sys.argv[2])
+        commit_patch(store, meta, [{"op": "add", "path": f"/log/{meta.version - 1}", "value": sys.argv[4]}])
+"""
+
+
+@pytest.mark.timeout(120)
+def test_writers_in_several_processes_never_lose_or_repeat_a_version(
+    store: FileDocumentStore, directory: Path, tmp_path: Path
+) -> None:
+    meta = create_document(store, {"log": []})
+    processes, rounds = 3, 20
+    go = tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
+    children = [subprocess.Popen([sys.executable, "-c", COMMIT_IN_A_LOOP, str(directory), meta.doc_id,
+                                  str(rounds), f"p{i}", str(go)], env=env) for i in range(processes)]
+    time.sleep(0.5)
+    go.touch()
+    assert [child.wait(100) for child in children] == [0] * processes
+    stored = store.load(meta.doc_id)
+    assert stored.meta.version == 1 + processes * rounds
+    assert journal_versions(directory / f"{meta.doc_id}.journal.jsonl") == list(range(1, 2 + processes * rounds))
+    log = orjson.loads(stored.content)["log"]
+    assert sorted(log) == sorted(f"p{i}" for i in range(processes) for _ in range(rounds))
+    assert replay(store.read_journal(meta.doc_id)) == orjson.loads(stored.content)
+
+
+@pytest.mark.parametrize("crash_point", ["before-journal", "after-journal", "torn-journal", "between-renames"])
+def test_a_creation_interrupted_before_its_meta_file_is_taken_back(
+    store: FileDocumentStore, directory: Path, crash_point: str
+) -> None:
+    fine = create_document(store)
+    meta = create_document(store)
+    files = {suffix: directory / f"{meta.doc_id}{suffix}" for suffix in (".json", ".meta.json", ".journal.jsonl")}
+    files[".meta.json"].rename(directory / f"{meta.doc_id}.meta.tmp")  # the commit point was never reached
+    if crash_point != "between-renames":
+        files[".json"].rename(directory / f"{meta.doc_id}.tmp")
+    if crash_point == "before-journal":
+        files[".journal.jsonl"].unlink()
+    if crash_point == "torn-journal":
+        files[".journal.jsonl"].write_bytes(files[".journal.jsonl"].read_bytes()[:20])
+    again, report = reopen(directory)
+    assert report.abandoned == [meta.doc_id]
+    assert report.corrupt == {}
+    assert sorted(path.name for path in directory.iterdir() if path.suffix != ".lock") == sorted(
+        f"{fine.doc_id}{suffix}" for suffix in (".json", ".meta.json", ".journal.jsonl"))
+    assert again.list_metas() == [fine]
+    with pytest.raises(SchemaDocError) as raised:
+        again.load(meta.doc_id)
+    assert raised.value.code == "document-not-found"
