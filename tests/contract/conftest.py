@@ -9,21 +9,13 @@ server's base URL, the same tests run against it instead (``remote-rest``, ``rem
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.contract.doors import Door, mcp_door, rest_door
-
-REMOTE_URL = os.environ.get("SCHEMADOC_CONFORMANCE_URL", "").rstrip("/")
-BOOK_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
-DOOR_NAMES = (
-    ["remote-rest", "remote-mcp-auto", "remote-mcp-legacy"] if REMOTE_URL else ["rest", "mcp-auto", "mcp-legacy"]
-)
+from .doors import BOOK_SCHEMA, DOOR_NAMES, Door, open_door
 
 
 @pytest.fixture
@@ -41,41 +33,6 @@ def door_name(request: pytest.FixtureRequest) -> str:
 def fresh_server(door_name: str) -> bool:
     """True when the server is this test's alone (in process): it starts with no documents."""
     return not door_name.startswith("remote-")
-
-
-def _in_process_service(storage_dir: Path) -> Any:
-    from schemadoc.config import Settings
-    from schemadoc.interfaces.app import create_service
-
-    return create_service(Settings(schema_path=BOOK_SCHEMA, storage_dir=storage_dir))
-
-
-@asynccontextmanager
-async def open_door(name: str, storage_dir: Path) -> AsyncIterator[Door]:
-    """Open the door called ``name`` (a fresh in-process server in ``storage_dir``, or the remote one)."""
-    if name == "remote-rest":
-        async with rest_door(name, base_url=REMOTE_URL) as door:
-            yield door
-    elif name.startswith("remote-mcp-"):
-        async with mcp_door(name, f"{REMOTE_URL}/mcp", mode=name.removeprefix("remote-mcp-"),
-                            status_from_category=True) as door:
-            yield door
-    elif name == "rest":
-        from schemadoc.config import Settings
-        from schemadoc.interfaces.app import build_app
-
-        settings = Settings(schema_path=BOOK_SCHEMA, storage_dir=storage_dir)
-        service = _in_process_service(storage_dir)
-        async with rest_door(name, app=build_app(service, settings)) as door:
-            yield door
-    elif name.startswith("mcp-"):
-        from schemadoc.interfaces.mcp import build_mcp_server
-
-        server = build_mcp_server(_in_process_service(storage_dir))
-        async with mcp_door(name, server, mode=name.removeprefix("mcp-")) as door:
-            yield door
-    else:  # pragma: no cover - a typo in DOOR_NAMES
-        raise ValueError(f"unknown door {name!r}")
 
 
 @pytest.fixture
@@ -105,10 +62,31 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         items[0].config.stash[_DESELECTED] = True
 
 
+KNOWN_BUGS: list[tuple[str, tuple[str, ...], str]] = [
+    ("test_integers_beyond_64_bits_travel_exactly", ("rest", "remote-rest"),
+     "REST door: request bodies are parsed with orjson.loads, which turns integers beyond 64 bits into "
+     "floats (2**70 arrives as 1.1805916207174113e+21); MCP keeps them exact"),
+    ("test_growing_a_document_deeper_than_any_limit_is_refused_as_a_client_error", tuple(DOOR_NAMES),
+     "engine: orjson.dumps of the new document raises 'Recursion limit reached' past ~255 levels, so a "
+     "valid sequence of small writes ends in internal-error (500) instead of a catalogued 4xx"),
+]
+"""(test name, doors, reason): bugs still open, marked ``xfail(strict=True)`` so that a fix shows up as a
+failure (XPASS) and the entry gets removed."""
+
+
+def _door_of(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return None if callspec is None else callspec.params.get("door_name")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run ``test_zz_observed.py`` last (it checks what the whole suite observed), and note whether the
-    whole suite runs: only then can it demand that every reachable error code was seen."""
+    """Mark the known bugs; run ``test_zz_observed.py`` last (it checks what the whole suite observed), and
+    note whether the whole suite runs: only then can it demand that every reachable error code was seen."""
+    for item in items:
+        for name, doors, reason in KNOWN_BUGS:
+            if _ours(item) and getattr(item, "originalname", item.name) == name and _door_of(item) in doors:
+                item.add_marker(pytest.mark.xfail(strict=True, reason=reason))
     last = [item for item in items if _ours(item) and Path(str(item.fspath)).name == "test_zz_observed.py"]
     items[:] = [item for item in items if item not in last] + last
     modules = {Path(str(item.fspath)).name for item in items if _ours(item)}

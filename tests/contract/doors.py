@@ -14,9 +14,11 @@ content, a status that is not the catalog's, …), which a final test reports.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -27,26 +29,32 @@ from mcp import Client, MCPError
 from schemadoc.errors import CATALOG
 
 __all__ = [
-    "UNKNOWN_DOC_ID",
-    "ULID_PATTERN",
-    "Doc",
-    "book_doc",
-    "chapter",
-    "failed",
-    "new_doc",
-    "ok",
-    "sample_book",
+    "BOOK_SCHEMA",
     "CALL_TIMEOUT",
+    "DOOR_NAMES",
     "OBSERVED",
+    "REMOTE_URL",
     "TOOLS",
+    "ULID_PATTERN",
+    "UNKNOWN_DOC_ID",
+    "Doc",
     "Door",
     "McpDoor",
     "NotRepresentable",
     "Observations",
     "Outcome",
     "RestDoor",
+    "book_doc",
+    "chapter",
+    "failed",
+    "in_process_service",
     "mcp_door",
+    "new_doc",
+    "ok",
+    "open_door",
     "rest_door",
+    "sample_book",
+    "text_of",
 ]
 
 CALL_TIMEOUT = 30.0
@@ -68,7 +76,7 @@ _CREATED = frozenset({"document_create", "document_create_node"})
 _ERROR_MEMBERS = ("code", "category", "message", "details", "remediation")
 
 
-class NotRepresentable(Exception):  # noqa: N818 - it is a verdict, not a failure
+class NotRepresentable(Exception):
     """The arguments cannot be expressed through this door (e.g. a list as a REST path segment)."""
 
 
@@ -85,6 +93,8 @@ class Outcome:
     """REST response headers (lower-case names); ``{}`` for MCP."""
     rpc_error: int | None = None
     """MCP only: the JSON-RPC error code when the server answered with a protocol error."""
+    rpc_data: Any = None
+    """MCP only: the ``data`` of that JSON-RPC error."""
 
     @property
     def error(self) -> dict[str, Any]:
@@ -160,9 +170,11 @@ OBSERVED = Observations()
 
 
 def _query_value(name: str, value: Any) -> str:
+    if name in ("node_path", "doc_id") and not isinstance(value, str):
+        raise NotRepresentable(f"{name}={value!r} is not a string")
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | str):
+    if isinstance(value, int | float | str):
         return str(value)
     raise NotRepresentable(f"{name}={value!r} cannot be a query parameter")
 
@@ -235,21 +247,19 @@ class RestDoor:
 
     async def call(self, tool: str, args: dict[str, Any]) -> Outcome:
         method, path, query, body = _rest_request(tool, args)
-        outcome = await self.request(method, self.prefix + path, params=query, json_body=body)
-        OBSERVED.record(self.name, tool, outcome)
-        return outcome
+        return await self.request(method, self.prefix + path, params=query, json_body=body, tool=tool)
 
     async def read_document(self, doc_id: str) -> Outcome:
-        outcome = await self.request("GET", f"{self.prefix}/documents/{quote(doc_id, safe='')}", params={"path": "/"})
-        OBSERVED.record(self.name, "read_document", outcome)
+        outcome = await self.request("GET", f"{self.prefix}/documents/{quote(doc_id, safe='')}",
+                                     params={"path": "/"}, tool="read_document")
         if outcome.ok:
             return Outcome(True, {"document": outcome.body.get("node_content")}, outcome.status, outcome.headers)
         return outcome
 
     async def request(self, method: str, url: str, *, params: dict[str, str] | None = None,
                       json_body: Any = None, headers: dict[str, str] | None = None,
-                      content: bytes | None = None) -> Outcome:
-        """One raw HTTP request, its answer as an :class:`Outcome` (for REST-only tests)."""
+                      content: bytes | None = None, tool: str | None = None) -> Outcome:
+        """One HTTP request, its answer as an :class:`Outcome` (recorded in :data:`OBSERVED`)."""
         kwargs: dict[str, Any] = {"params": params or {}, "headers": headers or {}}
         if content is not None:
             kwargs["content"] = content
@@ -267,7 +277,9 @@ class RestDoor:
             OBSERVED.anomaly(self.name, f"{method} {url}", f"status {response.status_code}, body is not a JSON "
                                                              f"object: {response.text[:300]!r}")
             parsed = {} if ok else {"error": {"code": None, "message": response.text[:300]}}
-        return Outcome(ok, parsed, response.status_code, answer_headers)
+        outcome = Outcome(ok, parsed, response.status_code, answer_headers)
+        OBSERVED.record(self.name, tool or f"{method} {url}", outcome)
+        return outcome
 
 
 @asynccontextmanager
@@ -287,8 +299,9 @@ async def rest_door(name: str, *, app: Any = None, base_url: str | None = None,
 # -- MCP -----------------------------------------------------------------------------------------
 
 
-def _text_of(content: list[Any]) -> str:
-    return "".join(getattr(block, "text", "") for block in content)
+def text_of(content: Sequence[Any]) -> str:
+    """The text of an MCP result's content blocks (tool results, resource contents)."""
+    return "".join(str(getattr(block, "text", "")) for block in content)
 
 
 @dataclass
@@ -311,6 +324,8 @@ class McpDoor:
             return 0
 
     async def call(self, tool: str, args: dict[str, Any]) -> Outcome:
+        # through JSON, as over a real wire: an in-process server must not share the test's objects
+        args = json.loads(json.dumps(args))
         try:
             with anyio.fail_after(CALL_TIMEOUT):
                 result = await self.client.call_tool(tool, args)
@@ -320,7 +335,7 @@ class McpDoor:
                                               f"{failure.message}")
             OBSERVED.record(self.name, tool, outcome)
             return outcome
-        text = _text_of(result.content)
+        text = text_of(result.content)
         if result.is_error:
             if result.structured_content is not None:
                 OBSERVED.anomaly(self.name, tool, "an isError result carries structuredContent")
@@ -333,7 +348,7 @@ class McpDoor:
                 parsed = {"error": {"code": None, "message": text}}
             outcome = Outcome(False, parsed, self._error_status(parsed["error"]))
         else:
-            body = result.structured_content
+            body = json.loads(json.dumps(result.structured_content))
             if not isinstance(body, dict):
                 OBSERVED.anomaly(self.name, tool, f"success without a structuredContent object: {text[:300]!r}")
                 body = {}
@@ -371,21 +386,72 @@ class McpDoor:
         """A JSON-RPC error as an outcome: its data's error object if it has one, else a synthesised one."""
         data = failure.data
         if isinstance(data, dict) and isinstance(data.get("error"), dict):
-            body = data
+            body = {"error": data["error"]}
         else:
             # The contract: a resource that does not exist is -32602 with data.uri.
             code = "resource-not-found" if failure.code == -32602 else None
             body = {"error": {"code": code, "category": "404" if code else None, "message": failure.message,
                               "details": data if isinstance(data, dict) else {"data": data},
                               "remediation": ""}}
-        return Outcome(False, body, self._error_status(body["error"]), rpc_error=failure.code)
+        return Outcome(False, body, self._error_status(body["error"]), rpc_error=failure.code, rpc_data=data)
 
 
 @asynccontextmanager
 async def mcp_door(name: str, server: Any, *, mode: str, status_from_category: bool = False) -> AsyncIterator[McpDoor]:
     """An MCP door: ``server`` is an in-process ``MCPServer`` or the URL of a streamable HTTP endpoint."""
-    async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
+    async with Client(server, mode=mode) as client:
         yield McpDoor(name, client, status_from_category)
+
+
+# -- opening a door -------------------------------------------------------------------------------
+
+REMOTE_URL = os.environ.get("SCHEMADOC_CONFORMANCE_URL", "").rstrip("/")
+"""A running server's base URL: when set, the suite runs against it instead of in-process servers."""
+BOOK_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
+DOOR_NAMES = (
+    ["remote-rest", "remote-mcp-auto", "remote-mcp-legacy"] if REMOTE_URL else ["rest", "mcp-auto", "mcp-legacy"]
+)
+
+
+def _in_process_service(storage_dir: Path) -> Any:
+    from schemadoc.config import Settings
+    from schemadoc.interfaces.app import create_service
+
+    return create_service(Settings(schema_path=BOOK_SCHEMA, storage_dir=storage_dir))
+
+
+def in_process_service(storage_dir: Path) -> Any:
+    """A fresh in-process ``DocumentService`` on the bundled schema, storing in ``storage_dir``."""
+    return _in_process_service(storage_dir)
+
+
+@asynccontextmanager
+async def open_door(name: str, storage_dir: Path, service: Any = None) -> AsyncIterator[Door]:
+    """The door called ``name``: onto the remote server, or in process onto ``service`` (default: a fresh
+    one storing in ``storage_dir``)."""
+    if name == "remote-rest":
+        async with rest_door(name, base_url=REMOTE_URL) as door:
+            yield door
+    elif name.startswith("remote-mcp-"):
+        async with mcp_door(name, f"{REMOTE_URL}/mcp", mode=name.removeprefix("remote-mcp-"),
+                            status_from_category=True) as door:
+            yield door
+    elif name == "rest":
+        from schemadoc.config import Settings
+        from schemadoc.interfaces.app import build_app
+
+        settings = Settings(schema_path=BOOK_SCHEMA, storage_dir=storage_dir)
+        service = service if service is not None else _in_process_service(storage_dir)
+        async with rest_door(name, app=build_app(service, settings)) as door:
+            yield door
+    elif name.startswith("mcp-"):
+        from schemadoc.interfaces.mcp import build_mcp_server
+
+        server = build_mcp_server(service if service is not None else _in_process_service(storage_dir))
+        async with mcp_door(name, server, mode=name.removeprefix("mcp-")) as door:
+            yield door
+    else:  # pragma: no cover - a typo in DOOR_NAMES
+        raise ValueError(f"unknown door {name!r}")
 
 
 # -- helpers shared by the behaviour tests ---------------------------------------------------------
@@ -423,7 +489,7 @@ def sample_book() -> dict[str, Any]:
             "author": {"name": "Ada Lovelace", "email": "ada@example.org"},
             "created": "2025-11-29T10:00:00Z",
             "edition": 1,
-            "isbn": "978-3-16-148410-0",
+            "isbn": "9783161484100",
             "keywords": ["json", "schema"],
         },
         "chapters": [first, chapter(2), chapter(3)],

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.contract.doors import (
+from .doors import (
     ULID_PATTERN,
     UNKNOWN_DOC_ID,
     Door,
@@ -68,8 +68,8 @@ async def test_reading_the_root_of_a_new_document_returns_the_initial_tree(door:
 
 
 async def test_many_creates_never_reuse_a_doc_id(door: Door) -> None:
-    doc_ids = [ok(await door.call("document_create", {}))["doc_id"] for _ in range(25)]
-    assert len(set(doc_ids)) == 25
+    doc_ids = [ok(await door.call("document_create", {}))["doc_id"] for _ in range(12)]
+    assert len(set(doc_ids)) == 12
 
 
 # -- story 2: read by path -------------------------------------------------------------------------
@@ -147,10 +147,18 @@ async def test_a_missing_member_is_path_not_found_naming_the_deepest_ancestor(do
 
 async def test_an_index_out_of_range_is_path_not_found_with_the_array_length(door: Door) -> None:
     doc = await book_doc(door)
-    for node_path in ("/chapters/3", "/chapters/-4", "/chapters/7/title"):
+    for node_path in ("/chapters/3", "/chapters/7/title"):
         error = failed(await doc.read(node_path), "path-not-found")
         assert error["details"]["array_length"] == 3, node_path
         assert error["details"]["deepest_ancestor"] == "/chapters", node_path
+
+
+async def test_a_negative_index_out_of_range_is_path_not_found_like_any_other(door: Door) -> None:
+    doc = await book_doc(door)
+    error = failed(await doc.read("/chapters/-4"), "path-not-found")
+    assert error["details"]["array_length"] == 3
+    assert error["details"]["deepest_ancestor"] == "/chapters"
+    assert error["details"]["path"] == "/chapters/-4"
 
 
 async def test_a_missing_intermediate_names_what_to_create_first(door: Door) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.contract.doors import Door, book_doc, chapter, failed, ok, sample_book
+from .doors import Door, book_doc, chapter, failed, ok, sample_book
 
 pytestmark = pytest.mark.anyio
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from tests.contract.doors import Door, Outcome, book_doc, failed, ok, sample_book
+from .doors import Door, Outcome, book_doc, failed, ok, sample_book
 
 pytestmark = pytest.mark.anyio
 

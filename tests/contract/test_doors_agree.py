@@ -1,0 +1,117 @@
+"""The doors agree: one scenario through every door of ONE server gives the same bodies and statuses.
+
+The other tests check each door against the contract; this one compares the doors with each
+other, call by call, so that a difference the contract does not pin down (an extra member, a
+different message, another detail) still shows. Each door works on its own document; its
+doc_id is replaced by ``<doc>`` before comparing. ``invalid-request`` is compared by code and
+status only: its message names the argument the way the door received it (a body member, a
+query parameter, a tool argument).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .doors import (
+    DOOR_NAMES,
+    REMOTE_URL,
+    UNKNOWN_DOC_ID,
+    Door,
+    Outcome,
+    chapter,
+    in_process_service,
+    open_door,
+    sample_book,
+)
+
+pytestmark = pytest.mark.anyio
+
+# (tool, arguments); "<doc>" is the door's document, "<v>" its current version
+SCENARIO: list[tuple[str, dict[str, Any]]] = [
+    ("document_update_node", {"node_path": "/", "node_data": sample_book(), "version": "<v>"}),
+    ("document_read_node", {"node_path": "/chapters/-1"}),
+    ("document_read_node", {"node_path": "/chapters/7/title"}),
+    ("document_read_node", {"node_path": "chapters"}),
+    ("document_update_node", {"node_path": "/metadata", "version": "<v>",
+                              "node_data": {"language": "english", "status": "lost", "edition": 101}}),
+    ("document_update_node", {"node_path": "/title", "node_data": None, "version": "<v>"}),
+    ("document_update_node", {"node_path": "/title", "node_data": "Stale", "version": 1}),
+    ("document_update_node", {"node_path": "/title", "node_data": "x", "version": "five"}),
+    ("document_create_node", {"node_path": "/title", "node_data": "Again", "version": "<v>"}),
+    ("document_create_node", {"node_path": "/chapters/-", "node_data": chapter(4), "version": "<v>",
+                              "dry_run": True}),
+    ("document_create_node", {"node_path": "/chapters/-", "node_data": chapter(4), "version": "<v>"}),
+    ("document_create_node", {"node_path": "/chapters/9/sections/-", "node_data": {}, "version": "<v>"}),
+    ("document_delete_node", {"node_path": "/title", "version": "<v>"}),
+    ("document_delete_node", {"node_path": "/", "version": "<v>"}),
+    ("document_delete_node", {"node_path": "/chapters/0/sections/1", "version": "<v>"}),
+    ("document_apply_patch", {"version": "<v>", "patch": [
+        {"op": "replace", "path": "/title", "value": "Patched"},
+        {"op": "test", "path": "/metadata/edition", "value": 7}]}),
+    ("document_apply_patch", {"version": "<v>", "patch": [{"op": "jump", "path": "/title"}]}),
+    ("document_apply_patch", {"version": "<v>", "patch": [
+        {"op": "move", "from": "/chapters/0", "path": "/chapters/-"},
+        {"op": "copy", "from": "/metadata/keywords", "path": "/tags"}]}),
+    ("document_update_node", {"node_path": "/metadata/edition", "node_data": 500, "version": "<v>",
+                              "dry_run": True}),
+    ("document_read_node", {"node_path": "/"}),
+    ("document_read_node", {"doc_id": UNKNOWN_DOC_ID, "node_path": "/"}),
+    ("document_read_node", {"doc_id": "not-a-ulid", "node_path": "/"}),
+    ("schema_get_node", {"node_path": "/metadata/author", "doc_id": "<doc>"}),
+    ("schema_get_node", {"node_path": "/chapters/0/summary"}),
+    ("schema_get_node", {"node_path": "/tags/-"}),
+    ("document_read_node", {"node_path": ""}),
+    ("schema_get_root", {"dereferenced": False}),
+]
+
+
+_NO_DOC_ID = frozenset({"document_create", "document_list", "schema_get_root", "schema_get_node"})
+
+
+def _normalised(value: Any, doc_id: str) -> Any:
+    if isinstance(value, str):
+        return value.replace(doc_id, "<doc>")
+    if isinstance(value, dict):
+        return {key: _normalised(item, doc_id) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_normalised(item, doc_id) for item in value]
+    return value
+
+
+async def _run(door: Door) -> list[tuple[bool, int, Any]]:
+    created = await door.call("document_create", {})
+    assert created.ok, created
+    doc_id, version = created.body["doc_id"], created.body["version"]
+    trace: list[tuple[bool, int, Any]] = []
+    for tool, template in SCENARIO:
+        args: dict[str, Any] = {} if tool in _NO_DOC_ID else {"doc_id": doc_id}
+        args.update({key: version if value == "<v>" else doc_id if value == "<doc>" else value
+                     for key, value in template.items()})
+        outcome: Outcome = await door.call(tool, args)
+        if outcome.ok and "version" in outcome.body and outcome.body.get("doc_id") == doc_id:
+            version = outcome.body["version"]
+        body = {"code": outcome.code} if outcome.code == "invalid-request" else outcome.body
+        trace.append((outcome.ok, outcome.status, _normalised(body, doc_id)))
+    return trace
+
+
+@pytest.fixture
+async def doors(tmp_path: Path) -> AsyncIterator[list[Door]]:
+    """Every door, all onto one server."""
+    service = None if REMOTE_URL else in_process_service(tmp_path / "data")
+    async with AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(open_door(name, tmp_path / "data", service)) for name in DOOR_NAMES]
+
+
+async def test_every_door_answers_the_same_scenario_with_the_same_bodies(doors: list[Door]) -> None:
+    traces = {door.name: await _run(door) for door in doors}
+    first, *others = doors
+    for other in others:
+        for step, (tool, args) in enumerate(SCENARIO):
+            assert traces[other.name][step] == traces[first.name][step], (
+                f"step {step} ({tool} {args}): {other.name} and {first.name} differ")

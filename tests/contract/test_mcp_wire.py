@@ -1,0 +1,94 @@
+"""What only the MCP door has: tool declarations, result shapes, resources."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mcp import MCPError
+
+from schemadoc.errors import CATALOG
+
+from .doors import DOOR_NAMES, TOOLS, UNKNOWN_DOC_ID, Door, McpDoor, book_doc, ok, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=[name for name in DOOR_NAMES if "mcp" in name])
+def door_name(request: pytest.FixtureRequest) -> str:
+    """Only the MCP doors (overrides the suite's ``door_name``)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def mcp(door: Door) -> McpDoor:
+    assert isinstance(door, McpDoor)
+    return door
+
+
+async def test_every_tool_is_declared_with_input_and_output_schemas(mcp: McpDoor) -> None:
+    tools = {tool.name: tool for tool in (await mcp.client.list_tools()).tools}
+    assert set(TOOLS) <= set(tools)
+    for name in TOOLS:
+        assert tools[name].description, name
+        assert tools[name].input_schema["type"] == "object", name
+        assert tools[name].output_schema is not None, name
+    required = {
+        "document_read_node": {"doc_id", "node_path"},
+        "document_update_node": {"doc_id", "node_path", "node_data", "version"},
+        "document_create_node": {"doc_id", "node_path", "node_data", "version"},
+        "document_delete_node": {"doc_id", "node_path", "version"},
+        "document_apply_patch": {"doc_id", "patch", "version"},
+        "schema_get_node": {"node_path"},
+    }
+    for name, names in required.items():
+        assert set(tools[name].input_schema.get("required", [])) == names, name
+    assert not tools["document_create"].input_schema.get("required")
+
+
+async def test_a_success_carries_the_body_as_structured_content_and_as_text(mcp: McpDoor) -> None:
+    doc = await book_doc(mcp)
+    result = await mcp.client.call_tool("document_read_node", {"doc_id": doc.doc_id, "node_path": "/title"})
+    assert result.is_error is False
+    assert result.structured_content["node_content"] == "The Conformance Book"
+    assert json.loads(text_of(result.content)) == result.structured_content
+
+
+async def test_a_failure_is_an_error_result_with_the_error_object_as_text_only(mcp: McpDoor) -> None:
+    result = await mcp.client.call_tool("document_read_node", {"doc_id": UNKNOWN_DOC_ID, "node_path": "/"})
+    assert result.is_error is True
+    assert result.structured_content is None
+    error = json.loads(text_of(result.content))["error"]
+    assert error["code"] == "document-not-found"
+    assert error["category"] == "404"
+    assert set(error) >= {"code", "category", "message", "details", "remediation"}
+
+
+async def test_every_document_is_a_listed_json_resource(mcp: McpDoor) -> None:
+    doc = await book_doc(mcp)
+    resources = {resource.uri: resource for resource in (await mcp.client.list_resources()).resources}
+    uri = f"schema://{doc.doc_id}"
+    assert uri in resources
+    assert resources[uri].mime_type == "application/json"
+
+
+async def test_the_schema_and_the_error_catalog_are_resources(mcp: McpDoor, book_schema: dict[str, object]) -> None:
+    schema = await mcp.client.read_resource("schema://schema")
+    assert json.loads(text_of(schema.contents)) == book_schema
+    catalog = await mcp.client.read_resource("schema://errors")
+    listed = json.loads(text_of(catalog.contents))
+    codes = {entry["code"] for entry in (listed if isinstance(listed, list) else listed.values())}
+    assert set(CATALOG) <= codes
+
+
+async def test_an_unknown_resource_is_invalid_params_naming_the_uri(mcp: McpDoor) -> None:
+    for uri in (f"schema://{UNKNOWN_DOC_ID}", "schema://not-a-document", "nothing://here"):
+        with pytest.raises(MCPError) as raised:
+            await mcp.client.read_resource(uri)
+        assert raised.value.code == -32602, uri
+        assert raised.value.data["uri"] == uri
+
+
+async def test_the_exported_resource_matches_the_root_node(mcp: McpDoor) -> None:
+    doc = await book_doc(mcp)
+    assert ok(await mcp.read_document(doc.doc_id))["document"] == await doc.content()

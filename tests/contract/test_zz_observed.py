@@ -1,0 +1,63 @@
+"""What the whole suite observed: every error code is catalogued and every reachable one was seen.
+
+These tests run last (``conftest.py`` moves them there) and read :data:`OBSERVED`, where every
+door records what it saw. The "was seen" check needs the whole suite: it is skipped when only
+a part runs (a single file, ``-k``). Run the suite in one process (not ``pytest -n``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from schemadoc.errors import CATALOG
+
+from .doors import OBSERVED
+
+REACHABLE = frozenset({
+    "invalid-request", "invalid-doc-id", "path-invalid", "patch-invalid", "root-not-deletable",
+    "document-not-found", "path-not-found", "schema-path-not-found", "conflict", "version-conflict",
+    "patch-test-failed", "validation-failed",
+})
+"""Codes a client can provoke through every door with the bundled schema and default settings."""
+
+REACHABLE_OVER_HTTP = frozenset({"route-not-found", "method-not-allowed", "request-too-deep"})
+"""Codes only the REST door can produce (unknown URLs, wrong methods, over-deep bodies)."""
+
+NOT_PROVOKED = {
+    "request-too-large": "needs a body over max_body_bytes (64 MiB by default); tested with a small limit elsewhere",
+    "lock-timeout": "needs a write lock held for 10 seconds",
+    "resource-not-found": "an unknown resource is JSON-RPC -32602 with data.uri (test_mcp_wire)",
+    "version-not-found": "no tool of the contract reads old versions",
+    "merge-patch-invalid": "no tool of the contract takes a merge patch",
+    "required-field-without-default": "the bundled schema has defaults for every required field",
+    "schema-load-failed": "a start-up failure (tests/e2e, tests/unit)",
+    "schema-resolution-failed": "a start-up failure (tests/e2e, tests/unit)",
+    "config-invalid": "a start-up failure (tests/unit/test_config.py)",
+    "storage-read-failed": "needs a corrupted storage directory",
+    "storage-write-failed": "needs an unwritable storage directory",
+    "internal-error": "a bug",
+}
+"""Catalogued request-level codes this suite does not provoke, and why."""
+
+
+def test_every_error_code_any_door_returned_is_in_the_catalog() -> None:
+    seen = {code for codes in OBSERVED.codes.values() for code in codes}
+    assert seen - set(CATALOG) == set(), f"codes outside the catalog: {sorted(seen - set(CATALOG))}"
+
+
+def test_every_catalogued_code_is_either_reachable_or_explained() -> None:
+    validation_codes = {code for code, entry in CATALOG.items() if entry.kind == "validation"}
+    accounted = REACHABLE | REACHABLE_OVER_HTTP | set(NOT_PROVOKED) | validation_codes
+    assert set(CATALOG) - accounted == set(), "new catalog codes: add them to REACHABLE or NOT_PROVOKED"
+
+
+def test_each_door_returned_every_reachable_code(door_name: str, whole_suite: bool) -> None:
+    if not whole_suite:
+        pytest.skip("needs the whole suite to have run")
+    expected = REACHABLE | (REACHABLE_OVER_HTTP if door_name.endswith("rest") else frozenset())
+    seen = OBSERVED.codes.get(door_name, set())
+    assert expected - seen == set(), f"{door_name} never returned {sorted(expected - seen)}"
+
+
+def test_no_door_broke_the_shape_of_the_wire() -> None:
+    assert OBSERVED.anomalies == []
