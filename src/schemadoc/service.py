@@ -424,20 +424,26 @@ class DocumentService:
             node_path = compiled.node_path
             node = node_of(state.content, applied.document, node_path)
             if dry_run:
+                if report.valid:  # a valid preview of something that cannot be stored must fail like the write
+                    _serialise(applied.document, doc_id)
                 return WriteResult(doc_id, current, applied.patch, node_path, node, report, dry_run=True)
             report.raise_if_invalid(doc_id=doc_id, version=current)
+            data = _serialise(applied.document, doc_id)
             entry_info = dict(info) if info is not None else ({"node_path": node_path} if op != "patch" else {})
-            meta = self._commit(doc_id, state, applied.document, applied.patch, op, entry_info, kind="updated")
+            meta = self._commit(doc_id, state, applied.document, applied.patch, op, entry_info, kind="updated",
+                                data=data)
         return WriteResult(doc_id, meta.version, applied.patch, node_path, node, report)
 
     def _commit(self, doc_id: str, state: DocState | None, content: Any, patch: list[dict[str, Any]], op: str,
-                info: dict[str, Any], *, kind: str, deleted_at: str | bool | None = False) -> DocumentMeta:
+                info: dict[str, Any], *, kind: str, deleted_at: str | bool | None = False,
+                data: bytes | None = None) -> DocumentMeta:
         """Journal + snapshot one new version (caller holds the write lock), then publish it."""
+        if data is None:
+            data = _serialise(content, doc_id)
         cursor = self._feed.reserve()
         change: Change | None = None
         try:
             now = utc_now()
-            data = orjson.dumps(content)
             entry = JournalEntry(version=1 if state is None else state.meta.version + 1, op=op, patch=patch,
                                  at=now, info={**info, "seq": cursor})
             if state is None:
@@ -617,6 +623,22 @@ def _check_int(name: str, value: Any, low: int, high: int | None) -> int:
         raise SchemaDocError("invalid-request", f"{name} must be an integer {bounds}, got {value!r}.",
                              {"argument": name, "value": repr(value)})
     return int(value)
+
+
+def _serialise(content: Any, doc_id: str) -> bytes:
+    """The snapshot bytes; what JSON (or orjson) cannot hold exactly is refused, not stored approximately."""
+    try:
+        return orjson.dumps(content)
+    except orjson.JSONEncodeError as error:
+        reason = str(error)
+        if "Recursion" in reason:
+            raise SchemaDocError("document-too-deep", "The write would nest the document deeper than 255 levels.",
+                                 {"doc_id": doc_id, "max_depth": 255}) from None
+        if "64-bit" in reason:
+            raise SchemaDocError("number-out-of-range", "An integer in the write does not fit in 64 bits.",
+                                 {"doc_id": doc_id, "range": [-(2**63), 2**64 - 1]}) from None
+        raise SchemaDocError("invalid-request", f"The write holds a value JSON cannot represent: {reason}.",
+                             {"doc_id": doc_id}) from None
 
 
 def _no_node(old: Any, new: Any, pointer: str) -> Any:

@@ -66,9 +66,6 @@ KNOWN_BUGS: list[tuple[str, tuple[str, ...], str]] = [
     ("test_integers_beyond_64_bits_travel_exactly", ("rest", "remote-rest"),
      "REST door: request bodies are parsed with orjson.loads, which turns integers beyond 64 bits into "
      "floats (2**70 arrives as 1.1805916207174113e+21); MCP keeps them exact"),
-    ("test_growing_a_document_deeper_than_any_limit_is_refused_as_a_client_error", tuple(DOOR_NAMES),
-     "engine: orjson.dumps of the new document raises 'Recursion limit reached' past ~255 levels, so a "
-     "valid sequence of small writes ends in internal-error (500) instead of a catalogued 4xx"),
 ]
 """(test name, doors, reason): bugs still open, marked ``xfail(strict=True)`` so that a fix shows up as a
 failure (XPASS) and the entry gets removed."""

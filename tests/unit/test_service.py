@@ -217,3 +217,30 @@ def test_memory_store_behaves_like_files_for_the_service() -> None:
     service.create_node(doc_id, "/chapters/-", CHAPTER, 1)
     assert service.read_node(doc_id, "/chapters/-1/id").node == "ch-1"
     assert service.diff(doc_id, 2, 1) == [{"op": "remove", "path": "/chapters/0"}]
+
+
+def test_values_json_cannot_store_exactly_are_refused_and_change_nothing(service: DocumentService) -> None:
+    doc_id, *_ = service.create_document()
+    deep: Any = {"title": "Deep", "paragraphs": [], "sections": []}
+    for _ in range(140):
+        deep = {"title": "Deep", "paragraphs": [], "sections": [deep]}
+    chapter = {"id": "ch-1", "title": "One", "sections": [deep]}
+    code, details = code_of(lambda: service.create_node(doc_id, "/chapters/-", chapter, 1))
+    assert code == "document-too-deep" and details["max_depth"] == 255
+    code, _ = code_of(lambda: service.apply_patch(doc_id, [{"op": "replace", "path": "/title", "value": "x"},
+                                                           {"op": "add", "path": "/metadata/n", "value": 2**70}], 1))
+    assert code == "validation-failed"  # the schema speaks first: metadata allows no member "n"
+    assert service.version_of(doc_id) == 1
+
+
+def test_an_integer_beyond_64_bits_is_refused_where_the_schema_allows_it(tmp_path: Path) -> None:
+    schema_file = tmp_path / "numbers.schema.json"
+    schema_file.write_text('{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",'
+                           ' "properties": {"n": {"type": "integer"}}}')
+    service = DocumentService(load_schema(schema_file), MemoryDocumentStore())
+    service.open()
+    doc_id, *_ = service.create_document()
+    code, _ = code_of(lambda: service.create_node(doc_id, "/n", 2**70, 1))
+    assert code == "number-out-of-range"
+    assert code_of(lambda: service.create_node(doc_id, "/n", 2**70, 1, dry_run=True))[0] == "number-out-of-range"
+    assert service.create_node(doc_id, "/n", 2**63 - 1, 1).version == 2
