@@ -32,7 +32,7 @@ DEFAULT_SEED = 20240611
 STYLES = ("normal", "quote", "code", "aside", "epigraph")
 _STYLE_WEIGHTS = (88, 5, 3, 3, 1)
 
-_WORDS = (
+_VOCABULARY = (
     "the of and to in a is that for it as was with be by on not he this are or his from at which but have an "
     "they you were her she there one all we their been has would when what will who more if no out so said "
     "about into than them can only other new some could time these two may then do first any like now my "
@@ -57,7 +57,8 @@ _WORDS = (
     "individual job areas society west close turn love community true court force full seem am policy voice "
     "lighthouse harbour letters winter river morning garden window silence journey memory storm village "
     "orchard lantern bridge mountain meadow library archive chapter manuscript candle shoreline compass"
-).split()
+)
+_WORDS = _VOCABULARY.split()
 
 _CHAPTER_NOUNS = ("Harbour", "Archive", "Orchard", "Winter", "Lantern", "River", "Crossing", "Letters",
                   "Storm", "Garden", "Bridge", "Silence", "Meadow", "Return", "Map", "Tide")
@@ -113,12 +114,15 @@ def _chapter(prose: _Prose, rng: random.Random, number: int) -> dict[str, Any]:
 
 def _metadata(size_mib: float) -> dict[str, Any]:
     return {
-        "author": {"name": "Ada Benchmark", "email": "ada@example.com"},
-        "isbn": "978-3-16-148410-0",
         "language": "en",
-        "published": "2024-06-11",
-        "created_at": "2024-06-11T09:30:00Z",
-        "description": f"A generated book of about {size_mib:g} MiB for the schemadoc benchmarks.",
+        "status": "draft",
+        "edition": 1,
+        "author": {"name": "Ada Benchmark", "email": "ada@example.com"},
+        "created": "2024-06-11T09:30:00Z",
+        "homepage": "https://example.com/books/benchmark-harbour",
+        "contact": "editor@example.com",
+        "isbn": "9783161484100",
+        "keywords": ["benchmark", f"{size_mib:g} MiB"],
     }
 
 
