@@ -16,7 +16,7 @@ from .doors import OBSERVED
 REACHABLE = frozenset({
     "invalid-request", "invalid-doc-id", "path-invalid", "patch-invalid", "root-not-deletable",
     "document-not-found", "path-not-found", "schema-path-not-found", "conflict", "version-conflict",
-    "patch-test-failed", "validation-failed",
+    "patch-test-failed", "validation-failed", "document-too-deep",
 })
 """Codes a client can provoke through every door with the bundled schema and default settings."""
 
@@ -26,6 +26,7 @@ REACHABLE_OVER_HTTP = frozenset({"route-not-found", "method-not-allowed", "reque
 NOT_PROVOKED = {
     "request-too-large": "needs a body over max_body_bytes (64 MiB by default); tested with a small limit elsewhere",
     "lock-timeout": "needs a write lock held for 10 seconds",
+    "number-out-of-range": "the bundled schema bounds every number it allows (tests/unit/test_service.py)",
     "resource-not-found": "an unknown resource is JSON-RPC -32602 with data.uri (test_mcp_wire)",
     "version-not-found": "no tool of the contract reads old versions",
     "merge-patch-invalid": "no tool of the contract takes a merge patch",

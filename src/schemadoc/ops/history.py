@@ -64,19 +64,30 @@ class VersionIndex:
         return int(version)
 
     def content_at(self, version: int) -> Any:
-        """The document's content at ``version`` (shares structure with neighbouring versions)."""
+        """The document's content at ``version`` (shares structure with neighbouring versions).
+
+        The first call walks the whole journal once and leaves a checkpoint every
+        :data:`CHECKPOINT_EVERY` versions; every later call replays fewer patches than that.
+        """
         version = self.check_version(version)
         if version in self._checkpoints:
             return self._checkpoints[version]
         position = bisect.bisect_right(self._checkpoint_versions, version)
         base = self._checkpoint_versions[position - 1] if position else 0
+        if version - base >= CHECKPOINT_EVERY:
+            self._replay(base, self.latest)   # lay the missing checkpoints up to the latest version, once
+            position = bisect.bisect_right(self._checkpoint_versions, version)
+            base = self._checkpoint_versions[position - 1] if position else 0
+        return self._replay(base, version)
+
+    def _replay(self, base: int, version: int) -> Any:
         content: Any = self._checkpoints[base] if base else None
         for entry in self.entries[base:version]:
             content = apply_patch(content, entry.patch).document if entry.patch else content
             if entry.version % CHECKPOINT_EVERY == 0 and entry.version not in self._checkpoints:
                 self._remember(entry.version, content)
-        if version == self.latest or version == 1:
-            self._remember(version, content)
+        if version == 1 and 1 not in self._checkpoints:
+            self._remember(1, content)
         return content
 
     def _remember(self, version: int, content: Any) -> None:

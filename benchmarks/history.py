@@ -1,0 +1,136 @@
+"""Measure point-in-time reads, diffs and reverts on a document with many versions.
+
+Not a test: it prints figures. ``make bench-history`` (or ``.venv/bin/python benchmarks/history.py``)
+builds a book with ``--versions`` versions (default 10,000: chapters appended, titles and
+paragraphs edited, chapters deleted) through the real service and files store, then measures:
+
+- the first past-version read after a restart (journal read + index build),
+- random past-version reads afterwards (checkpoints: at most 63 patches replayed per read),
+- diffs between random versions and a revert to a random version.
+
+The target of the history issue: any version of a 10,000-version document read in well under
+50 ms. Writes go to a temporary directory (``--tmp-dir``, default: /dev/shm when present, so
+building 10,000 versions does not wait on 10,000 fsyncs; the reads measured do not fsync).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+try:
+    import schemadoc  # noqa: F401
+except ImportError:  # running from a checkout without `pip install -e .`
+    sys.path.insert(0, str(REPO / "src"))
+
+from schemadoc.schema import load_schema  # noqa: E402
+from schemadoc.service import DocumentService  # noqa: E402
+from schemadoc.storage.files import FileDocumentStore  # noqa: E402
+
+SCHEMA = REPO / "schemas" / "book.schema.json"
+
+
+def build(service: DocumentService, versions: int, rng: random.Random) -> str:
+    doc_id, *_ = service.create_document()
+    version = 1
+    chapters = 0
+    while version < versions:
+        action = rng.random()
+        if chapters == 0 or action < 0.25:
+            chapters += 1
+            chapter = {"id": f"ch-{version}", "title": f"Chapter {version}",
+                       "sections": [{"title": "S", "paragraphs": [{"text": f"p{version}"}], "sections": []}]}
+            service.create_node(doc_id, "/chapters/-", chapter, version)
+        elif action < 0.5:
+            service.update_node(doc_id, "/title", f"Title {version}", version)
+        elif action < 0.9:
+            index = rng.randrange(chapters)
+            service.create_node(doc_id, f"/chapters/{index}/sections/0/paragraphs/-", {"text": f"p{version}"},
+                                version)
+        else:
+            service.delete_node(doc_id, f"/chapters/{rng.randrange(chapters)}", version)
+            chapters -= 1
+        version += 1
+    return doc_id
+
+
+def timed(action: Callable[[], object], runs: int) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        gc.collect()
+        start = time.perf_counter()
+        action()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def show(label: str, samples: list[float]) -> None:
+    ms = [s * 1000 for s in samples]
+    print(f"| {label} | {statistics.median(ms):.2f} ms | {min(ms):.2f} ms | {max(ms):.2f} ms | {len(ms)} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--versions", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--tmp-dir", type=Path, default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None)
+    args = parser.parse_args()
+    rng = random.Random(10_000)
+    schema = load_schema(SCHEMA)
+    directory = Path(tempfile.mkdtemp(prefix="schemadoc-history-", dir=args.tmp_dir))
+    try:
+        service = DocumentService(schema, FileDocumentStore(directory))
+        service.open()
+        start = time.perf_counter()
+        doc_id = build(service, args.versions, rng)
+        built = time.perf_counter() - start
+        size = (directory / f"{doc_id}.json").stat().st_size
+        journal = (directory / f"{doc_id}.journal.jsonl").stat().st_size
+        print(f"built {args.versions} versions in {built:.1f} s; snapshot {size / 1024:.0f} KiB, "
+              f"journal {journal / 1024 / 1024:.1f} MiB")
+        print()
+        print("| operation | median | min | max | runs |")
+        print("|---|---|---|---|---|")
+
+        def cold() -> None:
+            fresh = DocumentService(schema, FileDocumentStore(directory))
+            fresh.open()
+            fresh.read_node(doc_id, "/title", at_version=rng.randrange(1, args.versions + 1))
+
+        show("first past read after restart (journal + index)", timed(cold, 5))
+        service = DocumentService(schema, FileDocumentStore(directory))
+        service.open()
+        service.read_node(doc_id, "/title", at_version=1)
+        show("past read, random version (warm)",
+             timed(lambda: service.read_node(doc_id, "/title", at_version=rng.randrange(1, args.versions + 1)),
+                   args.runs))
+        show("past read, version 9,999 of 10,000 (worst case: 63 patches from a checkpoint)" if
+             args.versions == 10_000 else "past read, latest - 1",
+             timed(lambda: service.read_version(doc_id, args.versions - 1), args.runs))
+        show("diff between two random versions",
+             timed(lambda: service.diff(doc_id, rng.randrange(1, args.versions + 1),
+                                        rng.randrange(1, args.versions + 1)), args.runs))
+        latest = [args.versions]
+
+        def revert() -> None:
+            result = service.revert(doc_id, rng.randrange(1, latest[0]), latest[0])
+            latest[0] = result.version
+
+        show("revert to a random version (a write, with fsync)", timed(revert, 20))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
