@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from schemadoc.errors import SchemaDocError
 
@@ -125,35 +125,38 @@ def resolve(document: Any, tokens: Sequence[str], *, allow_negative: bool = True
     """
     node = document
     concrete: list[str | int] = []
-    pointer = format_pointer(tokens)
     for depth, token in enumerate(tokens):
         if isinstance(node, dict):
             if token not in node:
-                _not_found(pointer, concrete, tokens, depth, f"member {token!r} does not exist")
+                _not_found(concrete, tokens, depth, f"member {token!r} does not exist")
             node = node[token]
             concrete.append(token)
         elif isinstance(node, list):
-            if token == "-":
-                _not_found(pointer, concrete, tokens, depth,
+            if _INDEX.match(token):
+                index = int(token)
+            elif token == "-":
+                _not_found(concrete, tokens, depth,
                            "'-' names the position after the last item; it can only be used to append",
                            array_length=len(node))
-            if allow_negative and _NEGATIVE_INDEX.match(token) and len(node) + int(token) < 0:
-                _not_found(pointer, concrete, tokens, depth,
+            elif allow_negative and _NEGATIVE_INDEX.match(token) and len(node) + int(token) < 0:
+                _not_found(concrete, tokens, depth,
                            f"index {token} is out of range (length {len(node)})", array_length=len(node))
-            index = index_token(token, len(node), pointer, allow_negative=allow_negative)
+            else:
+                index = index_token(token, len(node), format_pointer(tokens), allow_negative=allow_negative)
             if index >= len(node):
-                _not_found(pointer, concrete, tokens, depth,
+                _not_found(concrete, tokens, depth,
                            f"index {token} is out of range (length {len(node)})", array_length=len(node))
             node = node[index]
             concrete.append(index)
         else:
-            _not_found(pointer, concrete, tokens, depth,
+            _not_found(concrete, tokens, depth,
                        f"{format_pointer(concrete) or '/'} is a {json_type(node)}, which has no members")
     return node, concrete
 
 
-def _not_found(pointer: str, concrete: list[str | int], tokens: Sequence[str], depth: int, why: str,
-               array_length: int | None = None) -> None:
+def _not_found(concrete: list[str | int], tokens: Sequence[str], depth: int, why: str,
+               array_length: int | None = None) -> NoReturn:
+    pointer = format_pointer(tokens)
     ancestor = format_pointer(concrete)
     details: dict[str, Any] = {
         "path": pointer,
