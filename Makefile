@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: serve serve-stdio test lint bench docs clean
+.PHONY: serve serve-stdio test lint bench bench-history docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ test: lint  ## lint, types, then the whole suite
 
 bench: $(VENV)/.installed  ## benchmarks (figures, not pass/fail)
 	$(PY) benchmarks/run.py
+
+bench-history: $(VENV)/.installed  ## past reads, diffs, reverts on a 10,000-version document
+	$(PY) benchmarks/history.py
 
 docs: $(VENV)/.installed  ## regenerate docs/errors.md from the catalog
 	$(PY) -m schemadoc.errors > docs/errors.md
