@@ -37,6 +37,14 @@ TOOLS = {
     "document_list": [],
     "schema_get_root": [],
     "schema_get_node": ["node_path"],
+    "document_history": ["doc_id"],
+    "document_diff": ["doc_id", "from_version", "to_version"],
+    "document_revert": ["doc_id", "to_version", "version"],
+    "document_merge_patch": ["doc_id", "node_path", "merge_patch", "version"],
+    "document_delete": ["doc_id", "version"],
+    "document_undelete": ["doc_id"],
+    "document_purge": ["doc_id"],
+    "document_changes": [],
 }
 UNKNOWN_DOC = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 CHAPTER = {"id": "ch-1", "title": "Intro", "sections": [{"title": "Start", "paragraphs": [{"text": "Hi."}]}]}
@@ -131,7 +139,8 @@ async def test_every_tool_is_listed_with_a_description_an_input_schema_and_an_ou
 async def test_write_tools_declare_version_as_an_integer_and_dry_run_as_an_optional_boolean(client: Client) -> None:
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
 
-    for name in ("document_update_node", "document_create_node", "document_delete_node", "document_apply_patch"):
+    for name in ("document_update_node", "document_create_node", "document_delete_node", "document_apply_patch",
+                 "document_revert", "document_merge_patch"):
         properties = tools[name].input_schema["properties"]
         assert properties["version"]["type"] == "integer"
         assert properties["dry_run"] == {**properties["dry_run"], "type": "boolean", "default": False}
@@ -453,7 +462,7 @@ async def test_resources_list_names_the_schema_the_catalog_and_every_document(cl
 
     assert {"schema://schema", "schema://errors", *(f"schema://{i}" for i in ids)} == set(resources)
     assert all(r.mime_type == "application/json" for r in resources.values())
-    assert templates == ["schema://{doc_id}"]
+    assert templates == ["schema://{doc_id}", "schema://{doc_id}/versions/{n}"]
 
 
 async def test_reading_a_document_resource_returns_the_whole_document(client: Client,
@@ -509,7 +518,7 @@ async def test_fill_document_guides_through_the_schema_node_by_node(client: Clie
     text = prompt.messages[0].content.text  # type: ignore[union-attr]
     assert prompt.messages[0].role == "user"
     for expected in (doc_id, "version 1", "schema://schema", "schema_get_node", "document_create_node",
-                     "validation-failed", "/metadata: object; required"):
+                     "validation-failed", "/metadata: object; required", "document_history", "document_revert"):
         assert expected in text
 
 

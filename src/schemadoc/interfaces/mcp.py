@@ -12,15 +12,22 @@ strictly and without the SDK's JSON-string pre-parsing (which would turn the str
 ``"[1]"`` meant for a string field into a list), so the same request behaves the same way
 through MCP and REST; a missing, unknown or wrongly typed argument is ``invalid-request``.
 
+Besides the node tools, the journal is open to agents: ``document_history``,
+``document_read_node`` with ``at_version``, ``document_diff``, ``document_revert`` (undo),
+``document_merge_patch`` (RFC 7396), ``document_delete``/``document_undelete``/``document_purge``
+and the cross-document ``document_changes`` feed.
+
 Resources: ``schema://{doc_id}`` (every document; listed by ``resources/list``),
-``schema://schema`` (the configured schema) and ``schema://errors`` (the error catalog).
-Change notifications reach both eras through :class:`ChangeNotifier` (``server.notifier``).
+``schema://{doc_id}/versions/{n}`` (version n of a document), ``schema://schema`` (the
+configured schema) and ``schema://errors`` (the error catalog). Change notifications reach
+both eras through :class:`ChangeNotifier` (``server.notifier``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -51,27 +58,41 @@ from schemadoc.interfaces.mcp_notify import ChangeNotifier, document_uri
 from schemadoc.interfaces.mcp_prompts import PromptArgumentError, fill_document_text, fix_validation_errors_text
 from schemadoc.interfaces.results import (
     ApplyPatchResult,
+    ChangesResult,
     CreateDocumentResult,
     CreateNodeResult,
     DeleteNodeResult,
+    DiffResult,
+    DocumentStateResult,
+    HistoryResult,
     ListDocumentsResult,
+    MergePatchResult,
     NodeSchemaResult,
+    PurgeResult,
     ReadNodeResult,
+    RevertResult,
     RootSchemaResult,
     UpdateNodeResult,
+    changes_result,
     create_document_result,
     create_node_result,
     delete_node_result,
+    diff_result,
+    document_state_result,
+    history_result,
     list_documents_result,
+    merge_patch_result,
     node_schema_result,
     patch_result,
+    purge_result,
     read_node_result,
+    revert_result,
     root_schema_result,
     update_node_result,
 )
-from schemadoc.service import DocumentService
+from schemadoc.service import DocumentService, check_doc_id
 
-__all__ = ["SchemaDocMCPServer", "build_mcp_server", "check_depth", "error_result", "success_result"]
+__all__ = ["SchemaDocMCPServer", "build_mcp_server", "check_depth", "error_result", "success_result", "version_uri"]
 
 log = logging.getLogger("schemadoc.mcp")
 
@@ -82,7 +103,9 @@ INSTRUCTIONS = (
     "the last read or write) and is validated against the whole schema: an invalid write is refused "
     "and changes nothing. Failed calls return an error object with `code`, `message`, `details` and "
     "`remediation`; the catalog is the resource schema://errors. Documents are resources at "
-    "schema://{doc_id}; the schema is schema://schema."
+    "schema://{doc_id}; the schema is schema://schema. Every version is kept: document_history lists "
+    "them, document_read_node with at_version and schema://{doc_id}/versions/{n} read them, document_diff "
+    "compares two, and document_revert undoes changes by making a new version equal to an old one."
 )
 
 # -- argument types (the input schemas come from these) -----------------------------------------
@@ -124,6 +147,30 @@ Dereferenced = Annotated[bool, Field(
 OptionalDocId = Annotated[str | None, Field(
     strict=True,
     description="Optional document id: when given, the result also says whether the node exists there.")]
+AtVersion = Annotated[int | None, Field(
+    strict=True, ge=1,
+    description="Optional past version to read (1 = as created; see document_history). Omit it to read the "
+                "current document. A version the document does not have fails with version-not-found.")]
+SinceVersion = Annotated[int, Field(
+    strict=True, ge=0,
+    description="Return the versions after this one (0 = from the first); pass the previous page's "
+                "next_since_version to get the next page.")]
+HistoryLimit = Annotated[int, Field(strict=True, ge=1, le=1000,
+                                    description="How many versions to return (1-1000).")]
+FromVersion = Annotated[int, Field(strict=True, ge=1, description="The version to compare from (1 or more).")]
+ToVersion = Annotated[int, Field(strict=True, ge=1, description="The version to compare to (1 or more).")]
+RevertTarget = Annotated[int, Field(
+    strict=True, ge=1,
+    description="The earlier version whose content the document should get back (see document_history).")]
+MergePatch = Annotated[Any, Field(
+    description="An RFC 7396 JSON Merge Patch for the node: an object whose members are set (objects merge "
+                "recursively, arrays and other values replace), with null removing a member; any other "
+                "JSON value replaces the node.")]
+Cursor = Annotated[int, Field(
+    strict=True, ge=0,
+    description="Return the changes committed after this cursor: 0 for everything, else the next_cursor of "
+                "your previous call.")]
+ChangesLimit = Annotated[int, Field(strict=True, ge=1, le=1000, description="How many changes to return (1-1000).")]
 
 # -- tool descriptions (written for agents) -----------------------------------------------------
 
@@ -142,8 +189,13 @@ DESCRIPTIONS: dict[str, str] = {
         "Read the JSON value at one node of a document, with the document's current `version` (needed "
         "by your next write) and the node's JSON type. Use it before writing, and to inspect a subtree "
         "without loading the whole document (the whole document is also the resource schema://{doc_id}). "
-        "A missing path fails with path-not-found, whose details name the deepest existing ancestor.\n"
-        'Example: document_read_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/chapters/0"}'),
+        "A missing path fails with path-not-found, whose details name the deepest existing ancestor. "
+        "Pass at_version to read the node as it was at a past version (see document_history); the "
+        "result's `version` is then that past version, so take the current one from a read without "
+        "at_version before writing.\n"
+        'Example: document_read_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/chapters/0"}\n'
+        'Example: document_read_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/title", '
+        '"at_version": 2}'),
     "document_update_node": (
         "Replace the value of an existing node (use '/' to replace the whole document)." + _VERSION_NOTE
         + " To add a member or array item that does not exist yet, use document_create_node.\n"
@@ -182,6 +234,59 @@ DESCRIPTIONS: dict[str, str] = {
         "even where the document has no node yet. Use it before creating or updating a node; pass doc_id "
         "to also learn whether the node exists.\n"
         'Example: schema_get_node {"node_path": "/chapters/0", "doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"}'),
+    "document_history": (
+        "List a document's versions from its journal, oldest first: for each, the version, the operation "
+        "(create, update_node, create_node, delete_node, patch, merge_patch, revert, delete_document, "
+        "undelete_document), the RFC 6902 patch that produced it and when. `current_version` is the "
+        "version your next write must send. While `has_more` is true, call again with since_version = "
+        "next_since_version. Use it to find the version to read (document_read_node with at_version), "
+        "compare (document_diff) or return to (document_revert).\n"
+        'Example: document_history {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "since_version": 0, "limit": 20}'),
+    "document_diff": (
+        "Return the RFC 6902 JSON Patch that turns version from_version of a document into version "
+        "to_version; applied to from_version it gives to_version exactly. Either direction works: from a "
+        "newer to an older version it is the patch that undoes the changes in between. A version the "
+        "document does not have fails with version-not-found.\n"
+        'Example: document_diff {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "from_version": 3, "to_version": 5}'),
+    "document_revert": (
+        "Undo: make a NEW version whose content equals an earlier version to_version. Nothing is "
+        "rewritten: the versions in between stay in the history, and a revert can itself be reverted. "
+        "The result's `patch` is what changed." + _VERSION_NOTE + "\n"
+        'Example: document_revert {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "to_version": 4, "version": 7}'),
+    "document_merge_patch": (
+        "Change a node with an RFC 7396 JSON Merge Patch: members present in merge_patch are set "
+        "(objects merge recursively), members set to null are removed, members left out stay as they "
+        "are; arrays, and a merge_patch that is not an object, replace the value whole. Handy to change "
+        "several members of an object at once without restating the rest. The merge patch is first "
+        "checked against the node's schema: members the schema does not allow and values of the wrong "
+        "type fail with merge-patch-invalid listing every problem (details.violations)." + _VERSION_NOTE
+        + "\n"
+        'Example: document_merge_patch {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/metadata", '
+        '"merge_patch": {"status": "review", "isbn": null}, "version": 8}'),
+    "document_delete": (
+        "Delete a whole document. It is a soft delete, journaled as a new version: the document leaves "
+        "document_list and resources/list, and reads and writes fail with document-not-found "
+        "(details.deleted is true) until document_undelete restores it with its whole history. Pass the "
+        "document's current `version`; if it has moved on, the call fails with version-conflict. To "
+        "remove a node inside a document use document_delete_node; to erase a deleted document for good, "
+        "document_purge.\n"
+        'Example: document_delete {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "version": 9}'),
+    "document_undelete": (
+        "Restore a document deleted with document_delete, with its whole history, as a new version (the "
+        "result carries it). A document that is not deleted fails with conflict; a purged one no longer "
+        "exists (document-not-found).\n"
+        'Example: document_undelete {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"}'),
+    "document_purge": (
+        "Erase a deleted document and its whole history for good; this cannot be undone. Only a document "
+        "deleted with document_delete can be purged: a live one fails with conflict.\n"
+        'Example: document_purge {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"}'),
+    "document_changes": (
+        "The change feed of every document on this server: each committed version (doc_id, version, "
+        "operation, time) in commit order, after the cursor `since`. Poll it: start with since=0, then "
+        "pass the `next_cursor` of each answer back as `since` to get only what was committed since. "
+        "To be told about one document's changes instead of polling, subscribe to its resource "
+        "schema://{doc_id}.\n"
+        'Example: document_changes {"since": 0, "limit": 50}'),
 }
 
 _READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -320,7 +425,7 @@ async def _lifespan(server: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
     yield {}
 
 
-_FREE_FORM_ARGUMENTS = frozenset({"node_data", "patch"})
+_FREE_FORM_ARGUMENTS = frozenset({"node_data", "patch", "merge_patch"})
 
 
 def check_depth(value: Any, limit: int, argument: str) -> None:
@@ -355,12 +460,13 @@ def _validate_arguments(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]
 
 def build_mcp_server(service: DocumentService, *, bus: SubscriptionBus | None = None,
                      max_json_depth: int = Settings.max_json_depth) -> SchemaDocMCPServer:
-    """The MCP server for ``service``: 9 tools, 3 resources (one a template), 2 prompts.
+    """The MCP server for ``service``: 17 tools, 4 resources (two templates), 2 prompts.
 
     The returned server listens to the service's changes (``server.notifier``) and publishes
     them to MCP subscribers of both eras; pass ``bus`` to share the modern-era subscription
-    bus with other code (default: a fresh in-memory bus, ``server.bus``). ``node_data`` and
-    ``patch`` nested deeper than ``max_json_depth`` are refused with ``request-too-deep``.
+    bus with other code (default: a fresh in-memory bus, ``server.bus``). ``node_data``,
+    ``patch`` and ``merge_patch`` nested deeper than ``max_json_depth`` are refused with
+    ``request-too-deep``.
     """
     server = SchemaDocMCPServer(service, bus if bus is not None else InMemorySubscriptionBus(),
                                 max_json_depth=max_json_depth)
@@ -385,8 +491,8 @@ def _add_tools(server: MCPServer[Any], service: DocumentService) -> None:
         doc_id, content, meta, report = service.create_document()
         return create_document_result(doc_id, content, meta, report, document_uri(doc_id))
 
-    def document_read_node(doc_id: DocId, node_path: NodePath) -> ReadNodeResult:
-        return read_node_result(service.read_node(doc_id, node_path))
+    def document_read_node(doc_id: DocId, node_path: NodePath, at_version: AtVersion = None) -> ReadNodeResult:
+        return read_node_result(service.read_node(doc_id, node_path, at_version=at_version))
 
     def document_update_node(doc_id: DocId, node_path: NodePath, node_data: NodeData, version: Version,
                              dry_run: DryRun = False) -> UpdateNodeResult:
@@ -415,6 +521,35 @@ def _add_tools(server: MCPServer[Any], service: DocumentService) -> None:
                         dereferenced: Dereferenced = True) -> NodeSchemaResult:
         return node_schema_result(service.node_schema(node_path, doc_id, dereferenced=dereferenced))
 
+    def document_history(doc_id: DocId, since_version: SinceVersion = 0,
+                         limit: HistoryLimit = 100) -> HistoryResult:
+        return history_result(service.history(doc_id, since_version=since_version, limit=limit))
+
+    def document_diff(doc_id: DocId, from_version: FromVersion, to_version: ToVersion) -> DiffResult:
+        patch = service.diff(doc_id, from_version, to_version)
+        return diff_result(check_doc_id(doc_id), from_version, to_version, patch)
+
+    def document_revert(doc_id: DocId, to_version: RevertTarget, version: Version,
+                        dry_run: DryRun = False) -> RevertResult:
+        return revert_result(service.revert(doc_id, to_version, version, dry_run=dry_run), to_version)
+
+    def document_merge_patch(doc_id: DocId, node_path: NodePath, merge_patch: MergePatch, version: Version,
+                             dry_run: DryRun = False) -> MergePatchResult:
+        return merge_patch_result(service.merge_patch(doc_id, node_path, merge_patch, version, dry_run=dry_run))
+
+    def document_delete(doc_id: DocId, version: Version) -> DocumentStateResult:
+        return document_state_result(service.delete_document(doc_id, version))
+
+    def document_undelete(doc_id: DocId) -> DocumentStateResult:
+        return document_state_result(service.undelete_document(doc_id))
+
+    def document_purge(doc_id: DocId) -> PurgeResult:
+        service.purge_document(doc_id)
+        return purge_result(check_doc_id(doc_id))
+
+    def document_changes(since: Cursor = 0, limit: ChangesLimit = 100) -> ChangesResult:
+        return changes_result(service.changes(since=since, limit=limit))
+
     _register(server, document_create, "Create a document", _WRITE)
     _register(server, document_read_node, "Read a node", _READ)
     _register(server, document_update_node, "Replace a node", _REPLACE)
@@ -424,11 +559,27 @@ def _add_tools(server: MCPServer[Any], service: DocumentService) -> None:
     _register(server, document_list, "List documents", _READ)
     _register(server, schema_get_root, "Get the schema", _READ)
     _register(server, schema_get_node, "Get a node's schema", _READ)
+    _register(server, document_history, "List a document's versions", _READ)
+    _register(server, document_diff, "Compare two versions", _READ)
+    _register(server, document_revert, "Revert to an earlier version", _REPLACE)
+    _register(server, document_merge_patch, "Apply a JSON Merge Patch", _REPLACE)
+    _register(server, document_delete, "Delete a document", _REPLACE)
+    _register(server, document_undelete, "Restore a deleted document", _WRITE)
+    _register(server, document_purge, "Erase a deleted document", _REPLACE)
+    _register(server, document_changes, "Changes of all documents", _READ)
 
 
 def _not_found(uri: str, error: SchemaDocError) -> MCPError:
     return MCPError(code=INVALID_PARAMS, message=f"Resource not found: {uri} ({error.message})",
                     data={"uri": uri, "error": error.to_dict()["error"]})
+
+
+_VERSION_NUMBER = re.compile(r"[1-9][0-9]{0,17}")
+
+
+def version_uri(doc_id: str, version: int | str) -> str:
+    """The MCP resource URI of one version of a document."""
+    return f"{document_uri(doc_id)}/versions/{version}"
 
 
 def _add_resources(server: MCPServer[Any], service: DocumentService) -> None:
@@ -453,6 +604,23 @@ def _add_resources(server: MCPServer[Any], service: DocumentService) -> None:
             content, _meta = await anyio.to_thread.run_sync(service.read_document, doc_id)
         except SchemaDocError as error:
             if error.code in ("invalid-doc-id", "document-not-found"):
+                raise _not_found(uri, error) from None
+            raise ResourceError(f"{uri}: {error.message}") from error
+        return _dumps(content)
+
+    @server.resource("schema://{doc_id}/versions/{n}", name="document-version", title="A version of a document",
+                     mime_type="application/json",
+                     description="The whole document as it was at version n (1 = as created), as JSON. "
+                                 "document_history lists the versions; document_diff compares two.")
+    async def document_version_resource(doc_id: str, n: str) -> str:
+        uri = version_uri(doc_id, n)
+        try:
+            if not _VERSION_NUMBER.fullmatch(n):
+                raise SchemaDocError("version-not-found", f"{n!r} is not a version number (1, 2, ...).",
+                                     {"doc_id": doc_id, "version": n})
+            content = await anyio.to_thread.run_sync(service.read_version, doc_id, int(n))
+        except SchemaDocError as error:
+            if error.code in ("invalid-doc-id", "document-not-found", "version-not-found"):
                 raise _not_found(uri, error) from None
             raise ResourceError(f"{uri}: {error.message}") from error
         return _dumps(content)

@@ -11,7 +11,10 @@ The service calls its listeners in the writer's thread, right after a commit. Th
   handshake-era connection that subscribed to that URI with ``resources/subscribe``.
 
 Writes made by any door of the same process (REST, MCP, CLI) reach every MCP subscriber,
-because the notifier listens to the service, not to the MCP tools.
+because the notifier listens to the service, not to the MCP tools. The service publishes only
+committed versions (never a dry run or a refused write), and the notifier publishes them one
+at a time, in the order the service reported them, so every subscriber hears of a document's
+versions in order and of a list change after the write that caused it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +65,10 @@ class _LegacyPeer:
 class ChangeNotifier:
     """Fans committed changes out to MCP clients; one per MCP server.
 
+    Events are published one at a time by a single worker task, in the order the service
+    reported them (a legacy connection that does not take a notification within
+    :data:`SEND_TIMEOUT_SECONDS` is dropped, so a stuck client cannot hold the others up for long).
+
     Every method except :meth:`on_change` runs on the server's event loop. The loop is
     attached when the server starts (its lifespan), lazily on each inbound message, or
     explicitly with :meth:`attach_loop`; until then changes are dropped (nobody can be
@@ -74,7 +81,8 @@ class ChangeNotifier:
         self.max_uris_per_peer = max_uris_per_peer
         self._loop: asyncio.AbstractEventLoop | None = None
         self._peers: OrderedDict[object, _LegacyPeer] = OrderedDict()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._queue: deque[ChangeEvent] = deque()
+        self._worker: asyncio.Task[None] | None = None
         self._detach: Callable[[], None] | None = None
 
     # -- wiring ------------------------------------------------------------------------------
@@ -90,6 +98,7 @@ class ChangeNotifier:
             self._detach()
             self._detach = None
         self._peers.clear()
+        self._queue.clear()
 
     def install(self, server: MCPServer[Any]) -> None:
         """Serve legacy ``resources/subscribe``/``unsubscribe`` and advertise ``listChanged``.
@@ -118,26 +127,32 @@ class ChangeNotifier:
         if loop is None or loop.is_closed():
             return
         try:
-            loop.call_soon_threadsafe(self._start_publishing, event)
+            loop.call_soon_threadsafe(self._enqueue, event)
         except RuntimeError:  # the loop closed between the check and the call
             log.debug("event loop closed; change of %s v%d not published", event.doc_id, event.version)
 
-    def _start_publishing(self, event: ChangeEvent) -> None:
-        task = asyncio.get_running_loop().create_task(self._publish_logged(event))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _enqueue(self, event: ChangeEvent) -> None:
+        """Queue ``event`` behind the ones not yet published; one worker publishes them in order."""
+        self._queue.append(event)
+        loop = asyncio.get_running_loop()
+        worker = self._worker
+        if worker is None or worker.done() or worker.get_loop() is not loop:
+            self._worker = loop.create_task(self._work())
 
-    async def _publish_logged(self, event: ChangeEvent) -> None:
-        try:
-            await self.publish(event)
-        except Exception:
-            log.exception("publishing the change of %s v%d failed", event.doc_id, event.version)
+    async def _work(self) -> None:
+        while self._queue:
+            event = self._queue.popleft()
+            try:
+                await self.publish(event)
+            except Exception:
+                log.exception("publishing the change of %s v%d failed", event.doc_id, event.version)
 
     async def drain(self) -> None:
         """Wait until every change handed to the loop so far has been published."""
-        await anyio.sleep(0)  # let callbacks scheduled with call_soon_threadsafe start their tasks
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await anyio.sleep(0)  # let callbacks scheduled with call_soon_threadsafe queue their events
+        loop = asyncio.get_running_loop()
+        while (worker := self._worker) is not None and not worker.done() and worker.get_loop() is loop:
+            await asyncio.wait([worker])
 
     # -- on the loop -------------------------------------------------------------------------
 
@@ -160,6 +175,9 @@ class ChangeNotifier:
             except Exception as error:  # a closed or stuck connection: forget it
                 log.info("dropping MCP subscriber after a failed notification: %r", error)
                 self._peers.pop(key, None)
+        if event.kind == "purged":  # the document is gone for good: nothing more will be said about it
+            for peer in self._peers.values():
+                peer.uris.discard(uri)
 
     async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Attach the loop lazily and remember handshake-era connections (for ``list_changed``)."""

@@ -95,7 +95,12 @@ def fill_document_text(service: DocumentService, doc_id: str) -> str:
         "`expected`, `actual` and a `message` saying how to fix it. Correct node_data and retry; "
         "the fix-validation-errors prompt turns such a report into a plan. Use `dry_run: true` to "
         "check a write without applying it.",
-        "8. When done, read schema://" + doc_id + " to review the whole document.",
+        "8. To undo a write that went wrong, list the versions with "
+        + _call("document_history", doc_id=doc_id)
+        + " and make a new version equal to an earlier one with "
+        + _call("document_revert", doc_id=doc_id, to_version="<earlier version>", version="<current version>")
+        + "; document_diff shows what changed between two versions.",
+        "9. When done, read schema://" + doc_id + " to review the whole document.",
     ]
     if isinstance(properties, dict) and properties:
         lines += ["", "The root's members (name: type; required?; present now?):"]
@@ -196,7 +201,9 @@ def fix_validation_errors_text(service: DocumentService, doc_id: str, violations
         "If the violations are inside the node_data you sent, correct that node_data and send the write "
         "again. If several fixes must land together (each write must leave the document valid), send them "
         "as ONE document_apply_patch call, whose operations are validated together. After every successful "
-        "write, use the `version` it returns for the next call; on version-conflict re-read and retry.",
+        "write, use the `version` it returns for the next call; on version-conflict re-read and retry. "
+        "To go back instead of fixing forward, document_revert returns the document to an earlier version "
+        "(document_history lists them).",
         "",
     ]
     lines += [f"{number}. {step.text}" for number, step in enumerate(steps, start=1)]
