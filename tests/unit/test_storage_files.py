@@ -501,3 +501,21 @@ def test_a_creation_interrupted_before_its_meta_file_is_taken_back(
     with pytest.raises(SchemaDocError) as raised:
         again.load(meta.doc_id)
     assert raised.value.code == "document-not-found"
+
+
+def test_a_big_snapshot_replaced_by_a_commit_leaves_no_second_name_behind(tmp_path: Path) -> None:
+    """Snapshots of 8 MiB and more are unlinked in the background after the rename; nothing lingers."""
+    store = FileDocumentStore(tmp_path)
+    store.open()
+    doc_id = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+    big = b'"' + b"x" * (9 << 20) + b'"'
+    meta = DocumentMeta(doc_id, 1, "urn:s", "t", "t", len(big))
+    store.create(meta, big, JournalEntry(1, "create", [{"op": "add", "path": "", "value": "x"}], "t"))
+    bigger = b'"' + b"y" * (9 << 20) + b'"'
+    store.commit(DocumentMeta(doc_id, 2, "urn:s", "t", "t", len(bigger)), bigger,
+                 JournalEntry(2, "update_node", [{"op": "replace", "path": "", "value": "y"}], "t"))
+    assert store.load(doc_id).content == bigger
+    deadline = time.monotonic() + 5
+    while list(tmp_path.glob(".retired-*")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".retired-*"))
