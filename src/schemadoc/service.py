@@ -385,6 +385,7 @@ class DocumentService:
     def undelete_document(self, doc_id: str) -> DocumentMeta:
         """Bring a deleted document back with its whole history (journaled as a new version)."""
         doc_id = check_doc_id(doc_id)
+        self.store.read_meta(doc_id)
         with self.store.write_lock(doc_id, self.lock_timeout):
             state = self._state(doc_id, locked=True, include_deleted=True)
             if state.meta.deleted_at is None:
@@ -397,6 +398,7 @@ class DocumentService:
     def purge_document(self, doc_id: str) -> None:
         """Really remove a deleted document's files. Only deleted documents can be purged."""
         doc_id = check_doc_id(doc_id)
+        self.store.read_meta(doc_id)
         with self.store.write_lock(doc_id, self.lock_timeout):
             state = self._state(doc_id, locked=True, include_deleted=True)
             if state.meta.deleted_at is None:
@@ -483,12 +485,17 @@ class DocumentService:
 
     # -- history -----------------------------------------------------------------------------
 
-    def history(self, doc_id: str, since_version: int = 0, limit: int = 100) -> HistoryPage:
-        """Journal entries after ``since_version``, oldest first, at most ``limit``."""
+    def history(self, doc_id: str, since_version: int = 0, limit: int = 100, *,
+                include_deleted: bool = False) -> HistoryPage:
+        """Journal entries after ``since_version``, oldest first, at most ``limit``.
+
+        A deleted document's history is ``document-not-found`` unless ``include_deleted``
+        (change feeds use it to deliver the deletion itself).
+        """
         doc_id = check_doc_id(doc_id)
         _check_int("since_version", since_version, 0, None)
         _check_int("limit", limit, 1, 1000)
-        state = self._state(doc_id)
+        state = self._state(doc_id, include_deleted=include_deleted)
         index = self._history(doc_id)
         return HistoryPage(doc_id, index.page(since_version, limit), state.meta.version, since_version)
 
@@ -548,6 +555,7 @@ class DocumentService:
         if dry_run:
             yield self._state(doc_id)
             return
+        self.store.read_meta(doc_id)  # document-not-found before a lock file is made for nothing
         with self.store.write_lock(doc_id, self.lock_timeout):
             yield self._state(doc_id, locked=True)
 

@@ -72,7 +72,9 @@ async def test_the_stdio_server_speaks_only_mcp_on_stdout_and_keeps_documents_ac
         with server.stderr_path.open("w", encoding="utf-8") as stderr:
             async with server.client(stderr, mode="auto") as client:
                 assert client.protocol_version == "2026-07-28"
-                assert len((await client.list_tools()).tools) == 9
+                names = {tool.name for tool in (await client.list_tools()).tools}
+                assert {"document_create", "document_read_node", "document_update_node", "schema_get_node",
+                        "document_history", "document_revert"} <= names
                 doc_id = (await call(client, "document_create", {}))["doc_id"]
                 await call(client, "document_update_node",
                            {"doc_id": doc_id, "node_path": "/title", "node_data": "Dune", "version": 1})

@@ -18,7 +18,7 @@ error whose ``data`` is the error object.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -26,6 +26,7 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.utils import get_openapi
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Route
@@ -34,6 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import schemadoc
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
 from schemadoc.interfaces.mcp import build_mcp_server
 from schemadoc.interfaces.rest import JSONBody, build_rest_router, check_depth, dump_body, error_response
 from schemadoc.service import DocumentService
@@ -53,7 +55,10 @@ while agents (MCP at `/mcp`) and applications (this REST API) edit them piece by
 RFC 6901 JSON Pointer.
 
 Every write names the version it was made against (`version` in the body or `If-Match`);
-reads return it as `ETag`. Every write accepts `dry_run=true`. Every error has the shape
+reads return it as `ETag`. Every edit accepts `dry_run=true`. Every version stays in the
+document's journal: read its history, any past version, diffs between versions, revert to one,
+or follow new versions live as Server-Sent Events (`/documents/{doc_id}/events`, resumable
+with `Last-Event-ID`); `/changes` is a polling feed across all documents. Every error has the shape
 `{"error": {"code", "category", "message", "details", "remediation"}}` with a stable `code`
 from the error catalog (`docs/errors.md`, or the MCP resource `schema://errors`).
 """
@@ -285,6 +290,36 @@ class _RequestLimits:
 # -- the application -------------------------------------------------------------------------
 
 
+_FASTAPI_VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError")
+
+
+def _openapi_without_fastapi_422(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """``app.openapi`` minus FastAPI's generated 422 ``HTTPValidationError`` responses.
+
+    This application never sends them: request validation failures are ``invalid-request`` (400),
+    which every operation documents with the error body.
+    """
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            spec = get_openapi(title=app.title, version=app.version, openapi_version=app.openapi_version,
+                               description=app.description, routes=app.routes)
+            generated = "#/components/schemas/HTTPValidationError"
+            for operations in spec.get("paths", {}).values():
+                for operation in operations.values():
+                    responses = operation.get("responses", {})
+                    validation = responses.get("422", {}).get("content", {}).get("application/json", {})
+                    if validation.get("schema", {}).get("$ref") == generated:
+                        del responses["422"]
+            schemas = spec.get("components", {}).get("schemas", {})
+            for name in _FASTAPI_VALIDATION_SCHEMAS:
+                schemas.pop(name, None)
+            app.openapi_schema = spec
+        return app.openapi_schema
+
+    return openapi
+
+
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -302,8 +337,12 @@ def _transport_security(settings: Settings) -> TransportSecuritySettings | None:
                                      allowed_origins=origins)
 
 
-def build_app(service: DocumentService, settings: Settings) -> FastAPI:
-    """The combined ASGI application for ``service`` (see the module docstring)."""
+def build_app(service: DocumentService, settings: Settings, *,
+              heartbeat_seconds: float = HEARTBEAT_SECONDS) -> FastAPI:
+    """The combined ASGI application for ``service`` (see the module docstring).
+
+    ``heartbeat_seconds``: how often an idle event stream sends a keep-alive comment.
+    """
     server = build_mcp_server(service)
     # build before the lifespan touches server.session_manager
     mcp_app = server.streamable_http_app(streamable_http_path=MCP_PATH, max_request_body_size=settings.max_body_bytes,
@@ -321,11 +360,12 @@ def build_app(service: DocumentService, settings: Settings) -> FastAPI:
     app = FastAPI(title="schemadoc", version=schemadoc.__version__, description=_DESCRIPTION,
                   docs_url="/docs", redoc_url="/redoc", openapi_url="/openapi.json", lifespan=lifespan,
                   default_response_class=JSONBody)
+    app.openapi = _openapi_without_fastapi_422(app)  # type: ignore[method-assign]
     app.add_exception_handler(SchemaDocError, _on_schemadoc_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
 
-    app.include_router(build_rest_router(service, settings), prefix=API_PREFIX)
+    app.include_router(build_rest_router(service, settings, heartbeat_seconds=heartbeat_seconds), prefix=API_PREFIX)
 
     @app.get("/health", tags=["health"], summary="Health check", operation_id="health")
     def health() -> dict[str, str]:
@@ -340,6 +380,6 @@ def build_app(service: DocumentService, settings: Settings) -> FastAPI:
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=list(settings.cors_origins), allow_credentials=True,
-            allow_methods=["GET", "POST", "PUT", "DELETE", "OPTIONS"], allow_headers=["*"],
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], allow_headers=["*"],
             expose_headers=["ETag", "Location", "Mcp-Session-Id", "Mcp-Protocol-Version"])
     return app

@@ -9,21 +9,31 @@ without copying the (possibly 100 MB) document content.
 
 Versions travel in the body (``"version": 5``) or as ``If-Match: "5"`` (the body wins); reads
 answer with ``ETag: "<version>"``, and so do committed writes (the new version).
+
+History comes from the journal: ``/history``, point-in-time reads (``?at_version=``,
+``/versions/{n}``), ``/diff``, ``/revert``; documents are soft-deleted, undeleted and purged;
+``PATCH`` takes an RFC 7396 merge patch. ``/documents/{doc_id}/events`` streams every version as
+Server-Sent Events (see :mod:`schemadoc.interfaces.feeds`), ``/changes`` is the polling feed
+across all documents.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
+import anyio
 import orjson
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
+from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces import results
+from schemadoc.interfaces import feeds, results
 from schemadoc.service import DocumentService
 
 __all__ = [
@@ -93,14 +103,22 @@ class ErrorBody(BaseModel):
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     text = {
         400: "invalid-request, invalid-doc-id, path-invalid, patch-invalid, root-not-deletable, request-too-deep",
-        404: "document-not-found, path-not-found, schema-path-not-found",
+        404: "document-not-found (details.deleted for a deleted document), path-not-found, "
+             "schema-path-not-found, version-not-found",
         408: "lock-timeout",
         409: "version-conflict, conflict, patch-test-failed",
         413: "request-too-large",
-        422: "validation-failed (details.violations lists every violation)",
+        422: "validation-failed, merge-patch-invalid (details.violations lists every problem)",
         500: "internal-error, storage-read-failed, storage-write-failed",
     }
     return {status: {"model": ErrorBody, "description": text[status]} for status in statuses}
+
+
+def _errors_of_a_stream(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """:func:`_errors` for a route whose success is not JSON (a model would be filed under its media type)."""
+    body = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    return {status: {"description": response["description"], "content": body}
+            for status, response in _errors(*statuses).items()}
 
 
 # -- requests --------------------------------------------------------------------------------
@@ -207,7 +225,7 @@ def _if_match_version(header: str) -> int | str:
         text = text[2:]
     if len(text) >= 2 and text[0] == text[-1] == '"':
         text = text[1:-1]
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise SchemaDocError("invalid-request",
                              f'If-Match must be the quoted version of the document, e.g. "5", got {header!r}.',
                              {"argument": "If-Match", "value": header})
@@ -229,13 +247,21 @@ class _Versions:
         raise _invalid("version", "The version is required: send it as \"version\" in the body "
                                   "or as an If-Match header (the ETag of your last read).")
 
+    def from_if_match(self, doc_id: str, if_match: str | None) -> Any:
+        """The version of a write whose body is all content (a merge patch): If-Match only."""
+        if if_match is None:
+            raise _invalid("version", "The version is required as an If-Match header (the ETag of your last "
+                                      "read), e.g. If-Match: \"5\".")
+        version = _if_match_version(if_match)
+        return self.service.version_of(doc_id) if version == "*" else version
+
 
 def _etag(version: int) -> dict[str, str]:
     return {"ETag": f'"{version}"'}
 
 
 _WriteBody = (results.UpdateNodeResult | results.CreateNodeResult | results.DeleteNodeResult
-              | results.ApplyPatchResult)
+              | results.ApplyPatchResult | results.RevertResult | results.MergePatchResult)
 
 
 def _write_response(body: _WriteBody, status: int = 200) -> JSONBody:
@@ -276,17 +302,89 @@ _PATCH_BODY = _request_body(
                {**_PATCH, "description": "A bare RFC 6902 array; the version then comes from If-Match."}]},
     example={"patch": [{"op": "replace", "path": "/title", "value": "New"}], "version": 5})
 
+_MERGE_PATCH = {"description": "An RFC 7396 JSON Merge Patch: objects merge member by member, null deletes "
+                               "a member, anything else replaces the node."}
+_MERGE_EXAMPLE = {"title": "Dune", "metadata": {"status": "review", "isbn": None}}
+_REVERT_BODY = _request_body(
+    {"type": "object", "required": ["to_version"],
+     "properties": {"to_version": {"type": "integer", "minimum": 1,
+                                   "description": "The past version whose content the document gets back."},
+                    "version": _VERSION, "dry_run": _DRY_RUN}},
+    example={"to_version": 3, "version": 7})
+_MERGE_BODY = _request_body(
+    {"type": "object", "required": ["merge_patch"],
+     "properties": {"merge_patch": _MERGE_PATCH, "version": _VERSION, "dry_run": _DRY_RUN}},
+    example={"merge_patch": _MERGE_EXAMPLE, "version": 5})
+_MERGE_PATCH_BODY = {"requestBody": {"required": True, "content": {
+    "application/merge-patch+json": {"schema": _MERGE_PATCH, "example": _MERGE_EXAMPLE}}}}
+_DOCUMENT_DELETE_BODY = _request_body(
+    {"type": "object", "properties": {"version": _VERSION}}, required=False, example={"version": 5})
+_SSE_EXAMPLE = ('id: 6\nevent: version\ndata: {"version":6,"op":"update_node",'
+                '"patch":[{"op":"replace","path":"/title","value":"Dune"}],'
+                '"at":"2025-01-01T12:00:00.000Z","info":{"node_path":"/title"}}\n\n: keepalive\n\n')
+_EVENTS_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "A text/event-stream: one `version` event per committed version (id = the version, "
+                         "data = the journal entry as in /history), a `: keepalive` comment every 15 s when idle, "
+                         "a final `purged` event when the document is purged, or a final `error` event "
+                         "(data = the error object).",
+          "content": {"text/event-stream": {"schema": {"type": "string"}, "example": _SSE_EXAMPLE}}},
+    **_errors_of_a_stream(400, 404),
+}
+_RAW_DOCUMENT_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "The whole document as it was at that version (the ETag is the version).",
+          "content": {"application/json": {"schema": _ANY_JSON}}},
+    **_errors(400, 404),
+}
+
 _PATH_READ = "RFC 6901 JSON Pointer of the node ('/' or '' is the whole document; negative indices count from the end)."
 _PATH_WRITE = "RFC 6901 JSON Pointer of the node."
 _DRY = "Validate and return the patch and preview without writing anything."
 _IF_MATCH = 'The version to write against as an ETag, e.g. "5" (a "version" in the body wins).'
+_AT_VERSION = "Read the document as it was at this past version (default: the current version)."
+_NO_DRY_RUN = "Not supported here: true is refused with invalid-request rather than ignored."
+_LAST_EVENT_ID = "Sent by EventSource clients when they reconnect: resume after this version (wins over since)."
+
+
+def _refuse_dry_run(query: bool, body: _Body | None, what: str, undo: str) -> None:
+    """``invalid-request`` for a dry run of a write that has none (rather than silently doing it)."""
+    if query or (body is not None and body.dry_run(False)):
+        raise _invalid("dry_run", f"{what} has no dry run; {undo}")
+
+
+def _version_argument(body: _Body, name: str) -> int:
+    """A version named in the body: an integer >= 1 (as the MCP door's argument validation requires)."""
+    value = body.argument(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SchemaDocError("invalid-request", f"{name} must be an integer >= 1, got {value!r}.",
+                             {"argument": name, "value": repr(value)})
+    return int(value)
+
+
+class _EventStream(EventSourceResponse):
+    """An SSE response; the class attribute tells OpenAPI its media type."""
+
+    media_type = "text/event-stream"
+
+
+async def _server_sent(events: AsyncIterator[feeds.FeedEvent]) -> AsyncIterator[ServerSentEvent]:
+    """A feed as Server-Sent Events (id = version, event = version | purged | error)."""
+    async for item in events:
+        if item.kind == "heartbeat":
+            yield ServerSentEvent(comment="keepalive", sep="\n")
+        else:
+            event_id = None if item.version is None else str(item.version)
+            yield ServerSentEvent(dump_body(item.body).decode(), event=item.kind, id=event_id, sep="\n")
 
 
 # -- the router ------------------------------------------------------------------------------
 
 
-def build_rest_router(service: DocumentService, settings: Settings) -> APIRouter:
-    """The ``/documents`` and ``/schema`` endpoints (include it under ``/api/v1``)."""
+def build_rest_router(service: DocumentService, settings: Settings, *,
+                      heartbeat_seconds: float = feeds.HEARTBEAT_SECONDS) -> APIRouter:
+    """The ``/documents``, ``/changes`` and ``/schema`` endpoints (include it under ``/api/v1``).
+
+    ``heartbeat_seconds``: how often an idle event stream sends a keep-alive comment.
+    """
     router = APIRouter(default_response_class=JSONBody)
     versions = _Versions(service)
     max_depth = settings.max_json_depth
@@ -311,11 +409,12 @@ def build_rest_router(service: DocumentService, settings: Settings) -> APIRouter
         return JSONBody(results.list_documents_result(listing, service.schema_uri))
 
     @router.get("/documents/{doc_id}", response_model=results.ReadNodeResult, tags=["documents"],
-                summary="Read a node", responses=_errors(400, 404), operation_id="document_read_node",
-                name="document_read_node")
+                summary="Read a node, now or at a past version", responses=_errors(400, 404),
+                operation_id="document_read_node", name="document_read_node")
     def read_node(doc_id: str,
-                  path: Annotated[str, Query(description=_PATH_READ)] = "/") -> JSONBody:
-        read = service.read_node(doc_id, path)
+                  path: Annotated[str, Query(description=_PATH_READ)] = "/",
+                  at_version: Annotated[int | None, Query(ge=1, description=_AT_VERSION)] = None) -> JSONBody:
+        read = service.read_node(doc_id, path, at_version=at_version)
         return JSONBody(results.read_node_result(read), headers=_etag(read.version))
 
     @router.put("/documents/{doc_id}", response_model=results.UpdateNodeResult, tags=["documents"],
@@ -373,6 +472,159 @@ def build_rest_router(service: DocumentService, settings: Settings) -> APIRouter
         version = versions.resolve(doc_id, body, if_match)
         result = service.apply_patch(doc_id, patch, version, dry_run=body.dry_run(dry_run))
         return _write_response(results.patch_result(result))
+
+    # -- deletion --------------------------------------------------------------------------
+
+    @router.delete("/documents/{doc_id}", response_model=results.DocumentStateResult, tags=["documents"],
+                   summary="Delete a document (restorable with undelete until purged)",
+                   responses=_errors(400, 404, 408, 409), operation_id="document_delete",
+                   openapi_extra=_DOCUMENT_DELETE_BODY)
+    def delete_document(doc_id: str, raw: RawBody,
+                        dry_run: Annotated[bool, Query(description=_NO_DRY_RUN)] = False,
+                        if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
+        body = _Body(raw, max_depth, required=False)
+        _refuse_dry_run(dry_run, body, "Deleting a document", "it can be undone with POST .../undelete.")
+        version = versions.resolve(doc_id, body, if_match)
+        meta = service.delete_document(doc_id, version)
+        return JSONBody(results.document_state_result(meta), headers=_etag(meta.version))
+
+    @router.post("/documents/{doc_id}/undelete", response_model=results.DocumentStateResult, tags=["documents"],
+                 summary="Restore a deleted document with its whole history",
+                 responses=_errors(400, 404, 408, 409), operation_id="document_undelete")
+    def undelete_document(doc_id: str,
+                          dry_run: Annotated[bool, Query(description=_NO_DRY_RUN)] = False) -> JSONBody:
+        _refuse_dry_run(dry_run, None, "Restoring a document", "it can be undone with DELETE.")
+        meta = service.undelete_document(doc_id)
+        return JSONBody(results.document_state_result(meta), headers=_etag(meta.version))
+
+    @router.post("/documents/{doc_id}/purge", response_model=results.PurgeResult, tags=["documents"],
+                 summary="Remove a deleted document for good (content, history and all)",
+                 description="Only a deleted document can be purged (otherwise `conflict`). This cannot be undone.",
+                 responses=_errors(400, 404, 408, 409), operation_id="document_purge")
+    def purge_document(doc_id: str,
+                       dry_run: Annotated[bool, Query(description=_NO_DRY_RUN)] = False) -> JSONBody:
+        _refuse_dry_run(dry_run, None, "Purging a document", "it cannot be undone, so it is never done by accident.")
+        service.purge_document(doc_id)
+        return JSONBody(results.purge_result(doc_id))
+
+    # -- merge patch -------------------------------------------------------------------------
+
+    @router.patch("/documents/{doc_id}", response_model=results.MergePatchResult, tags=["documents"],
+                  summary="Apply an RFC 7396 JSON Merge Patch to a node",
+                  description="The body is the merge patch itself (`Content-Type: application/merge-patch+json`); "
+                              "the version comes from `If-Match`. The merge patch is checked against the node's "
+                              "schema first (`merge-patch-invalid` lists every problem), then the result is "
+                              "validated and journaled as an RFC 6902 patch.",
+                  responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_merge_patch",
+                  openapi_extra=_MERGE_PATCH_BODY)
+    def merge_patch(request: Request, doc_id: str, raw: RawBody,
+                    path: Annotated[str, Query(description=_PATH_READ)] = "/",
+                    dry_run: Annotated[bool, Query(description=_DRY)] = False,
+                    if_match: Annotated[str | None, Header(description="The version to write against, e.g. "
+                                                                       '"5" (required).')] = None) -> JSONBody:
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media not in ("", "application/merge-patch+json", "application/json"):
+            raise SchemaDocError(
+                "invalid-request",
+                f"PATCH takes an RFC 7396 merge patch as application/merge-patch+json, not {media}.",
+                {"argument": "Content-Type", "value": media},
+                remediation="Send the merge patch as application/merge-patch+json, or an RFC 6902 patch "
+                            "to POST /documents/{doc_id}/patch.")
+        body = _Body(raw, max_depth, required=True)
+        check_depth(body.value, max_depth, "merge_patch", raw)
+        version = versions.from_if_match(doc_id, if_match)
+        result = service.merge_patch(doc_id, path, body.value, version, dry_run=dry_run)
+        return _write_response(results.merge_patch_result(result))
+
+    @router.post("/documents/{doc_id}/merge", response_model=results.MergePatchResult, tags=["documents"],
+                 summary="Apply an RFC 7396 JSON Merge Patch to a node (JSON body with the version)",
+                 description="Like PATCH /documents/{doc_id}, for clients that cannot send PATCH or "
+                             "application/merge-patch+json.",
+                 responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_merge_patch_post",
+                 openapi_extra=_MERGE_BODY)
+    def merge_patch_post(doc_id: str, raw: RawBody,
+                         path: Annotated[str, Query(description=_PATH_READ)] = "/",
+                         dry_run: Annotated[bool, Query(description=_DRY)] = False,
+                         if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
+        body = _Body(raw, max_depth, required=True)
+        patch = body.argument("merge_patch")
+        version = versions.resolve(doc_id, body, if_match)
+        result = service.merge_patch(doc_id, path, patch, version, dry_run=body.dry_run(dry_run))
+        return _write_response(results.merge_patch_result(result))
+
+    # -- history -----------------------------------------------------------------------------
+
+    @router.get("/documents/{doc_id}/history", response_model=results.HistoryResult, tags=["history"],
+                summary="The journal: one entry per version, oldest first", responses=_errors(400, 404),
+                operation_id="document_history")
+    def history(doc_id: str,
+                since_version: Annotated[int, Query(description="Entries after this version (0: from the start); "
+                                                                "pass next_since_version to page on.")] = 0,
+                limit: Annotated[int, Query(description="At most this many entries (1 to 1000).")] = 100) -> JSONBody:
+        page = service.history(doc_id, since_version=since_version, limit=limit)
+        return JSONBody(results.history_result(page), headers=_etag(page.current_version))
+
+    @router.get("/documents/{doc_id}/versions/{version}", response_model=None, tags=["history"],
+                summary="The whole document at a past version", responses=_RAW_DOCUMENT_RESPONSES,
+                operation_id="document_read_version")
+    def read_version(doc_id: str,
+                     version: Annotated[int, Path(description="The version, from 1 to the current one.")]) -> JSONBody:
+        content = service.read_version(doc_id, version)
+        return JSONBody(content, headers=_etag(version))
+
+    @router.get("/documents/{doc_id}/diff", response_model=results.DiffResult, tags=["history"],
+                summary="An RFC 6902 patch from one version to another (either direction)",
+                responses=_errors(400, 404), operation_id="document_diff")
+    def diff(doc_id: str,
+             from_version: Annotated[int, Query(ge=1, description="The version the patch applies to.")],
+             to_version: Annotated[int, Query(ge=1, description="The version the patch produces.")]) -> JSONBody:
+        patch = service.diff(doc_id, from_version, to_version)
+        return JSONBody(results.diff_result(doc_id, from_version, to_version, patch))
+
+    @router.post("/documents/{doc_id}/revert", response_model=results.RevertResult, tags=["history"],
+                 summary="Undo: a new version whose content equals a past version",
+                 description="Nothing in the history is rewritten: the revert is journaled as a new version.",
+                 responses=_errors(400, 404, 408, 409, 422), operation_id="document_revert",
+                 openapi_extra=_REVERT_BODY)
+    def revert(doc_id: str, raw: RawBody,
+               dry_run: Annotated[bool, Query(description=_DRY)] = False,
+               if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
+        body = _Body(raw, max_depth, required=True)
+        to_version = _version_argument(body, "to_version")
+        version = versions.resolve(doc_id, body, if_match)
+        result = service.revert(doc_id, to_version, version, dry_run=body.dry_run(dry_run))
+        return _write_response(results.revert_result(result, to_version))
+
+    # -- feeds -------------------------------------------------------------------------------
+
+    @router.get("/documents/{doc_id}/events", response_model=None, response_class=_EventStream, tags=["feeds"],
+                summary="Server-Sent Events: every version from the journal, then each new one as it commits",
+                description="Starts after `since` (default: the current version, i.e. only what commits from "
+                            "now on; 0 for the whole history). A client reconnecting with `Last-Event-ID` "
+                            "resumes right after that version: nothing is missed, nothing is sent twice. "
+                            "A deleted document's stream stays open (an undelete arrives as a version); "
+                            "a purge ends it.",
+                responses=_EVENTS_RESPONSES, operation_id="document_events")
+    async def document_events(
+        doc_id: str,
+        since: Annotated[int | None, Query(description="Send the versions after this one first.")] = None,
+        last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", description=_LAST_EVENT_ID)] = None,
+    ) -> Response:
+        start = await anyio.to_thread.run_sync(
+            functools.partial(feeds.start_version, service, doc_id, since, last_event_id))
+        events = feeds.document_events(service, doc_id, start, heartbeat_seconds=heartbeat_seconds)
+        return _EventStream(_server_sent(events), ping=0, sep="\n")
+
+    @router.get("/changes", response_model=results.ChangesResult, tags=["feeds"],
+                summary="Committed versions of every document, in commit order (a polling feed)",
+                description="Pass `next_cursor` as `since` to get what was committed after the page: the "
+                            "cursor never skips nor repeats a change, also across restarts.",
+                responses=_errors(400), operation_id="document_changes")
+    def changes(
+        since: Annotated[int, Query(description="The cursor of the last change seen (0: from the start).")] = 0,
+        limit: Annotated[int, Query(description="At most this many changes (1 to 1000).")] = 100,
+    ) -> JSONBody:
+        return JSONBody(results.changes_result(service.changes(since=since, limit=limit)))
 
     @router.get("/schema", response_model=results.RootSchemaResult, tags=["schema"],
                 summary="The root schema", operation_id="schema_get_root", responses=_errors(400))
