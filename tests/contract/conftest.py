@@ -62,11 +62,7 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         items[0].config.stash[_DESELECTED] = True
 
 
-KNOWN_BUGS: list[tuple[str, tuple[str, ...], str]] = [
-    ("test_integers_beyond_64_bits_travel_exactly", ("rest", "remote-rest"),
-     "REST door: request bodies are parsed with orjson.loads, which turns integers beyond 64 bits into "
-     "floats (2**70 arrives as 1.1805916207174113e+21); MCP keeps them exact"),
-]
+KNOWN_BUGS: list[tuple[str, tuple[str, ...], str]] = []
 """(test name, doors, reason): bugs still open, marked ``xfail(strict=True)`` so that a fix shows up as a
 failure (XPASS) and the entry gets removed."""
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -134,13 +135,28 @@ RawBody = Annotated[bytes, Depends(_raw_body)]
 def parse_json(raw: bytes, argument: str = "body") -> Any:
     """The JSON value of ``raw``: ``invalid-request`` when it is not JSON, ``request-too-deep`` past orjson's limit."""
     try:
-        return orjson.loads(raw)
+        value = orjson.loads(raw)
     except orjson.JSONDecodeError as error:
         if "depth" in str(error) or "recursion" in str(error):
             raise SchemaDocError("request-too-deep", f"The request {argument} is nested too deeply to parse.",
                                  {"argument": argument}) from None
         raise SchemaDocError("invalid-request", f"The request {argument} is not valid JSON: {error}.",
                              {"argument": argument, "reason": str(error)}) from None
+    if _LONG_NUMBER.search(raw):
+        # orjson reads integers beyond 64 bits as floats; the stdlib keeps them exact, as MCP does
+        try:
+            value = json.loads(raw, parse_constant=_no_constant)
+        except RecursionError:
+            raise SchemaDocError("request-too-deep", f"The request {argument} is nested too deeply to parse.",
+                                 {"argument": argument}) from None
+    return value
+
+
+_LONG_NUMBER = re.compile(rb"[0-9]{20,}")
+
+
+def _no_constant(name: str) -> Any:  # pragma: no cover - orjson already refused NaN and Infinity
+    raise ValueError(f"{name} is not JSON")
 
 
 def check_depth(value: Any, limit: int, argument: str, raw: bytes | None = None) -> None:
