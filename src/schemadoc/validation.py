@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from schemadoc.errors import SchemaDocError, keyword_code
+from schemadoc.errors import KEYWORD_CODES, SchemaDocError, keyword_code
 from schemadoc.pointer import format_pointer, json_type
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["DocumentValidator", "ValidationReport", "Violation"]
 
 _MAX_ACTUAL_BYTES = 512
+_GENERIC_KINDS = frozenset({"required", "contains", "falseSchema"})
 _MAX_VIOLATIONS = 1000
 
 
@@ -147,8 +148,9 @@ def _violation(error: Any) -> Violation:
     name: str = kind.name
     schema_tokens = list(error.schema_path)
     last = schema_tokens[-1] if schema_tokens else name
-    # jsonschema-rs reports dependentRequired as a "required" kind; the schema path tells them apart.
-    constraint = "dependentRequired" if name == "required" and last == "dependentRequired" else name
+    # jsonschema-rs reports dependentRequired as "required", min/maxContains as "contains" and items: false
+    # as "falseSchema"; the keyword at the end of the schema path tells them apart.
+    constraint = last if name in _GENERIC_KINDS and isinstance(last, str) and last in KEYWORD_CODES else name
     path = format_pointer([str(t) for t in error.instance_path])
     data = _kind_data(kind)
     expected, actual = _expected_actual(constraint, data, error)
@@ -244,6 +246,11 @@ def _message(constraint: str, path: str, raw: str, expected: Any, actual: Any) -
         return f"{where}: array items must be unique; remove the duplicates."
     if constraint in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         return f"{where}: {raw}."
+    if constraint in ("minContains", "maxContains"):
+        bound = "few" if constraint == "minContains" else "many"
+        return f"{where}: too {bound} items match the 'contains' schema ({constraint})."
+    if constraint == "items":
+        return f"{where}: no items are allowed after the prefixItems positions; remove this one."
     if constraint == "oneOf":
         return f"{where}: value must match exactly one alternative of oneOf ({raw}); see 'alternatives'."
     if constraint == "anyOf":
