@@ -10,11 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 import warnings
 from collections.abc import AsyncIterator, Iterator
@@ -26,15 +21,11 @@ import httpx
 import orjson
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from http_server import Server
 from mcp import Client
 from mcp.shared.subscriptions import ResourceUpdated
 from mcp.types import ServerNotification
 
-from schemadoc.config import ENVIRONMENT
-
-BOOK_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
-START_TIMEOUT_SECONDS = 30.0
-STOP_TIMEOUT_SECONDS = 15.0
 EVENT_TIMEOUT_SECONDS = 10.0
 QUIET_SECONDS = 0.5
 """How long a feed must stay silent after a write that failed."""
@@ -49,58 +40,14 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class Server:
-    """One ``schemadoc serve`` process on 127.0.0.1; its output goes to files (no pipe can fill up)."""
-
-    def __init__(self, root: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        root.mkdir(parents=True, exist_ok=True)
-        self.stderr_path = root / f"stderr-{self.port}.txt"
-        env = {key: value for key, value in os.environ.items() if key not in ENVIRONMENT}
-        with (root / f"stdout-{self.port}.txt").open("wb") as out, self.stderr_path.open("wb") as err:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "schemadoc", "serve", "--transport", "http", "--schema", str(BOOK_SCHEMA),
-                 "--storage-dir", str(root / "data"), "--host", "127.0.0.1", "--port", str(self.port)],
-                cwd=root, env=env, stdout=out, stderr=err)
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"the server exited with {self.process.returncode}: {self.stderr}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    return
-            time.sleep(0.1)
-        self.kill()
-        raise AssertionError(f"the server did not become healthy: {self.stderr}")
-
-    @property
-    def stderr(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError("the server did not stop within the timeout after SIGTERM") from None
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
+def serve(root: Path) -> Server:
+    """A server whose documents live in ``root/data`` and whose logs go to ``root``."""
+    return Server(root / "data", root)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    server = Server(tmp_path_factory.mktemp("feeds"))
+    server = serve(tmp_path_factory.mktemp("feeds"))
     try:
         yield server
     finally:
@@ -310,7 +257,7 @@ async def test_mcp_subscribers_of_both_eras_hear_of_each_rest_write_and_of_no_fa
 
 
 async def test_a_server_with_open_streams_still_stops_promptly(tmp_path: Path) -> None:
-    server = Server(tmp_path)
+    server = serve(tmp_path)
     try:
         async with httpx.AsyncClient(base_url=f"{server.url}/api/v1", timeout=30) as http:
             doc_id = (await http.post("/documents")).json()["doc_id"]

@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,78 +10,13 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from http_server import Server
 from mcp import Client
-
-from schemadoc.config import ENVIRONMENT
-
-BOOK_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
-START_TIMEOUT_SECONDS = 30.0
-STOP_TIMEOUT_SECONDS = 15.0
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class Server:
-    """One ``schemadoc serve`` process; its stdout and stderr go to files (no pipe can fill up)."""
-
-    def __init__(self, storage: Path, logs: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        logs.mkdir(parents=True, exist_ok=True)
-        self.stdout_path = logs / f"stdout-{self.port}.txt"
-        self.stderr_path = logs / f"stderr-{self.port}.txt"
-        env = {key: value for key, value in os.environ.items() if key not in ENVIRONMENT}
-        with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "schemadoc", "serve", "--transport", "http", "--schema", str(BOOK_SCHEMA),
-                 "--storage-dir", str(storage), "--host", "127.0.0.1", "--port", str(self.port)],
-                cwd=logs, env=env, stdout=out, stderr=err)
-        self._wait_healthy()
-
-    def _wait_healthy(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"the server exited with {self.process.returncode}: {self.stderr}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=1).json() == {"status": "healthy"}:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        self.kill()
-        raise AssertionError(f"the server did not become healthy: {self.stderr}")
-
-    @property
-    def stderr(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
-
-    @property
-    def stdout(self) -> str:
-        return self.stdout_path.read_text(errors="replace")
-
-    def stop(self) -> int:
-        """SIGTERM, and the exit code once it has shut down."""
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError("the server did not stop within the timeout after SIGTERM") from None
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
 
 
 CHAPTER = {"id": "ch-1", "title": "Arrakis", "sections": [{"title": "Desert", "paragraphs": [{"text": "Sand."}]}]}

@@ -35,6 +35,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces import feeds, results
+from schemadoc.pointer import json_type
 from schemadoc.service import DocumentService
 
 __all__ = [
@@ -202,7 +203,7 @@ class _Body:
         if not self.present:
             return {}
         if not isinstance(self.value, dict):
-            raise _invalid("body", f"The request body must be a JSON object, got {_type_name(self.value)}.")
+            raise _invalid("body", f"The request body must be a JSON object, got {json_type(self.value)}.")
         return self.value
 
     def argument(self, name: str) -> Any:
@@ -216,20 +217,8 @@ class _Body:
     def dry_run(self, query: bool) -> bool:
         value = self.fields().get("dry_run", False) if isinstance(self.value, dict) else False
         if not isinstance(value, bool):
-            raise _invalid("dry_run", f"dry_run must be a boolean, got {_type_name(value)}.")
+            raise _invalid("dry_run", f"dry_run must be a boolean, got {json_type(value)}.")
         return query or value
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def _if_match_version(header: str) -> int | str:

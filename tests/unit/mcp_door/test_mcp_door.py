@@ -9,8 +9,6 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,15 +16,13 @@ import orjson
 import pytest
 from mcp import Client, MCPError
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
-from mcp.types import INVALID_PARAMS, CallToolResult, ServerNotification
+from mcp.types import INVALID_PARAMS, ServerNotification
+from mcp_support import CHAPTER, UNKNOWN_DOC, call, error_of, fail
 
 from schemadoc.errors import CATALOG
 from schemadoc.interfaces.mcp import SchemaDocMCPServer, build_mcp_server
-from schemadoc.schema import LoadedSchema, load_schema
 from schemadoc.service import DocumentService
-from schemadoc.storage.memory import MemoryDocumentStore
 
-BOOK_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
 TOOLS = {
     "document_create": [],
     "document_read_node": ["doc_id", "node_path"],
@@ -46,71 +42,12 @@ TOOLS = {
     "document_purge": ["doc_id"],
     "document_changes": [],
 }
-UNKNOWN_DOC = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
-CHAPTER = {"id": "ch-1", "title": "Intro", "sections": [{"title": "Start", "paragraphs": [{"text": "Hi."}]}]}
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
-@pytest.fixture(scope="module")
-def schema() -> LoadedSchema:
-    return load_schema(BOOK_SCHEMA)
-
-
-@pytest.fixture
-def service(schema: LoadedSchema) -> DocumentService:
-    service = DocumentService(schema, MemoryDocumentStore())
-    service.open()
-    return service
-
-
-@pytest.fixture
-def server(service: DocumentService) -> SchemaDocMCPServer:
-    return build_mcp_server(service)
-
-
-@pytest.fixture(params=["auto", "legacy"])
-async def client(request: pytest.FixtureRequest, server: SchemaDocMCPServer) -> AsyncIterator[Client]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        async with Client(server, mode=request.param) as client:
-            yield client
-
-
-# -- helpers ------------------------------------------------------------------------------------
-
-
-async def call(client: Client, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A successful call's structured content (which must equal its text content)."""
-    result = await client.call_tool(tool, arguments or {})
-    assert result.is_error is False, result.content
-    content: dict[str, Any] | None = result.structured_content
-    assert content is not None
-    assert orjson.loads(result.content[0].text) == content  # type: ignore[union-attr]
-    return content
-
-
-async def fail(client: Client, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A failed call's error object: the only content, as JSON, with no structured content."""
-    result = await client.call_tool(tool, arguments or {})
-    return error_of(result)
-
-
-def error_of(result: CallToolResult) -> dict[str, Any]:
-    assert result.is_error is True
-    assert result.structured_content is None
-    assert len(result.content) == 1
-    body = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
-    assert set(body) == {"error"}
-    error: dict[str, Any] = body["error"]
-    assert set(error) == {"code", "category", "message", "details", "remediation"}
-    assert error["category"] == str(CATALOG[error["code"]].status)
-    return error
 
 
 async def new_document(client: Client) -> str:

@@ -9,8 +9,7 @@ from __future__ import annotations
 import copy
 import threading
 import warnings
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -21,75 +20,19 @@ from mcp import Client, MCPError
 from mcp.server.subscriptions import InMemorySubscriptionBus, ServerEvent
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp.types import INVALID_PARAMS, ServerNotification
+from mcp_support import CHAPTER, UNKNOWN_DOC, call, fail
 
-from schemadoc.errors import CATALOG
 from schemadoc.interfaces.mcp import SchemaDocMCPServer, build_mcp_server
-from schemadoc.schema import LoadedSchema, load_schema
 from schemadoc.service import ChangeEvent, DocumentService
-from schemadoc.storage.memory import MemoryDocumentStore
 
-BOOK_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
-UNKNOWN_DOC = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
-CHAPTER = {"id": "ch-1", "title": "Intro", "sections": [{"title": "Start", "paragraphs": [{"text": "Hi."}]}]}
 UPDATED = "notifications/resources/updated"
 LIST_CHANGED = "notifications/resources/list_changed"
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
-@pytest.fixture(scope="module")
-def schema() -> LoadedSchema:
-    return load_schema(BOOK_SCHEMA)
-
-
-@pytest.fixture
-def service(schema: LoadedSchema) -> DocumentService:
-    service = DocumentService(schema, MemoryDocumentStore())
-    service.open()
-    return service
-
-
-@pytest.fixture
-def server(service: DocumentService) -> SchemaDocMCPServer:
-    return build_mcp_server(service)
-
-
-@pytest.fixture(params=["auto", "legacy"])
-async def client(request: pytest.FixtureRequest, server: SchemaDocMCPServer) -> AsyncIterator[Client]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        async with Client(server, mode=request.param) as client:
-            yield client
-
-
-# -- helpers ------------------------------------------------------------------------------------
-
-
-async def call(client: Client, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A successful call's structured content (which must equal its text content)."""
-    result = await client.call_tool(tool, arguments or {})
-    assert result.is_error is False, result.content
-    content: dict[str, Any] | None = result.structured_content
-    assert content is not None and content["success"] is True
-    assert orjson.loads(result.content[0].text) == content  # type: ignore[union-attr]
-    return content
-
-
-async def fail(client: Client, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A failed call's catalogued error object: the only content, with no structured content."""
-    result = await client.call_tool(tool, arguments or {})
-    assert result.is_error is True
-    assert result.structured_content is None and len(result.content) == 1
-    body = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
-    error: dict[str, Any] = body["error"]
-    assert set(body) == {"error"}
-    assert error["category"] == str(CATALOG[error["code"]].status)
-    return error
 
 
 async def new_document(client: Client) -> str:
