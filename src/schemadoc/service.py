@@ -356,10 +356,10 @@ class DocumentService:
                     dry_run: bool = False) -> WriteResult:
         """RFC 7396 at a node, checked against the node's merge-patch schema, journaled as RFC 6902."""
         tokens = parse_node_path(_path_arg(node_path))
-        self._check_merge_patch(tokens, merge_patch)
 
         def build(document: Any) -> CompiledWrite:
             node, concrete = resolve(document, tokens)
+            self._check_merge_patch(concrete, merge_patch)
             return CompiledWrite(compile_merge_patch(node, merge_patch, concrete), format_pointer(concrete))
 
         return self._write(doc_id, version, "merge_patch", build, dry_run=dry_run, node_of=_node_at)
@@ -473,15 +473,18 @@ class DocumentService:
         self._publish(ChangeEvent(doc_id, meta.version, kind, entry))
         return meta
 
-    def _check_merge_patch(self, tokens: list[str], merge_patch: Any) -> None:
-        schema = self.schema.merge_patch_schema(tokens)
+    def _check_merge_patch(self, concrete: list[str | int], merge_patch: Any) -> None:
+        """``merge-patch-invalid`` listing every problem, with paths from the document root."""
+        node_pointer = format_pointer(concrete)
+        schema = self.schema.merge_patch_schema([str(token) for token in concrete])
         report = self.validator.validate_fragment(schema, merge_patch)
         if not report.valid:
+            violations = [{**v.to_dict(), "path": node_pointer + v.path} for v in report.violations]
             raise SchemaDocError(
                 "merge-patch-invalid",
                 f"The merge patch does not fit the node's schema ({len(report.violations)} problem(s)); "
                 "nothing was changed.",
-                {"path": format_pointer(tokens), "violations": [v.to_dict() for v in report.violations]})
+                {"path": node_pointer or "/", "violations": violations})
 
     # -- history -----------------------------------------------------------------------------
 
@@ -496,6 +499,11 @@ class DocumentService:
         _check_int("since_version", since_version, 0, None)
         _check_int("limit", limit, 1, 1000)
         state = self._state(doc_id, include_deleted=include_deleted)
+        if since_version > state.meta.version:
+            raise SchemaDocError(
+                "version-not-found",
+                f"Document {doc_id} is at version {state.meta.version}; there is no version {since_version}.",
+                {"doc_id": doc_id, "version": since_version, "latest_version": state.meta.version})
         index = self._history(doc_id)
         return HistoryPage(doc_id, index.page(since_version, limit), state.meta.version, since_version)
 

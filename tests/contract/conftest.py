@@ -10,12 +10,13 @@ server's base URL, the same tests run against it instead (``remote-rest``, ``rem
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .doors import BOOK_SCHEMA, DOOR_NAMES, Door, open_door
+from .doors import BOOK_SCHEMA, DOOR_NAMES, REMOTE_URL, Door, in_process_service, open_door
 
 
 @pytest.fixture
@@ -39,6 +40,14 @@ def fresh_server(door_name: str) -> bool:
 async def door(door_name: str, tmp_path: Path) -> AsyncIterator[Door]:
     async with open_door(door_name, tmp_path / "data") as opened:
         yield opened
+
+
+@pytest.fixture
+async def doors(tmp_path: Path) -> AsyncIterator[list[Door]]:
+    """Every door, all onto ONE server (in process: one service behind a REST app and two MCP servers)."""
+    service = None if REMOTE_URL else in_process_service(tmp_path / "data")
+    async with AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(open_door(name, tmp_path / "data", service)) for name in DOOR_NAMES]
 
 
 @pytest.fixture(scope="session")

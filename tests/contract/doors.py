@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import anyio
 import httpx
@@ -39,6 +39,7 @@ __all__ = [
     "UNKNOWN_DOC_ID",
     "Doc",
     "Door",
+    "EventStream",
     "McpDoor",
     "NotRepresentable",
     "Observations",
@@ -70,6 +71,14 @@ TOOLS = (
     "document_list",
     "schema_get_root",
     "schema_get_node",
+    "document_history",
+    "document_diff",
+    "document_revert",
+    "document_merge_patch",
+    "document_delete",
+    "document_undelete",
+    "document_purge",
+    "document_changes",
 )
 
 _CREATED = frozenset({"document_create", "document_create_node"})
@@ -132,6 +141,10 @@ class Door(Protocol):
 
     async def read_document(self, doc_id: str) -> Outcome:
         """The whole document (export): success body ``{"document": <content>}``."""
+        ...
+
+    async def read_version(self, doc_id: str, version: int | str) -> Outcome:
+        """The whole document at a past version: success body ``{"document": <content>}``."""
         ...
 
 
@@ -212,11 +225,24 @@ def _rest_request(tool: str, args: dict[str, Any]) -> tuple[str, str, dict[str, 
     if tool == "schema_get_node":
         query_from(("node_path", "path"), ("doc_id", "doc_id"), ("dereferenced", "dereferenced"))
         return "GET", "/schema/node", query, None
+    if tool == "document_changes":
+        query_from(("since", "since"), ("limit", "limit"))
+        return "GET", "/changes", query, None
     doc = _segment(args)
     if tool == "document_read_node":
-        query_from(("node_path", "path"))
+        query_from(("node_path", "path"), ("at_version", "at_version"))
         return "GET", f"/documents/{doc}", query, None
+    if tool == "document_history":
+        query_from(("since_version", "since_version"), ("limit", "limit"))
+        return "GET", f"/documents/{doc}/history", query, None
+    if tool == "document_diff":
+        query_from(("from_version", "from_version"), ("to_version", "to_version"))
+        return "GET", f"/documents/{doc}/diff", query, None
     query_from(("dry_run", "dry_run"))
+    if tool == "document_undelete":
+        return "POST", f"/documents/{doc}/undelete", query, None
+    if tool == "document_purge":
+        return "POST", f"/documents/{doc}/purge", query, None
     body = {}
     if tool == "document_update_node":
         query_from(("node_path", "path"))
@@ -233,6 +259,16 @@ def _rest_request(tool: str, args: dict[str, Any]) -> tuple[str, str, dict[str, 
     if tool == "document_apply_patch":
         take("patch", "version", into=body)
         return "POST", f"/documents/{doc}/patch", query, body
+    if tool == "document_revert":
+        take("to_version", "version", into=body)
+        return "POST", f"/documents/{doc}/revert", query, body
+    if tool == "document_merge_patch":
+        query_from(("node_path", "path"))
+        take("merge_patch", "version", into=body)
+        return "POST", f"/documents/{doc}/merge", query, body
+    if tool == "document_delete":
+        take("version", into=body)
+        return "DELETE", f"/documents/{doc}", query, body
     raise NotRepresentable(f"no REST route for tool {tool!r}")
 
 
@@ -244,6 +280,8 @@ class RestDoor:
     http: httpx.AsyncClient
     prefix: str = "/api/v1"
     kind: str = "rest"
+    app: Any = None
+    """The in-process ASGI app (``None`` for a remote server): streams bypass httpx's buffering ASGI transport."""
 
     async def call(self, tool: str, args: dict[str, Any]) -> Outcome:
         method, path, query, body = _rest_request(tool, args)
@@ -255,6 +293,37 @@ class RestDoor:
         if outcome.ok:
             return Outcome(True, {"document": outcome.body.get("node_content")}, outcome.status, outcome.headers)
         return outcome
+
+    async def read_version(self, doc_id: str, version: int | str) -> Outcome:
+        """``GET /documents/{doc_id}/versions/{version}``: the raw document, wrapped as ``{"document": ...}``."""
+        url = f"{self.prefix}/documents/{quote(doc_id, safe='')}/versions/{quote(str(version), safe='')}"
+        with anyio.fail_after(CALL_TIMEOUT):
+            response = await self.http.request("GET", url)
+        headers = {key.lower(): value for key, value in response.headers.items()}
+        parsed = response.json() if response.content else None
+        if 200 <= response.status_code < 300:
+            outcome = Outcome(True, {"document": parsed}, response.status_code, headers)
+        elif isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+            outcome = Outcome(False, parsed, response.status_code, headers)
+        else:
+            OBSERVED.anomaly(self.name, "read_version", f"status {response.status_code}: {response.text[:300]!r}")
+            outcome = Outcome(False, {"error": {"code": None, "message": response.text[:300]}},
+                              response.status_code, headers)
+        OBSERVED.record(self.name, "read_version", outcome)
+        return outcome
+
+    @asynccontextmanager
+    async def events(self, doc_id: str, *, params: dict[str, str] | None = None,
+                     headers: dict[str, str] | None = None) -> AsyncIterator[EventStream]:
+        """``GET /documents/{doc_id}/events`` as an open :class:`EventStream` (closed on leaving the block)."""
+        url = f"{self.prefix}/documents/{quote(doc_id, safe='')}/events"
+        if self.app is not None:
+            async with _asgi_stream(self.app, url, params or {}, headers or {}) as (status, answer, chunks):
+                yield EventStream(status, answer, chunks)
+            return
+        async with self.http.stream("GET", url, params=params, headers=headers) as response:
+            answer = {key.lower(): value for key, value in response.headers.items()}
+            yield EventStream(response.status_code, answer, response.aiter_bytes())
 
     async def request(self, method: str, url: str, *, params: dict[str, str] | None = None,
                       json_body: Any = None, headers: dict[str, str] | None = None,
@@ -282,6 +351,96 @@ class RestDoor:
         return outcome
 
 
+class EventStream:
+    """An open Server-Sent Events response: its status, headers, and its events one by one."""
+
+    def __init__(self, status: int, headers: dict[str, str], chunks: AsyncIterator[bytes]) -> None:
+        self.status = status
+        self.headers = headers
+        self._chunks = chunks
+        self._buffer = ""
+        self.ended = False
+
+    async def body(self) -> Any:
+        """The whole body as JSON (an error answer, which is not a stream)."""
+        data = b"".join([chunk async for chunk in self._chunks])
+        return json.loads(data)
+
+    async def next_event(self, timeout: float = CALL_TIMEOUT) -> dict[str, str] | None:
+        """The next event (``id``, ``event``, ``data``; comments skipped), or ``None`` when the stream ended."""
+        with anyio.fail_after(timeout):
+            while True:
+                while "\n\n" in self._buffer:
+                    block, self._buffer = self._buffer.split("\n\n", 1)
+                    event: dict[str, str] = {}
+                    for line in block.split("\n"):
+                        if not line or line.startswith(":"):
+                            continue
+                        name, _, value = line.partition(":")
+                        value = value.removeprefix(" ")
+                        event[name] = event[name] + "\n" + value if name == "data" and name in event else value
+                    if event:
+                        return event
+                try:
+                    chunk = await self._chunks.__anext__()
+                except StopAsyncIteration:
+                    self.ended = True
+                    return None
+                self._buffer += chunk.decode().replace("\r\n", "\n")
+
+
+@asynccontextmanager
+async def _asgi_stream(app: Any, path: str, params: dict[str, str],
+                       headers: dict[str, str]) -> AsyncIterator[tuple[int, dict[str, str], AsyncIterator[bytes]]]:
+    """A GET straight into an ASGI app, its body read as it is sent (httpx's ASGITransport waits for the end)."""
+    sender, receiver = anyio.create_memory_object_stream[dict[str, Any]](1000)
+    disconnected = anyio.Event()
+    requested = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal requested
+        if not requested:
+            requested = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await disconnected.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        await sender.send(message)
+
+    async def run() -> None:
+        async with sender:
+            await app(scope, receive, send)
+
+    scope: dict[str, Any] = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+        "path": path, "raw_path": path.encode(), "root_path": "", "query_string": urlencode(params).encode(),
+        "headers": [(b"host", b"127.0.0.1")] + [(key.lower().encode(), value.encode())
+                                                 for key, value in headers.items()],
+        "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 50000),
+    }
+
+    async def chunks() -> AsyncIterator[bytes]:
+        async for message in receiver:
+            if message["type"] == "http.response.body":
+                if message.get("body"):
+                    yield bytes(message["body"])
+                if not message.get("more_body", False):
+                    return
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        with anyio.fail_after(CALL_TIMEOUT):
+            start = await receiver.receive()
+        assert start["type"] == "http.response.start", start
+        answer = {key.decode().lower(): value.decode() for key, value in start.get("headers", [])}
+        try:
+            yield int(start["status"]), answer, chunks()
+        finally:
+            disconnected.set()
+            group.cancel_scope.cancel()
+
+
 @asynccontextmanager
 async def rest_door(name: str, *, app: Any = None, base_url: str | None = None,
                     prefix: str = "/api/v1") -> AsyncIterator[RestDoor]:
@@ -290,7 +449,7 @@ async def rest_door(name: str, *, app: Any = None, base_url: str | None = None,
         transport = httpx.ASGITransport(app=app)
         async with app.router.lifespan_context(app), \
                 httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
-            yield RestDoor(name, http, prefix)
+            yield RestDoor(name, http, prefix, app=app)
     else:
         async with httpx.AsyncClient(base_url=str(base_url), timeout=CALL_TIMEOUT) as http:
             yield RestDoor(name, http, prefix)
@@ -364,22 +523,28 @@ class McpDoor:
         return outcome
 
     async def read_document(self, doc_id: str) -> Outcome:
-        uri = f"schema://{doc_id}"
+        return await self._read_json_resource(f"schema://{doc_id}", "read_document")
+
+    async def read_version(self, doc_id: str, version: int | str) -> Outcome:
+        return await self._read_json_resource(f"schema://{doc_id}/versions/{version}", "read_version")
+
+    async def _read_json_resource(self, uri: str, what: str) -> Outcome:
+        """``resources/read`` of a JSON resource: ``{"document": <its JSON>}``, or the protocol error."""
         try:
             with anyio.fail_after(CALL_TIMEOUT):
                 result = await self.client.read_resource(uri)
         except MCPError as failure:
             outcome = self._protocol_error(failure)
-            OBSERVED.record(self.name, "read_document", outcome)
+            OBSERVED.record(self.name, what, outcome)
             return outcome
         texts = [block for block in result.contents if hasattr(block, "text")]
         if len(texts) != 1:
-            OBSERVED.anomaly(self.name, "read_document", f"{uri}: {len(result.contents)} contents, not one text")
+            OBSERVED.anomaly(self.name, what, f"{uri}: {len(result.contents)} contents, not one text")
         block = texts[0]
         if block.mime_type != "application/json":
-            OBSERVED.anomaly(self.name, "read_document", f"{uri}: mime type {block.mime_type!r}")
+            OBSERVED.anomaly(self.name, what, f"{uri}: mime type {block.mime_type!r}")
         outcome = Outcome(True, {"document": json.loads(block.text)}, 200)
-        OBSERVED.record(self.name, "read_document", outcome)
+        OBSERVED.record(self.name, what, outcome)
         return outcome
 
     def _protocol_error(self, failure: MCPError) -> Outcome:
@@ -545,6 +710,40 @@ class Doc:
 
     async def patch(self, patch: Any, **args: Any) -> Outcome:
         return await self.write("document_apply_patch", patch=patch, **args)
+
+    async def merge(self, node_path: str, merge_patch: Any, **args: Any) -> Outcome:
+        return await self.write("document_merge_patch", node_path=node_path, merge_patch=merge_patch, **args)
+
+    async def revert(self, to_version: int, **args: Any) -> Outcome:
+        return await self.write("document_revert", to_version=to_version, **args)
+
+    async def delete_document(self, **args: Any) -> Outcome:
+        """``document_delete`` at the current version (unless given); success moves the version on."""
+        return await self.write("document_delete", **args)
+
+    async def at(self, version: int, node_path: str = "/") -> Any:
+        """The node's content as it was at ``version`` (and a check that the read names that version)."""
+        body = ok(await self.door.call("document_read_node",
+                                       {"doc_id": self.doc_id, "node_path": node_path, "at_version": version}))
+        assert body["version"] == version, f"read at {version} says version {body['version']}"
+        return body["node_content"]
+
+    async def history(self, *, page_size: int = 1000) -> list[dict[str, Any]]:
+        """Every journal entry, oldest first, gathered page by page (each page checked for consistency)."""
+        entries: list[dict[str, Any]] = []
+        since = 0
+        while True:
+            body = ok(await self.door.call("document_history",
+                                           {"doc_id": self.doc_id, "since_version": since, "limit": page_size}))
+            page = body["entries"]
+            assert len(page) <= page_size
+            assert [entry["version"] for entry in page] == list(range(since + 1, since + 1 + len(page))), page
+            entries += page
+            if not body["has_more"]:
+                assert body["next_since_version"] == body["current_version"] == len(entries), body
+                return entries
+            assert len(page) == page_size and body["next_since_version"] == page[-1]["version"], body
+            since = body["next_since_version"]
 
     async def snapshot(self) -> tuple[int, Any]:
         """(version, whole content) as the server has them now."""

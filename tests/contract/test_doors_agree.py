@@ -3,31 +3,20 @@
 The other tests check each door against the contract; this one compares the doors with each
 other, call by call, so that a difference the contract does not pin down (an extra member, a
 different message, another detail) still shows. Each door works on its own document; its
-doc_id is replaced by ``<doc>`` before comparing. ``invalid-request`` is compared by code and
+doc_id is replaced by ``<doc>`` and commit times and feed cursors (``at``, ``deleted_at``,
+``seq``, ``cursor``) by ``<time>`` before comparing. ``invalid-request`` is compared by code and
 status only: its message names the argument the way the door received it (a body member, a
-query parameter, a tool argument).
+query parameter, a tool argument). The step ``read_version`` reads a whole past version
+(``schema://{doc_id}/versions/{n}``, ``GET /documents/{doc_id}/versions/{n}``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .doors import (
-    DOOR_NAMES,
-    REMOTE_URL,
-    UNKNOWN_DOC_ID,
-    Door,
-    Outcome,
-    chapter,
-    in_process_service,
-    open_door,
-    sample_book,
-)
+from .doors import UNKNOWN_DOC_ID, Door, Outcome, chapter, sample_book
 
 pytestmark = pytest.mark.anyio
 
@@ -67,17 +56,53 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("schema_get_node", {"node_path": "/tags/-"}),
     ("document_read_node", {"node_path": ""}),
     ("schema_get_root", {"dereferenced": False}),
+    # history, time travel, undo, merge patch, deletion
+    ("document_history", {"since_version": 1, "limit": 3}),
+    ("document_read_node", {"node_path": "/chapters/-1", "at_version": 2}),
+    ("document_read_node", {"node_path": "/chapters/5/title", "at_version": 2}),
+    ("document_read_node", {"node_path": "/", "at_version": 99}),
+    ("document_read_node", {"node_path": "/", "at_version": 0}),
+    ("read_version", {"version": 2}),
+    ("read_version", {"version": 99}),
+    ("document_diff", {"from_version": "<v>", "to_version": 2}),
+    ("document_diff", {"from_version": 1, "to_version": 99}),
+    ("document_revert", {"to_version": 2, "version": "<v>", "dry_run": True}),
+    ("document_revert", {"to_version": 3, "version": "<v>"}),
+    ("document_revert", {"to_version": 2, "version": 1}),
+    ("document_merge_patch", {"node_path": "/metadata", "version": "<v>",
+                              "merge_patch": {"status": "review", "isbn": None, "author": {"email": "a@b.org"}}}),
+    ("document_merge_patch", {"node_path": "/", "version": "<v>",
+                              "merge_patch": {"bogus": 1, "metadata": {"edition": "two"}}}),
+    ("document_merge_patch", {"node_path": "/", "version": "<v>", "merge_patch": {"title": None}}),
+    ("document_merge_patch", {"node_path": "/tags", "version": "<v>", "merge_patch": ["b", "a"], "dry_run": True}),
+    ("document_undelete", {}),
+    ("document_purge", {}),
+    ("document_delete", {"version": 1}),
+    ("document_delete", {"version": "<v>"}),
+    ("document_read_node", {"node_path": "/"}),
+    ("document_history", {}),
+    ("read_version", {"version": 2}),
+    ("document_undelete", {}),
+    ("document_history", {"since_version": 6}),
+    ("document_delete", {"version": "<v>"}),
+    ("document_purge", {}),
+    ("document_read_node", {"node_path": "/"}),
+    ("document_purge", {}),
 ]
 
 
 _NO_DOC_ID = frozenset({"document_create", "document_list", "schema_get_root", "schema_get_node"})
 
 
+_MOMENTS = frozenset({"at", "deleted_at", "seq", "cursor"})
+
+
 def _normalised(value: Any, doc_id: str) -> Any:
     if isinstance(value, str):
         return value.replace(doc_id, "<doc>")
     if isinstance(value, dict):
-        return {key: _normalised(item, doc_id) for key, item in value.items()}
+        return {key: "<time>" if key in _MOMENTS and item is not None else _normalised(item, doc_id)
+                for key, item in value.items()}
     if isinstance(value, list):
         return [_normalised(item, doc_id) for item in value]
     return value
@@ -92,20 +117,14 @@ async def _run(door: Door) -> list[tuple[bool, int, Any]]:
         args: dict[str, Any] = {} if tool in _NO_DOC_ID else {"doc_id": doc_id}
         args.update({key: version if value == "<v>" else doc_id if value == "<doc>" else value
                      for key, value in template.items()})
-        outcome: Outcome = await door.call(tool, args)
-        if outcome.ok and "version" in outcome.body and outcome.body.get("doc_id") == doc_id:
+        outcome: Outcome = (await door.read_version(doc_id, args["version"]) if tool == "read_version"
+                            else await door.call(tool, args))
+        if (outcome.ok and "version" in outcome.body and outcome.body.get("doc_id") == doc_id
+                and "at_version" not in args):
             version = outcome.body["version"]
         body = {"code": outcome.code} if outcome.code == "invalid-request" else outcome.body
         trace.append((outcome.ok, outcome.status, _normalised(body, doc_id)))
     return trace
-
-
-@pytest.fixture
-async def doors(tmp_path: Path) -> AsyncIterator[list[Door]]:
-    """Every door, all onto one server."""
-    service = None if REMOTE_URL else in_process_service(tmp_path / "data")
-    async with AsyncExitStack() as stack:
-        yield [await stack.enter_async_context(open_door(name, tmp_path / "data", service)) for name in DOOR_NAMES]
 
 
 async def test_every_door_answers_the_same_scenario_with_the_same_bodies(doors: list[Door]) -> None:

@@ -40,10 +40,19 @@ async def test_every_tool_is_declared_with_input_and_output_schemas(mcp: McpDoor
         "document_delete_node": {"doc_id", "node_path", "version"},
         "document_apply_patch": {"doc_id", "patch", "version"},
         "schema_get_node": {"node_path"},
+        "document_history": {"doc_id"},
+        "document_diff": {"doc_id", "from_version", "to_version"},
+        "document_revert": {"doc_id", "to_version", "version"},
+        "document_merge_patch": {"doc_id", "node_path", "merge_patch", "version"},
+        "document_delete": {"doc_id", "version"},
+        "document_undelete": {"doc_id"},
+        "document_purge": {"doc_id"},
     }
     for name, names in required.items():
         assert set(tools[name].input_schema.get("required", [])) == names, name
     assert not tools["document_create"].input_schema.get("required")
+    assert not tools["document_changes"].input_schema.get("required")
+    assert "at_version" in tools["document_read_node"].input_schema["properties"]
 
 
 async def test_a_success_carries_the_body_as_structured_content_and_as_text(mcp: McpDoor) -> None:
@@ -92,3 +101,34 @@ async def test_an_unknown_resource_is_invalid_params_naming_the_uri(mcp: McpDoor
 async def test_the_exported_resource_matches_the_root_node(mcp: McpDoor) -> None:
     doc = await book_doc(mcp)
     assert ok(await mcp.read_document(doc.doc_id))["document"] == await doc.content()
+
+
+async def test_every_version_of_a_document_is_a_json_resource(mcp: McpDoor) -> None:
+    templates = {template.uri_template for template in (await mcp.client.list_resource_templates()).resource_templates}
+    assert "schema://{doc_id}/versions/{n}" in templates
+    doc = await book_doc(mcp)
+    ok(await doc.update("/title", "Later"))
+    first = ok(await mcp.read_version(doc.doc_id, 1))["document"]
+    assert first["chapters"] == []
+    assert ok(await mcp.read_version(doc.doc_id, 2))["document"]["title"] == "The Conformance Book"
+    assert ok(await mcp.read_version(doc.doc_id, 3))["document"] == ok(await mcp.read_document(doc.doc_id))["document"]
+    for n in (4, "two"):
+        uri = f"schema://{doc.doc_id}/versions/{n}"
+        with pytest.raises(MCPError) as raised:
+            await mcp.client.read_resource(uri)
+        assert raised.value.code == -32602, uri
+        assert raised.value.data["uri"] == uri
+        assert raised.value.data["error"]["code"] == "version-not-found"
+
+
+async def test_a_deleted_document_leaves_the_resource_list_and_an_undelete_brings_it_back(mcp: McpDoor) -> None:
+    doc = await book_doc(mcp)
+    uri = f"schema://{doc.doc_id}"
+    ok(await doc.delete_document())
+    assert uri not in {resource.uri for resource in (await mcp.client.list_resources()).resources}
+    with pytest.raises(MCPError) as raised:
+        await mcp.client.read_resource(uri)
+    assert raised.value.code == -32602
+    assert raised.value.data["error"]["details"]["deleted"] is True
+    ok(await mcp.call("document_undelete", {"doc_id": doc.doc_id}))
+    assert uri in {resource.uri for resource in (await mcp.client.list_resources()).resources}

@@ -38,7 +38,13 @@ _INVALID: list[tuple[str, dict[str, Any], str]] = [
     ("document_list", {"offset": -1}, "offset-is-negative"),
     ("schema_get_root", {"dereferenced": "maybe"}, "dereferenced-is-a-word"),
     ("schema_get_node", {"node_path": "/title", "dereferenced": "maybe"}, "node-dereferenced-is-a-word"),
+    ("document_history", {"since_version": "start"}, "since-version-is-a-word"),
+    ("document_diff", {"from_version": 1}, "to-version-is-missing"),
+    ("document_revert", {"to_version": "1", "version": "{version}"}, "to-version-is-a-string"),
+    ("document_delete", {"version": "five"}, "delete-version-is-a-word"),
+    ("document_changes", {"since": "later"}, "since-is-a-word"),
 ]
+_WITHOUT_DOC_ID = frozenset({"document_list", "document_changes", "schema_get_root", "schema_get_node"})
 
 
 @pytest.mark.parametrize(("tool", "args"), [(tool, args) for tool, args, _ in _INVALID],
@@ -47,7 +53,7 @@ async def test_a_wrong_or_missing_argument_is_invalid_request(door: Door, tool: 
     doc = await book_doc(door)
     before = await doc.snapshot()
     call = {key: (doc.version if value == "{version}" else value) for key, value in args.items()}
-    if tool.startswith("document_") and tool != "document_list":
+    if tool not in _WITHOUT_DOC_ID:
         call["doc_id"] = doc.doc_id
     try:
         outcome = await door.call(tool, call)
@@ -108,12 +114,13 @@ async def test_growing_a_document_deeper_than_any_limit_is_refused_as_a_client_e
     doc = await book_doc(door)
     parent = "/chapters/0/sections/0"
     for _ in range(4):
-        before = await doc.snapshot()
+        # only shallow reads: the MCP SDK's client cannot parse a response nested ~200 levels deep
+        before = ok(await doc.read("/title"))["version"]
         outcome = await doc.create(parent + "/sections/-", _section_chain(50))
         assert outcome.ok or outcome.status < 500, outcome
         if not outcome.ok:
             assert outcome.code in CATALOG
-            assert await doc.snapshot() == before
+            assert ok(await doc.read("/title"))["version"] == before
             return
         parent = outcome.body["created_node_path"] + "/sections/0" * 49
     assert ok(await door.read_document(doc.doc_id))["document"] == await doc.content()

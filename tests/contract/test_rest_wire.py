@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from .doors import DOOR_NAMES, Door, RestDoor, book_doc, failed, ok
+from .doors import DOOR_NAMES, Door, EventStream, RestDoor, book_doc, failed, ok
 
 pytestmark = pytest.mark.anyio
 
@@ -102,7 +103,17 @@ async def test_the_openapi_document_is_3_1_and_describes_every_endpoint(rest: Re
         "/api/v1/documents/{doc_id}/patch": {"post"},
         "/api/v1/schema": {"get"},
         "/api/v1/schema/node": {"get"},
+        "/api/v1/documents/{doc_id}/history": {"get"},
+        "/api/v1/documents/{doc_id}/versions/{version}": {"get"},
+        "/api/v1/documents/{doc_id}/diff": {"get"},
+        "/api/v1/documents/{doc_id}/revert": {"post"},
+        "/api/v1/documents/{doc_id}/undelete": {"post"},
+        "/api/v1/documents/{doc_id}/purge": {"post"},
+        "/api/v1/documents/{doc_id}/merge": {"post"},
+        "/api/v1/documents/{doc_id}/events": {"get"},
+        "/api/v1/changes": {"get"},
     }
+    expected["/api/v1/documents/{doc_id}"] |= {"patch", "delete"}
     for path, methods in expected.items():
         assert methods <= set(paths.get(path, {})), path
 
@@ -112,3 +123,110 @@ async def test_the_api_documentation_pages_are_served(rest: RestDoor, page: str)
     response = await rest.http.get(page)
     assert response.status_code == 200
     assert "text/html" in response.headers["content-type"]
+
+
+# -- history, merge patch and the event stream over HTTP ------------------------------------------------
+
+
+async def test_past_reads_send_the_past_version_as_etag_and_history_the_current_one(rest: RestDoor) -> None:
+    doc = await book_doc(rest)
+    ok(await doc.update("/title", "Now"))
+    at = await rest.call("document_read_node", {"doc_id": doc.doc_id, "node_path": "/title", "at_version": 2})
+    assert at.headers.get("etag") == '"2"'
+    whole = await rest.read_version(doc.doc_id, 2)
+    assert whole.headers.get("etag") == '"2"'
+    assert whole.headers.get("content-type", "").startswith("application/json")
+    history = await rest.call("document_history", {"doc_id": doc.doc_id, "limit": 1})
+    assert history.headers.get("etag") == f'"{doc.version}"'
+
+
+async def test_patch_takes_a_merge_patch_and_the_version_from_if_match(rest: RestDoor) -> None:
+    doc = await book_doc(rest)
+    url = f"/api/v1/documents/{doc.doc_id}"
+    merge = {"Content-Type": "application/merge-patch+json"}
+    outcome = await rest.request("PATCH", url, params={"path": "/metadata"}, content=b'{"status": "review"}',
+                                 headers={**merge, "If-Match": f'"{doc.version}"'})
+    body = ok(outcome)
+    assert body["version"] == doc.version + 1
+    assert body["patch"] == [{"op": "replace", "path": "/metadata/status", "value": "review"}]
+    assert outcome.headers.get("etag") == f'"{doc.version + 1}"'
+    doc.version += 1
+    stale = await rest.request("PATCH", url, params={"path": "/metadata"}, content=b'{"edition": 4}',
+                               headers={**merge, "If-Match": '"2"'})
+    failed(stale, "version-conflict")
+    error = failed(await rest.request("PATCH", url, content=b'{"title": "x"}', headers=merge), "invalid-request")
+    assert error["details"]["argument"] == "version"
+    failed(await rest.request("PATCH", url, content=b'{"title": "x"}',
+                              headers={"Content-Type": "text/plain", "If-Match": f'"{doc.version}"'}),
+           "invalid-request")
+    outcome = await rest.request("PATCH", url, content=b'{"bogus": 1}',
+                                 headers={**merge, "If-Match": f'"{doc.version}"'})
+    failed(outcome, "merge-patch-invalid")
+    assert outcome.status == 422
+    assert (await doc.snapshot())[0] == doc.version
+
+
+async def test_revert_and_delete_take_the_version_from_if_match(rest: RestDoor) -> None:
+    doc = await book_doc(rest)
+    url = f"/api/v1/documents/{doc.doc_id}"
+    outcome = await rest.request("POST", url + "/revert", json_body={"to_version": 1},
+                                 headers={"If-Match": f'"{doc.version}"'})
+    assert ok(outcome)["version"] == 3
+    assert outcome.headers.get("etag") == '"3"'
+    failed(await rest.request("DELETE", url, headers={"If-Match": '"2"'}), "version-conflict")
+    deleted = await rest.request("DELETE", url, headers={"If-Match": '"3"'})
+    assert ok(deleted)["deleted"] is True
+    assert deleted.headers.get("etag") == '"4"'
+
+
+async def _versions(stream: EventStream, count: int) -> list[dict[str, Any]]:
+    """The next ``count`` events, each checked to be a version event whose id is its version."""
+    events = []
+    for _ in range(count):
+        event = await stream.next_event()
+        assert event is not None, "the stream ended early"
+        assert event.get("event") == "version", event
+        data = json.loads(event["data"])
+        assert event.get("id") == str(data["version"]), event
+        events.append(data)
+    return events
+
+
+async def test_the_event_stream_replays_follows_resumes_and_ends_with_a_purge(rest: RestDoor) -> None:
+    doc = await book_doc(rest)
+    ok(await doc.update("/title", "Three"))
+    async with rest.events(doc.doc_id, params={"since": "1"}) as stream:
+        assert stream.status == 200
+        assert stream.headers.get("content-type", "").startswith("text/event-stream")
+        replayed = await _versions(stream, 2)
+        assert [(e["version"], e["op"]) for e in replayed] == [(2, "update_node"), (3, "update_node")]
+        assert replayed[1]["patch"] == [{"op": "replace", "path": "/title", "value": "Three"}]
+        failed(await doc.update("/title", 4), "validation-failed")
+        ok(await doc.update("/title", "Dry", dry_run=True))
+        ok(await doc.merge("/", {"title": "Four"}))
+        assert [(e["version"], e["op"]) for e in await _versions(stream, 1)] == [(4, "merge_patch")], (
+            "the failed and the dry-run write sent nothing")
+    ok(await doc.update("/title", "Five"))
+    async with rest.events(doc.doc_id, params={"since": "0"}, headers={"Last-Event-ID": "4"}) as stream:
+        assert [e["version"] for e in await _versions(stream, 1)] == [5], "Last-Event-ID wins over since"
+        ok(await doc.delete_document())
+        assert [e["op"] for e in await _versions(stream, 1)] == ["delete_document"]
+        ok(await rest.call("document_purge", {"doc_id": doc.doc_id}))
+        purged = await stream.next_event()
+        assert purged is not None and purged.get("event") == "purged", purged
+        assert json.loads(purged["data"])["doc_id"] == doc.doc_id
+        assert await stream.next_event() is None, "a purge ends the stream"
+
+
+async def test_an_event_stream_that_cannot_start_answers_with_the_error_object(rest: RestDoor) -> None:
+    doc = await book_doc(rest)
+    cases: list[tuple[str, dict[str, str], dict[str, str], str]] = [
+        (doc.doc_id, {"since": "9"}, {}, "version-not-found"),
+        (doc.doc_id, {}, {"Last-Event-ID": "later"}, "invalid-request"),
+        ("01ARZ3NDEKTSV4RRFFQ69G5FAV", {}, {}, "document-not-found"),
+    ]
+    for doc_id, params, headers, code in cases:
+        async with rest.events(doc_id, params=params, headers=headers) as stream:
+            body = await stream.body()
+            assert body["error"]["code"] == code, (params, headers, body)
+            assert stream.status == int(body["error"]["category"])

@@ -7,6 +7,8 @@ a part runs (a single file, ``-k``). Run the suite in one process (not ``pytest 
 
 from __future__ import annotations
 
+from itertools import combinations
+
 import pytest
 
 from schemadoc.errors import CATALOG
@@ -16,7 +18,7 @@ from .doors import OBSERVED
 REACHABLE = frozenset({
     "invalid-request", "invalid-doc-id", "path-invalid", "patch-invalid", "root-not-deletable",
     "document-not-found", "path-not-found", "schema-path-not-found", "conflict", "version-conflict",
-    "patch-test-failed", "validation-failed", "document-too-deep",
+    "patch-test-failed", "validation-failed", "document-too-deep", "version-not-found", "merge-patch-invalid",
 })
 """Codes a client can provoke through every door with the bundled schema and default settings."""
 
@@ -28,8 +30,6 @@ NOT_PROVOKED = {
     "lock-timeout": "needs a write lock held for 10 seconds",
     "number-out-of-range": "the bundled schema bounds every number it allows (tests/unit/test_service.py)",
     "resource-not-found": "an unknown resource is JSON-RPC -32602 with data.uri (test_mcp_wire)",
-    "version-not-found": "no tool of the contract reads old versions",
-    "merge-patch-invalid": "no tool of the contract takes a merge patch",
     "required-field-without-default": "the bundled schema has defaults for every required field",
     "schema-load-failed": "a start-up failure (tests/e2e, tests/unit)",
     "schema-resolution-failed": "a start-up failure (tests/e2e, tests/unit)",
@@ -44,6 +44,22 @@ NOT_PROVOKED = {
 def test_every_error_code_any_door_returned_is_in_the_catalog() -> None:
     seen = {code for codes in OBSERVED.codes.values() for code in codes}
     assert seen - set(CATALOG) == set(), f"codes outside the catalog: {sorted(seen - set(CATALOG))}"
+
+
+def test_the_code_lists_are_catalogued_and_disjoint() -> None:
+    lists = {"REACHABLE": REACHABLE, "REACHABLE_OVER_HTTP": REACHABLE_OVER_HTTP,
+             "NOT_PROVOKED": frozenset(NOT_PROVOKED)}
+    for name, codes in lists.items():
+        assert codes - set(CATALOG) == set(), f"{name} names codes the catalog lacks: {sorted(codes - set(CATALOG))}"
+    for (name, codes), (other, others) in combinations(lists.items(), 2):
+        assert codes & others == set(), f"{sorted(codes & others)} in both {name} and {other}"
+
+
+def test_no_door_returned_a_code_said_not_to_be_provoked() -> None:
+    seen = {code: sorted(door for door, codes in OBSERVED.codes.items() if code in codes)
+            for code in NOT_PROVOKED}
+    provoked = {code: doors for code, doors in seen.items() if doors}
+    assert provoked == {}, "returned after all (a bug, or a stale NOT_PROVOKED entry to move to REACHABLE)"
 
 
 def test_every_catalogued_code_is_either_reachable_or_explained() -> None:

@@ -282,7 +282,7 @@ def test_a_merge_patch_that_does_not_fit_lists_every_problem_and_changes_nothing
     assert error["details"]["path"] == "/metadata"
     problems = error["details"]["violations"]
     assert len(problems) == 3
-    assert {p["path"] for p in problems} == {"", "/edition", "/status"}
+    assert {p["path"] for p in problems} == {"/metadata", "/metadata/edition", "/metadata/status"}
     assert client.get(url(doc_id)).headers["etag"] == '"1"'
 
 
@@ -317,7 +317,7 @@ def test_a_merge_patch_can_be_previewed_and_posted_as_json_with_its_version(clie
     error = error_of(client.post(url(doc_id, "/merge"), json={"version": 3}), 400, "invalid-request")
     assert error["details"]["argument"] == "merge_patch"
     error_of(client.post(url(doc_id, "/merge"), params={"path": "/nope"}, json={"merge_patch": {}, "version": 3}),
-             404, "schema-path-not-found")
+             404, "path-not-found")
 
 
 # -- the change feed -------------------------------------------------------------------------

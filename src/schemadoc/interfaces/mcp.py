@@ -574,7 +574,7 @@ def _not_found(uri: str, error: SchemaDocError) -> MCPError:
                     data={"uri": uri, "error": error.to_dict()["error"]})
 
 
-_VERSION_NUMBER = re.compile(r"[1-9][0-9]{0,17}")
+_VERSION_NUMBER = re.compile(r"0|[1-9][0-9]{0,17}")  # the service says which versions exist
 
 
 def version_uri(doc_id: str, version: int | str) -> str:

@@ -126,8 +126,10 @@ async def test_history_pages_with_since_version_and_next_since_version(client: C
             break
 
     assert pages == [[1, 2], [3, 4], [5]]
-    beyond = await call(client, "document_history", {"doc_id": doc_id, "since_version": 9})
-    assert (beyond["entries"], beyond["has_more"], beyond["current_version"]) == ([], False, 5)
+    caught_up = await call(client, "document_history", {"doc_id": doc_id, "since_version": 5})
+    assert (caught_up["entries"], caught_up["has_more"], caught_up["current_version"]) == ([], False, 5)
+    beyond = await fail(client, "document_history", {"doc_id": doc_id, "since_version": 9})
+    assert beyond["code"] == "version-not-found" and beyond["details"]["latest_version"] == 5
 
 
 async def test_history_of_an_unknown_document_is_document_not_found(client: Client) -> None:
@@ -377,8 +379,8 @@ async def test_a_merge_patch_that_does_not_fit_the_schema_is_merge_patch_invalid
     assert error["details"]["path"] == "/metadata"
     problems = {(v["path"], v["code"]) for v in error["details"]["violations"]}
     assert len(error["details"]["violations"]) == 3
-    assert {path for path, _ in problems} == {"/status", "/edition", ""}
-    assert ("", "additional-properties-forbidden") in problems
+    assert {path for path, _ in problems} == {"/metadata/status", "/metadata/edition", "/metadata"}
+    assert ("/metadata", "additional-properties-forbidden") in problems
     assert service.version_of(doc_id) == 1
 
 
