@@ -33,7 +33,7 @@ from ulid import ULID
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.apply import apply_patch, check_patch
 from schemadoc.ops.compile import CompiledWrite, compile_create, compile_delete, compile_update
-from schemadoc.ops.history import VersionIndex, compile_merge_patch, diff
+from schemadoc.ops.history import CHECKPOINT_EVERY, Checkpoints, compile_merge_patch, diff, replay_from
 from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.pointer import format_pointer, json_type, parse, parse_node_path, resolve
 from schemadoc.schema import LoadedSchema
@@ -58,6 +58,8 @@ log = logging.getLogger("schemadoc.service")
 LOCK_TIMEOUT_SECONDS = 10.0
 _FREEZE_ABOVE_BYTES = 1 << 20
 _MAX_HISTORIES = 16
+PERSIST_CHECKPOINT_EVERY = 256
+"""The store keeps the content of every 256th version, so no past read replays more than 255 patches."""
 
 
 @dataclass(frozen=True)
@@ -220,7 +222,7 @@ class DocumentService:
         self._states: dict[str, DocState] = {}
         self._listeners: list[Listener] = []
         self._listeners_lock = threading.Lock()
-        self._histories: OrderedDict[str, VersionIndex] = OrderedDict()
+        self._histories: OrderedDict[str, Checkpoints] = OrderedDict()
         self._feed = _ChangeFeed()
 
     # -- life cycle --------------------------------------------------------------------------
@@ -367,8 +369,7 @@ class DocumentService:
     def revert(self, doc_id: str, to_version: int, version: int, *, dry_run: bool = False) -> WriteResult:
         """A new version whose content equals ``to_version`` (nothing in the journal is rewritten)."""
         doc_id = check_doc_id(doc_id)
-        index = self._history(doc_id)
-        target = index.content_at(index.check_version(to_version))
+        target = self.read_version(doc_id, to_version)
         return self._write(doc_id, version, "revert", lambda doc: CompiledWrite(diff(doc, target), ""),
                            dry_run=dry_run, node_of=_no_node, info={"to_version": to_version})
 
@@ -464,10 +465,9 @@ class DocumentService:
                     self._histories.pop(doc_id, None)
                     raise
             self._states[doc_id] = DocState(meta, content)
-            history = self._histories.get(doc_id)
-            if history is not None:
-                history.extend([entry])
             change = Change(cursor, doc_id, entry.version, op, now)
+            if entry.version % PERSIST_CHECKPOINT_EVERY == 0:
+                self._persist_checkpoint(doc_id, entry.version, data)
         finally:
             self._feed.settle(cursor, change)
         self._publish(ChangeEvent(doc_id, meta.version, kind, entry))
@@ -504,14 +504,39 @@ class DocumentService:
                 "version-not-found",
                 f"Document {doc_id} is at version {state.meta.version}; there is no version {since_version}.",
                 {"doc_id": doc_id, "version": since_version, "latest_version": state.meta.version})
-        index = self._history(doc_id)
-        return HistoryPage(doc_id, index.page(since_version, limit), state.meta.version, since_version)
+        entries = self.store.read_journal(doc_id, since_version=since_version, until_version=since_version + limit)
+        return HistoryPage(doc_id, entries, state.meta.version, since_version)
 
     def read_version(self, doc_id: str, version: int) -> Any:
-        """The whole document as it was at ``version``."""
+        """The whole document as it was at ``version``.
+
+        Rebuilt from the nearest checkpoint below it (in memory, persisted, or the current
+        content), so no read replays more than ``PERSIST_CHECKPOINT_EVERY - 1`` patches.
+        """
         doc_id = check_doc_id(doc_id)
-        self._state(doc_id)
-        return self._history(doc_id).content_at(version)
+        state = self._state(doc_id)
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise SchemaDocError("invalid-request", f"A version must be an integer, got {version!r}.",
+                                 {"argument": "version", "value": repr(version)})
+        latest = state.meta.version
+        if not 1 <= version <= latest:
+            raise SchemaDocError(
+                "version-not-found",
+                f"Document {doc_id} has versions 1 to {latest}; there is no version {version}.",
+                {"doc_id": doc_id, "version": version, "latest_version": latest})
+        if version == latest:
+            return state.content
+        checkpoints = self._checkpoints(doc_id)
+        base_version, base = checkpoints.nearest(version) or (0, None)
+        if version - base_version >= CHECKPOINT_EVERY:
+            persisted = self.store.read_checkpoint(doc_id, version)
+            if persisted is not None and persisted[0] > base_version:
+                base_version, base = persisted[0], orjson.loads(persisted[1])
+                checkpoints.remember(base_version, base)
+        if base_version == version:
+            return base
+        entries = self.store.read_journal(doc_id, since_version=base_version, until_version=version)
+        return replay_from(base, entries, checkpoints)
 
     def read_node_at(self, doc_id: str, node_path: str, at_version: int) -> NodeRead:
         """``read_node`` on a past version; the same path diagnostics apply."""
@@ -522,10 +547,7 @@ class DocumentService:
 
     def diff(self, doc_id: str, from_version: int, to_version: int) -> list[dict[str, Any]]:
         """An RFC 6902 patch turning version ``from_version`` into ``to_version`` (either direction)."""
-        doc_id = check_doc_id(doc_id)
-        self._state(doc_id)
-        index = self._history(doc_id)
-        return diff(index.content_at(from_version), index.content_at(to_version))
+        return diff(self.read_version(doc_id, from_version), self.read_version(doc_id, to_version))
 
     def changes(self, since: int = 0, limit: int = 100) -> ChangesPage:
         """Committed versions of every document after cursor ``since``, in commit order."""
@@ -541,19 +563,21 @@ class DocumentService:
             self._feed.load(found)
         return self._feed.read(since, limit)
 
-    def _history(self, doc_id: str) -> VersionIndex:
-        index = self._histories.get(doc_id)
-        if index is None:
-            index = VersionIndex(doc_id, self.store.read_journal(doc_id))
-            self._histories[doc_id] = index
+    def _checkpoints(self, doc_id: str) -> Checkpoints:
+        checkpoints = self._histories.get(doc_id)
+        if checkpoints is None:
+            checkpoints = self._histories[doc_id] = Checkpoints()
             while len(self._histories) > _MAX_HISTORIES:
                 self._histories.popitem(last=False)
         else:
             self._histories.move_to_end(doc_id)
-            current = self._states.get(doc_id)
-            if current is not None and current.meta.version > index.latest:
-                index.extend(self.store.read_journal(doc_id, since_version=index.latest))
-        return index
+        return checkpoints
+
+    def _persist_checkpoint(self, doc_id: str, version: int, data: bytes) -> None:
+        try:
+            self.store.write_checkpoint(doc_id, version, data)
+        except OSError as error:  # a cache: losing one only makes old reads replay more
+            log.warning("document %s: checkpoint of version %d not written: %s", doc_id, version, error.strerror)
 
     # -- state -------------------------------------------------------------------------------
 

@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemadoc.ops.apply import apply_patch, json_equal
-from schemadoc.ops.history import CHECKPOINT_EVERY, VersionIndex, compile_merge_patch, diff, merge_patch_value
+from schemadoc.ops.history import (
+    CHECKPOINT_EVERY,
+    Checkpoints,
+    compile_merge_patch,
+    diff,
+    merge_patch_value,
+    replay_from,
+)
 from schemadoc.ops.journal import JournalEntry
 
 json_values = st.recursive(
@@ -84,20 +91,18 @@ def _entries(count: int) -> list[JournalEntry]:
     return entries
 
 
-def test_any_version_is_rebuilt_exactly_and_checkpoints_bound_the_replay() -> None:
-    index = VersionIndex("D", _entries(3 * CHECKPOINT_EVERY + 5))
-    for version in (1, 2, CHECKPOINT_EVERY, CHECKPOINT_EVERY + 1, 3 * CHECKPOINT_EVERY + 5):
-        content = index.content_at(version)
-        assert content["n"] == (0 if version == 1 else version)
-        assert content["log"] == list(range(2, version + 1))
-
-
-def test_versions_outside_the_journal_are_version_not_found() -> None:
-    index = VersionIndex("D", _entries(3))
-    for bad in (0, 4, -1):
-        try:
-            index.content_at(bad)
-        except Exception as error:
-            assert getattr(error, "code", None) == "version-not-found"
-        else:
-            raise AssertionError("expected version-not-found")
+def test_replay_rebuilds_every_version_and_remembers_a_checkpoint_every_64() -> None:
+    entries = _entries(3 * CHECKPOINT_EVERY + 5)
+    checkpoints = Checkpoints()
+    final = replay_from(None, entries, checkpoints)
+    assert final["n"] == 3 * CHECKPOINT_EVERY + 5
+    assert final["log"] == list(range(2, 3 * CHECKPOINT_EVERY + 6))
+    for multiple in (1, 2, 3):
+        version, content = checkpoints.nearest(multiple * CHECKPOINT_EVERY + 3) or (0, None)
+        assert version == multiple * CHECKPOINT_EVERY
+        assert content["n"] == version and content["log"] == list(range(2, version + 1))
+    assert checkpoints.nearest(CHECKPOINT_EVERY - 1) is None
+    # replaying on from a checkpoint gives the same result as from the start
+    version, content = checkpoints.nearest(2 * CHECKPOINT_EVERY + 10) or (0, None)
+    assert replay_from(content, entries[version: 2 * CHECKPOINT_EVERY + 10]) == \
+        replay_from(None, entries[: 2 * CHECKPOINT_EVERY + 10])

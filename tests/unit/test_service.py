@@ -244,3 +244,32 @@ def test_an_integer_beyond_64_bits_is_refused_where_the_schema_allows_it(tmp_pat
     assert code == "number-out-of-range"
     assert code_of(lambda: service.create_node(doc_id, "/n", 2**70, 1, dry_run=True))[0] == "number-out-of-range"
     assert service.create_node(doc_id, "/n", 2**63 - 1, 1).version == 2
+
+
+class CountingStore(MemoryDocumentStore):
+    """Counts the journal entries the service reads back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries_read = 0
+
+    def read_journal(self, doc_id: str, since_version: int = 0, until_version: int | None = None) -> Any:
+        entries = super().read_journal(doc_id, since_version, until_version)
+        self.entries_read += len(entries)
+        return entries
+
+
+def test_past_versions_are_rebuilt_from_persisted_checkpoints_not_from_version_one() -> None:
+    store = CountingStore()
+    writer = DocumentService(SCHEMA, store)
+    doc_id, *_ = writer.create_document()
+    for version in range(1, 600):
+        writer.update_node(doc_id, "/title", f"t{version + 1}", version)
+    assert store.read_checkpoint(doc_id, 599) is not None and store.read_checkpoint(doc_id, 599)[0] == 512
+    reader = DocumentService(SCHEMA, store)  # a restart: nothing in memory
+    for version in (2, 300, 511, 512, 599):
+        store.entries_read = 0
+        title = reader.read_version(doc_id, version)["title"]
+        assert title == (f"t{version}" if version > 1 else "Untitled")
+        assert store.entries_read < 256, (version, store.entries_read)
+    assert reader.diff(doc_id, 300, 301) == [{"op": "replace", "path": "/title", "value": "t301"}]

@@ -1,10 +1,11 @@
-"""Versions from the journal: point-in-time content with checkpoints, diffs, merge patches.
+"""Versions from the journal: point-in-time content from checkpoints, diffs, merge patches.
 
-Nothing here touches the disk. :class:`VersionIndex` keeps one document's journal entries
-and rebuilds any version by applying patches forward from the nearest checkpoint. Because
-every patch is applied to a structurally shared copy, a checkpoint costs only the containers
-that changed since the previous one, so one is kept every :data:`CHECKPOINT_EVERY` versions
-and no read replays more than that many patches.
+Nothing here touches the disk. A past version is rebuilt by applying journal entries forward
+from the nearest checkpoint: one kept in memory (:class:`Checkpoints`, every
+:data:`CHECKPOINT_EVERY` versions met while replaying), one persisted by the store (every
+``PERSIST_EVERY`` versions, see the service), or the current content. Because every patch is
+applied to a structurally shared copy, an in-memory checkpoint costs only the containers that
+changed since the previous one.
 
 :func:`diff` returns a strict RFC 6902 patch between two versions. Unchanged subtrees of two
 versions of one document are the *same* objects, so the identity check makes a diff cost the
@@ -14,88 +15,52 @@ size of the change, not of the document.
 from __future__ import annotations
 
 import bisect
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from schemadoc.errors import SchemaDocError
 from schemadoc.ops.apply import apply_patch, json_equal
 from schemadoc.ops.journal import JournalEntry
 from schemadoc.pointer import format_pointer
 
-__all__ = ["CHECKPOINT_EVERY", "VersionIndex", "compile_merge_patch", "diff", "merge_patch_value"]
+__all__ = ["CHECKPOINT_EVERY", "Checkpoints", "compile_merge_patch", "diff", "merge_patch_value", "replay_from"]
 
 CHECKPOINT_EVERY = 64
 
 
-class VersionIndex:
-    """Every version of one document, rebuilt from its journal on demand."""
+class Checkpoints:
+    """Past versions of one document kept in memory (thread-safe; contents are never mutated)."""
 
-    def __init__(self, doc_id: str, entries: Iterable[JournalEntry] = ()) -> None:
-        self.doc_id = doc_id
-        self.entries: list[JournalEntry] = []
-        self._checkpoints: dict[int, Any] = {}
-        self._checkpoint_versions: list[int] = []
-        self.extend(entries)
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._versions: list[int] = []
+        self._contents: dict[int, Any] = {}
 
-    @property
-    def latest(self) -> int:
-        return len(self.entries)
+    def nearest(self, version: int) -> tuple[int, Any] | None:
+        """The checkpoint with the highest version ``<= version``, if any."""
+        with self._lock:
+            position = bisect.bisect_right(self._versions, version)
+            if not position:
+                return None
+            found = self._versions[position - 1]
+            return found, self._contents[found]
 
-    def extend(self, entries: Iterable[JournalEntry]) -> None:
-        """Append entries; versions must continue the index without gaps (older ones are skipped)."""
-        for entry in entries:
-            if entry.version <= self.latest:
-                continue
-            if entry.version != self.latest + 1:
-                raise SchemaDocError("storage-read-failed",
-                                     f"The journal of {self.doc_id} jumps from version {self.latest} "
-                                     f"to {entry.version}.", {"doc_id": self.doc_id})
-            self.entries.append(entry)
+    def remember(self, version: int, content: Any) -> None:
+        with self._lock:
+            if version not in self._contents:
+                self._contents[version] = content
+                bisect.insort(self._versions, version)
 
-    def check_version(self, version: Any) -> int:
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise SchemaDocError("invalid-request", f"A version must be an integer, got {version!r}.",
-                                 {"argument": "version", "value": repr(version)})
-        if not 1 <= version <= self.latest:
-            raise SchemaDocError(
-                "version-not-found",
-                f"Document {self.doc_id} has versions 1 to {self.latest}; there is no version {version}.",
-                {"doc_id": self.doc_id, "version": version, "latest_version": self.latest})
-        return int(version)
 
-    def content_at(self, version: int) -> Any:
-        """The document's content at ``version`` (shares structure with neighbouring versions).
-
-        The first call walks the whole journal once and leaves a checkpoint every
-        :data:`CHECKPOINT_EVERY` versions; every later call replays fewer patches than that.
-        """
-        version = self.check_version(version)
-        if version in self._checkpoints:
-            return self._checkpoints[version]
-        position = bisect.bisect_right(self._checkpoint_versions, version)
-        base = self._checkpoint_versions[position - 1] if position else 0
-        if version - base >= CHECKPOINT_EVERY:
-            self._replay(base, self.latest)   # lay the missing checkpoints up to the latest version, once
-            position = bisect.bisect_right(self._checkpoint_versions, version)
-            base = self._checkpoint_versions[position - 1] if position else 0
-        return self._replay(base, version)
-
-    def _replay(self, base: int, version: int) -> Any:
-        content: Any = self._checkpoints[base] if base else None
-        for entry in self.entries[base:version]:
-            content = apply_patch(content, entry.patch).document if entry.patch else content
-            if entry.version % CHECKPOINT_EVERY == 0 and entry.version not in self._checkpoints:
-                self._remember(entry.version, content)
-        if version == 1 and 1 not in self._checkpoints:
-            self._remember(1, content)
-        return content
-
-    def _remember(self, version: int, content: Any) -> None:
-        self._checkpoints[version] = content
-        bisect.insort(self._checkpoint_versions, version)
-
-    def page(self, since_version: int, limit: int) -> list[JournalEntry]:
-        return self.entries[since_version: since_version + limit]
+def replay_from(content: Any, entries: Iterable[JournalEntry], checkpoints: Checkpoints | None = None) -> Any:
+    """Apply ``entries`` in order to ``content`` (``None`` before version 1), remembering a checkpoint
+    every :data:`CHECKPOINT_EVERY` versions on the way."""
+    for entry in entries:
+        if entry.patch:
+            content = apply_patch(content, entry.patch).document
+        if checkpoints is not None and entry.version % CHECKPOINT_EVERY == 0:
+            checkpoints.remember(entry.version, content)
+    return content
 
 
 def diff(source: Any, target: Any, tokens: Sequence[str | int] = ()) -> list[dict[str, Any]]:

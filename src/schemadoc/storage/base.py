@@ -279,13 +279,25 @@ class DocumentStore(Protocol):
         """
         ...
 
-    def read_journal(self, doc_id: str, since_version: int = 0) -> list[JournalEntry]:
-        """The journal entries with ``version > since_version``, oldest first.
+    def read_journal(self, doc_id: str, since_version: int = 0,
+                     until_version: int | None = None) -> list[JournalEntry]:
+        """The journal entries with ``since_version < version <= until_version``, oldest first.
 
         Only committed versions are returned (never beyond the meta's version), so
         ``replay(read_journal(doc_id))`` equals the loaded content. Raises
         ``document-not-found`` and ``storage-read-failed`` (a missing or damaged journal).
         """
+        ...
+
+    def write_checkpoint(self, doc_id: str, version: int, content: bytes) -> None:
+        """Keep the content of a past version so that old versions can be rebuilt without replaying
+        the whole journal. A cache, not a commit: not fsynced; losing one only costs time.
+        Raises :exc:`OSError` (callers log it and go on).
+        """
+        ...
+
+    def read_checkpoint(self, doc_id: str, at_most: int) -> tuple[int, bytes] | None:
+        """The newest checkpoint with ``version <= at_most`` as ``(version, content)``, or ``None``."""
         ...
 
     def write_lock(self, doc_id: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> AbstractContextManager[None]:

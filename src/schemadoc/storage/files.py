@@ -34,6 +34,7 @@ import logging
 import mmap
 import os
 import secrets
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -67,7 +68,9 @@ META_SUFFIX = ".meta.json"
 JOURNAL_SUFFIX = ".journal.jsonl"
 LOCK_SUFFIX = ".lock"
 CONTENT_TMP_SUFFIX = ".tmp"
-_RETIRE_ABOVE_BYTES = 8 << 20   # snapshots this big are unlinked in the background after a commit
+CHECKPOINT_DIR = "checkpoints"   # {storage_dir}/checkpoints/{doc_id}/{version}.json: past versions, a cache
+_RETIRE_ABOVE_BYTES = 8 << 20
+_OFFSET_EVERY = 64   # snapshots this big are unlinked in the background after a commit
 META_TMP_SUFFIX = ".meta.tmp"
 # longest first, so that "X.meta.json" is not read as "X.meta" + ".json"
 _SUFFIXES = (META_SUFFIX, META_TMP_SUFFIX, JOURNAL_SUFFIX, CONTENT_SUFFIX, CONTENT_TMP_SUFFIX, LOCK_SUFFIX)
@@ -107,6 +110,9 @@ class FileDocumentStore:
         self._locks: dict[str, _DocumentLock] = {}
         self._locks_guard = threading.Lock()
         self._corrupt: dict[str, str] = {}
+        # doc_id -> {version: byte offset of the line after it}, every _OFFSET_EVERY versions: the
+        # journal is append-only, so a read of recent versions need not scan it from the start
+        self._journal_offsets: dict[str, dict[int, int]] = {}
 
     def __repr__(self) -> str:
         return f"FileDocumentStore({str(self.storage_dir)!r})"
@@ -329,6 +335,8 @@ class FileDocumentStore:
                 except OSError as error:
                     raise _write_failed(doc_id, f"removing {path.name}", error) from None
             _remove_quietly(paths.lock)
+            shutil.rmtree(self._checkpoint_dir(doc_id), ignore_errors=True)
+            self._journal_offsets.pop(doc_id, None)
             self._corrupt.pop(doc_id, None)
             if not removed:
                 raise document_not_found(doc_id)
@@ -387,12 +395,17 @@ class FileDocumentStore:
         metas.sort(key=lambda meta: meta.doc_id)
         return metas
 
-    def read_journal(self, doc_id: str, since_version: int = 0) -> list[JournalEntry]:
+    def read_journal(self, doc_id: str, since_version: int = 0,
+                     until_version: int | None = None) -> list[JournalEntry]:
         doc_id = check_doc_id(doc_id)
         paths = self._paths(doc_id)
         meta = self._read_meta_file(doc_id, paths)
+        upto = meta.version if until_version is None else min(until_version, meta.version)
         try:
-            entries, last = _read_entries(paths.journal, since=since_version, upto=meta.version)
+            offsets = self._journal_offsets.setdefault(doc_id, {})
+            start = max((version for version in list(offsets) if version <= since_version), default=0)
+            entries, last = _read_entries(paths.journal, since=since_version, upto=upto,
+                                          start=(start, offsets.get(start, 0)), offsets=offsets)
         except FileNotFoundError:
             if not paths.meta.exists():
                 raise document_not_found(doc_id) from None
@@ -402,10 +415,37 @@ class FileDocumentStore:
                                paths.journal.name) from None
         except _Corrupt as corrupt:
             raise _read_failed(doc_id, corrupt.reason, paths.journal.name) from None
-        if last < meta.version:
+        if last < upto:
             raise _read_failed(doc_id, f"the journal ends at version {last}, the meta is at version "
                                        f"{meta.version}", paths.journal.name, paths.meta.name)
         return entries
+
+    # -- checkpoints ---------------------------------------------------------------------------
+
+    def _checkpoint_dir(self, doc_id: str) -> Path:
+        return self.storage_dir / CHECKPOINT_DIR / check_doc_id(doc_id)
+
+    def write_checkpoint(self, doc_id: str, version: int, content: bytes) -> None:
+        """``checkpoints/{doc_id}/{version}.json`` via a temporary file and a rename (no fsync: a cache)."""
+        directory = self._checkpoint_dir(doc_id)
+        directory.mkdir(parents=True, exist_ok=True)
+        temporary = directory / f"{version}.json.tmp"
+        temporary.write_bytes(content)
+        os.replace(temporary, directory / f"{version}.json")
+
+    def read_checkpoint(self, doc_id: str, at_most: int) -> tuple[int, bytes] | None:
+        directory = self._checkpoint_dir(doc_id)
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return None
+        versions = [int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit()]
+        for version in sorted((v for v in versions if v <= at_most), reverse=True):
+            try:
+                return version, (directory / f"{version}.json").read_bytes()
+            except OSError:
+                continue
+        return None
 
     # -- locks ---------------------------------------------------------------------------------
 
@@ -685,21 +725,23 @@ def _repair_journal_tail(doc_id: str, path: Path) -> int:
         os.close(fd)
 
 
-def _read_entries(path: Path, *, since: int, upto: int | None) -> tuple[list[JournalEntry], int]:
+def _read_entries(path: Path, *, since: int, upto: int | None, start: tuple[int, int] = (0, 0),
+                  offsets: dict[int, int] | None = None) -> tuple[list[JournalEntry], int]:
     """Entries ``since < version <= upto`` and the last version seen (checked consecutive from 1).
 
     Lines are skipped by their version prefix, never parsed, when not returned. An unfinished
-    last line (no newline: a write in progress or torn) is ignored. Raises :class:`_Corrupt`
-    and :exc:`OSError`.
+    last line (no newline: a write in progress or torn) is ignored. ``start`` is a known
+    ``(version, offset of the line after it)`` to begin at; ``offsets`` collects such pairs every
+    :data:`_OFFSET_EVERY` versions. Raises :class:`_Corrupt` and :exc:`OSError`.
     """
     entries: list[JournalEntry] = []
-    last = 0
+    last = start[0]
     with path.open("rb") as file:
         size = os.fstat(file.fileno()).st_size
         if size == 0:
-            return entries, last
+            return entries, 0
         with mmap.mmap(file.fileno(), size, access=mmap.ACCESS_READ) as view:
-            position = 0
+            position = start[1]
             while position < size and (upto is None or last < upto):
                 end = view.find(b"\n", position)
                 if end < 0:
@@ -721,6 +763,8 @@ def _read_entries(path: Path, *, since: int, upto: int | None) -> tuple[list[Jou
                     entries.append(entry)
                 last = version
                 position = end + 1
+                if offsets is not None and version % _OFFSET_EVERY == 0:
+                    offsets[version] = position
     return entries, last
 
 

@@ -35,6 +35,7 @@ class _Document:
     meta: DocumentMeta
     content: bytes
     journal: list[bytes] = field(default_factory=list)
+    checkpoints: dict[int, bytes] = field(default_factory=dict)
 
 
 class MemoryDocumentStore:
@@ -68,7 +69,8 @@ class MemoryDocumentStore:
             if document.meta.version != entry.version - 1:
                 raise version_conflict(doc_id, entry.version - 1, document.meta.version)
             with self._guard:
-                self._documents[doc_id] = _Document(meta, bytes(content), [*document.journal, line])
+                self._documents[doc_id] = _Document(meta, bytes(content), [*document.journal, line],
+                                                    document.checkpoints)
 
     def purge(self, doc_id: str) -> None:
         doc_id = check_doc_id(doc_id)
@@ -90,9 +92,19 @@ class MemoryDocumentStore:
             documents = list(self._documents.items())
         return [document.meta for _, document in sorted(documents)]
 
-    def read_journal(self, doc_id: str, since_version: int = 0) -> list[JournalEntry]:
+    def read_journal(self, doc_id: str, since_version: int = 0,
+                     until_version: int | None = None) -> list[JournalEntry]:
         document = self._get(check_doc_id(doc_id))
-        return [JournalEntry.from_line(line) for line in document.journal[max(since_version, 0):]]
+        lines = document.journal[max(since_version, 0): until_version]
+        return [JournalEntry.from_line(line) for line in lines]
+
+    def write_checkpoint(self, doc_id: str, version: int, content: bytes) -> None:
+        self._get(check_doc_id(doc_id)).checkpoints[version] = bytes(content)
+
+    def read_checkpoint(self, doc_id: str, at_most: int) -> tuple[int, bytes] | None:
+        checkpoints = self._get(check_doc_id(doc_id)).checkpoints
+        versions = [version for version in list(checkpoints) if version <= at_most]
+        return (max(versions), checkpoints[max(versions)]) if versions else None
 
     # -- locks ---------------------------------------------------------------------------------
 

@@ -320,9 +320,33 @@ class DocumentStoreContract:
         assert [(e.version, e.op, e.patch) for e in store.read_journal(meta.doc_id, since_version=1)] == [
             (2, "delete_document", []), (3, "undelete_document", [])]
 
+    def test_read_journal_stops_at_until_version_also_when_read_again_from_the_middle(
+        self, store: DocumentStore
+    ) -> None:
+        meta = create_document(store, {"n": 0})
+        for n in range(1, 200):
+            meta = commit_patch(store, meta, [{"op": "replace", "path": "/n", "value": n}])
+        assert [e.version for e in store.read_journal(meta.doc_id, until_version=3)] == [1, 2, 3]
+        assert [e.version for e in store.read_journal(meta.doc_id, since_version=130, until_version=133)] == \
+            [131, 132, 133]
+        assert [e.version for e in store.read_journal(meta.doc_id, since_version=64, until_version=66)] == [65, 66]
+        assert [e.version for e in store.read_journal(meta.doc_id, since_version=198)] == [199, 200]
+        assert len(store.read_journal(meta.doc_id, until_version=999)) == 200
+
+    def test_the_newest_checkpoint_at_or_below_a_version_is_returned(self, store: DocumentStore) -> None:
+        meta = create_document(store, {"n": 0})
+        assert store.read_checkpoint(meta.doc_id, 10) is None
+        store.write_checkpoint(meta.doc_id, 4, b'{"n": 4}')
+        store.write_checkpoint(meta.doc_id, 8, b'{"n": 8}')
+        assert store.read_checkpoint(meta.doc_id, 3) is None
+        assert store.read_checkpoint(meta.doc_id, 4) == (4, b'{"n": 4}')
+        assert store.read_checkpoint(meta.doc_id, 7) == (4, b'{"n": 4}')
+        assert store.read_checkpoint(meta.doc_id, 100) == (8, b'{"n": 8}')
+
     def test_purge_removes_every_trace_of_the_document(self, store: DocumentStore) -> None:
         meta = create_document(store)
         kept = create_document(store)
+        store.write_checkpoint(meta.doc_id, 1, b"{}")
         store.purge(meta.doc_id)
         for read in (store.load, store.read_meta, store.read_journal, store.purge):
             with pytest.raises(SchemaDocError) as raised:
