@@ -531,8 +531,12 @@ class DocumentService:
         if version - base_version >= CHECKPOINT_EVERY:
             persisted = self.store.read_checkpoint(doc_id, version)
             if persisted is not None and persisted[0] > base_version:
-                base_version, base = persisted[0], orjson.loads(persisted[1])
-                checkpoints.remember(base_version, base)
+                try:
+                    base_version, base = persisted[0], orjson.loads(persisted[1])
+                    checkpoints.remember(base_version, base)
+                except orjson.JSONDecodeError:  # a cache torn by a crash: replay further instead
+                    log.warning("document %s: checkpoint of version %d is unreadable", doc_id, persisted[0])
+                    base_version, base = checkpoints.nearest(version) or (0, None)
         if base_version == version:
             return base
         entries = self.store.read_journal(doc_id, since_version=base_version, until_version=version)

@@ -273,3 +273,17 @@ def test_past_versions_are_rebuilt_from_persisted_checkpoints_not_from_version_o
         assert title == (f"t{version}" if version > 1 else "Untitled")
         assert store.entries_read < 256, (version, store.entries_read)
     assert reader.diff(doc_id, 300, 301) == [{"op": "replace", "path": "/title", "value": "t301"}]
+
+
+def test_a_checkpoint_torn_by_a_crash_is_ignored_and_the_journal_replayed(tmp_path: Path) -> None:
+    service = DocumentService(SCHEMA, FileDocumentStore(tmp_path))
+    service.open()
+    doc_id, *_ = service.create_document()
+    for version in range(1, 300):
+        service.update_node(doc_id, "/title", f"t{version + 1}", version)
+    checkpoint = tmp_path / "checkpoints" / doc_id / "256.json"
+    assert checkpoint.exists()
+    checkpoint.write_bytes(b"")  # what a crash before the data reached the disk can leave
+    restarted = DocumentService(SCHEMA, FileDocumentStore(tmp_path))
+    restarted.open()
+    assert restarted.read_version(doc_id, 280)["title"] == "t280"
