@@ -57,7 +57,7 @@ log = logging.getLogger("schemadoc.service")
 
 LOCK_TIMEOUT_SECONDS = 10.0
 _FREEZE_ABOVE_BYTES = 1 << 20
-_MAX_HISTORIES = 16
+_MAX_CACHED_DOCUMENTS = 16
 PERSIST_CHECKPOINT_EVERY = 256
 """The store keeps the content of every 256th version, so no past read replays more than 255 patches."""
 
@@ -222,7 +222,7 @@ class DocumentService:
         self._states: dict[str, DocState] = {}
         self._listeners: list[Listener] = []
         self._listeners_lock = threading.Lock()
-        self._histories: OrderedDict[str, Checkpoints] = OrderedDict()
+        self._checkpoint_cache: OrderedDict[str, Checkpoints] = OrderedDict()
         self._feed = _ChangeFeed()
 
     # -- life cycle --------------------------------------------------------------------------
@@ -388,7 +388,7 @@ class DocumentService:
         doc_id = check_doc_id(doc_id)
         self.store.read_meta(doc_id)
         with self.store.write_lock(doc_id, self.lock_timeout):
-            state = self._state(doc_id, locked=True, include_deleted=True)
+            state = self._state(doc_id, include_deleted=True)
             if state.meta.deleted_at is None:
                 raise SchemaDocError("conflict", f"Document {doc_id} is not deleted.", {"doc_id": doc_id},
                                      remediation="Only a deleted document can be restored.")
@@ -401,14 +401,14 @@ class DocumentService:
         doc_id = check_doc_id(doc_id)
         self.store.read_meta(doc_id)
         with self.store.write_lock(doc_id, self.lock_timeout):
-            state = self._state(doc_id, locked=True, include_deleted=True)
+            state = self._state(doc_id, include_deleted=True)
             if state.meta.deleted_at is None:
                 raise SchemaDocError("conflict", f"Document {doc_id} must be deleted before it is purged.",
                                      {"doc_id": doc_id},
                                      remediation="Delete it with document_delete first; purging cannot be undone.")
             self.store.purge(doc_id)
             self._states.pop(doc_id, None)
-            self._histories.pop(doc_id, None)
+            self._checkpoint_cache.pop(doc_id, None)
             self._publish(ChangeEvent(doc_id, state.meta.version, "purged", None))
 
     def _write(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
@@ -462,7 +462,7 @@ class DocumentService:
                 except SchemaDocError:
                     # the store may have rolled the document forward: forget what we cached
                     self._states.pop(doc_id, None)
-                    self._histories.pop(doc_id, None)
+                    self._checkpoint_cache.pop(doc_id, None)
                     raise
             self._states[doc_id] = DocState(meta, content)
             change = Change(cursor, doc_id, entry.version, op, now)
@@ -568,13 +568,13 @@ class DocumentService:
         return self._feed.read(since, limit)
 
     def _checkpoints(self, doc_id: str) -> Checkpoints:
-        checkpoints = self._histories.get(doc_id)
+        checkpoints = self._checkpoint_cache.get(doc_id)
         if checkpoints is None:
-            checkpoints = self._histories[doc_id] = Checkpoints()
-            while len(self._histories) > _MAX_HISTORIES:
-                self._histories.popitem(last=False)
+            checkpoints = self._checkpoint_cache[doc_id] = Checkpoints()
+            while len(self._checkpoint_cache) > _MAX_CACHED_DOCUMENTS:
+                self._checkpoint_cache.popitem(last=False)
         else:
-            self._histories.move_to_end(doc_id)
+            self._checkpoint_cache.move_to_end(doc_id)
         return checkpoints
 
     def _persist_checkpoint(self, doc_id: str, version: int, data: bytes) -> None:
@@ -593,9 +593,9 @@ class DocumentService:
             return
         self.store.read_meta(doc_id)  # document-not-found before a lock file is made for nothing
         with self.store.write_lock(doc_id, self.lock_timeout):
-            yield self._state(doc_id, locked=True)
+            yield self._state(doc_id)
 
-    def _state(self, doc_id: str, *, locked: bool = False, include_deleted: bool = False) -> DocState:
+    def _state(self, doc_id: str, *, include_deleted: bool = False) -> DocState:
         """The in-memory state of a document, loaded on first use and caught up with the store.
 
         Another process may share the storage directory: when the stored version moved on, the
@@ -605,9 +605,9 @@ class DocumentService:
         meta = self.store.read_meta(doc_id)
         cached = self._states.get(doc_id)
         if cached is None or cached.meta.version > meta.version:
-            cached = self._load(doc_id, locked)
+            cached = self._load(doc_id)
         elif cached.meta.version < meta.version:
-            cached = self._catch_up(cached)
+            cached = self._catch_up(cached, meta)
         if cached.meta.deleted_at != meta.deleted_at:
             cached = DocState(replace(cached.meta, deleted_at=meta.deleted_at), cached.content)
             self._states[doc_id] = cached
@@ -618,13 +618,8 @@ class DocumentService:
                 remediation="Restore it with document_undelete, or create a new document.")
         return cached
 
-    def _load(self, doc_id: str, locked: bool) -> DocState:
-        if locked:
-            stored = self.store.load(doc_id)
-        else:
-            # snapshot and meta are two files: read them under the lock so they belong together
-            with self.store.write_lock(doc_id, self.lock_timeout):
-                stored = self.store.load(doc_id)
+    def _load(self, doc_id: str) -> DocState:
+        stored = self.store.load(doc_id)  # the store reads snapshot and meta under the write lock
         try:
             content = orjson.loads(stored.content)
         except orjson.JSONDecodeError as error:
@@ -636,18 +631,11 @@ class DocumentService:
         self._states[doc_id] = state
         return state
 
-    def _catch_up(self, cached: DocState) -> DocState:
-        entries = self.store.read_journal(cached.meta.doc_id, since_version=cached.meta.version)
-        content = cached.content
-        meta = cached.meta
-        for entry in entries:
-            if entry.version != meta.version + 1:
-                break
-            content = apply_patch(content, entry.patch).document
-            meta = replace(meta, version=entry.version, modified_at=entry.at)
-        meta = replace(meta, content_size_bytes=len(orjson.dumps(content)))
-        state = DocState(meta, content)
-        self._states[cached.meta.doc_id] = state
+    def _catch_up(self, cached: DocState, meta: DocumentMeta) -> DocState:
+        """Apply the journal entries another process committed since ``cached``, up to ``meta``'s version."""
+        entries = self.store.read_journal(meta.doc_id, since_version=cached.meta.version, until_version=meta.version)
+        state = DocState(meta, replay_from(cached.content, entries))
+        self._states[meta.doc_id] = state
         return state
 
 

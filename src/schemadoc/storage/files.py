@@ -220,12 +220,7 @@ class FileDocumentStore:
         with self.write_lock(doc_id):
             if self._exists(paths):
                 raise _already_exists(doc_id)
-            try:
-                _write_synced(paths.content_tmp, content)
-                _write_synced(paths.meta_tmp, _meta_bytes(meta))
-            except OSError as error:
-                _remove_quietly(paths.content_tmp, paths.meta_tmp)
-                raise _write_failed(doc_id, "writing the new document", error) from None
+            _write_temporaries(doc_id, paths, meta, content, "writing the new document")
             try:
                 fd = os.open(paths.journal, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             except OSError as error:
@@ -262,12 +257,7 @@ class FileDocumentStore:
         self, doc_id: str, paths: _Paths, meta: DocumentMeta, content: bytes, line: bytes
     ) -> None:
         """tmp files → journal line (commit point) → renames → directory fsync."""
-        try:
-            _write_synced(paths.content_tmp, content)
-            _write_synced(paths.meta_tmp, _meta_bytes(meta))
-        except OSError as error:
-            _remove_quietly(paths.content_tmp, paths.meta_tmp)
-            raise _write_failed(doc_id, "writing the new version", error) from None
+        _write_temporaries(doc_id, paths, meta, content, "writing the new version")
         try:
             journal_size = _append_synced(paths.journal, line)
         except OSError as error:
@@ -723,6 +713,16 @@ def _repair_journal_tail(doc_id: str, path: Path) -> int:
         raise _Corrupt(f"cannot repair the journal: {_reason(error)}", path.name) from None
     finally:
         os.close(fd)
+
+
+def _write_temporaries(doc_id: str, paths: _Paths, meta: DocumentMeta, content: bytes, what: str) -> None:
+    """``{id}.tmp`` and ``{id}.meta.tmp``, each fsynced; both removed again if either fails."""
+    try:
+        _write_synced(paths.content_tmp, content)
+        _write_synced(paths.meta_tmp, _meta_bytes(meta))
+    except OSError as error:
+        _remove_quietly(paths.content_tmp, paths.meta_tmp)
+        raise _write_failed(doc_id, what, error) from None
 
 
 def _read_entries(path: Path, *, since: int, upto: int | None, start: tuple[int, int] = (0, 0),
