@@ -130,8 +130,10 @@ _ENTRIES: list[ErrorCode] = [
        "then retry."),
     _e("required-field-without-default", 422, "validation",
        "The schema has required fields without defaults, so an empty document cannot be created.",
-       ["a required property with no 'default' that cannot be built from its own defaults"],
-       "Give every required field a default in the schema, or make it optional."),
+       ["a required property with no 'default' anywhere (on it, behind its $ref, in an allOf member) that is "
+        "not an object whose own members can be built from defaults",
+        "a required member of an object default that the default does not spell out and that has no default"],
+       "Give every field listed in details.paths a default in the schema, or make it optional."),
     _e("type-mismatch", 422, "validation", "The value has the wrong JSON type.",
        ["a string where a number is expected", "an object where an array is expected"],
        "Convert the value to the type in 'expected'; check with schema_get_node."),

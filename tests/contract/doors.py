@@ -578,22 +578,24 @@ DOOR_NAMES = (
 )
 
 
-def _in_process_service(storage_dir: Path) -> Any:
+def _in_process_service(storage_dir: Path, schema: Path = BOOK_SCHEMA) -> Any:
     from schemadoc.config import Settings
     from schemadoc.interfaces.app import create_service
 
-    return create_service(Settings(schema_path=BOOK_SCHEMA, storage_dir=storage_dir))
+    return create_service(Settings(schema_path=schema, storage_dir=storage_dir))
 
 
-def in_process_service(storage_dir: Path) -> Any:
-    """A fresh in-process ``DocumentService`` on the bundled schema, storing in ``storage_dir``."""
-    return _in_process_service(storage_dir)
+def in_process_service(storage_dir: Path, schema: Path = BOOK_SCHEMA) -> Any:
+    """A fresh in-process ``DocumentService`` on ``schema`` (the bundled book), storing in ``storage_dir``."""
+    return _in_process_service(storage_dir, schema)
 
 
 @asynccontextmanager
-async def open_door(name: str, storage_dir: Path, service: Any = None) -> AsyncIterator[Door]:
+async def open_door(
+    name: str, storage_dir: Path, service: Any = None, schema: Path = BOOK_SCHEMA
+) -> AsyncIterator[Door]:
     """The door called ``name``: onto the remote server, or in process onto ``service`` (default: a fresh
-    one storing in ``storage_dir``)."""
+    one on ``schema``, storing in ``storage_dir``)."""
     if name == "remote-rest":
         async with rest_door(name, base_url=REMOTE_URL) as door:
             yield door
@@ -605,14 +607,14 @@ async def open_door(name: str, storage_dir: Path, service: Any = None) -> AsyncI
         from schemadoc.config import Settings
         from schemadoc.interfaces.app import build_app
 
-        settings = Settings(schema_path=BOOK_SCHEMA, storage_dir=storage_dir)
-        service = service if service is not None else _in_process_service(storage_dir)
+        settings = Settings(schema_path=schema, storage_dir=storage_dir)
+        service = service if service is not None else _in_process_service(storage_dir, schema)
         async with rest_door(name, app=build_app(service, settings)) as door:
             yield door
     elif name.startswith("mcp-"):
         from schemadoc.interfaces.mcp import build_mcp_server
 
-        server = build_mcp_server(service if service is not None else _in_process_service(storage_dir))
+        server = build_mcp_server(service if service is not None else _in_process_service(storage_dir, schema))
         async with mcp_door(name, server, mode=name.removeprefix("mcp-")) as door:
             yield door
     else:  # pragma: no cover - a typo in DOOR_NAMES

@@ -223,7 +223,7 @@ def test_required_objects_are_built_recursively_through_several_levels(tmp_path:
     assert schema.defaults() == {"a": {"b": {"c": "deep"}}}
 
 
-def test_an_explicit_object_default_is_taken_as_written(tmp_path: Path) -> None:
+def test_an_explicit_object_default_is_the_start_and_its_absent_members_are_filled(tmp_path: Path) -> None:
     schema = inline(
         tmp_path,
         {
@@ -233,12 +233,73 @@ def test_an_explicit_object_default_is_taken_as_written(tmp_path: Path) -> None:
                 "settings": {
                     "type": "object",
                     "default": {"theme": "dark"},
-                    "properties": {"theme": {"default": "light"}, "size": {"default": 12}},
+                    "properties": {"theme": {"default": "light"}, "size": {"default": 12}, "font": {"type": "string"}},
                 }
             },
         },
     )
-    assert schema.defaults() == {"settings": {"theme": "dark"}}
+    assert schema.defaults() == {"settings": {"theme": "dark", "size": 12}}
+
+
+NESTED = SCHEMAS / "nested_defaults.schema.json"
+
+
+def test_defaults_inside_a_defaulted_object_behind_ref_are_filled() -> None:
+    schema = load_schema(NESTED)
+    document = schema.defaults()
+    assert document == {"metadata": {"title": "Untitled", "language": "en"}}
+    assert schema.make_validator().is_valid(document)
+    assert list(schema.make_reference_validator().iter_errors(document)) == []
+
+
+def test_two_levels_of_defaulted_objects_keep_what_the_outer_default_spells_out() -> None:
+    schema = load_schema(SCHEMAS / "nested_defaults_deep.schema.json")
+    document = schema.defaults()
+    assert document["settings"] == {"display": {"theme": "dark", "size": 12}, "locale": {"language": "en"}}
+    assert schema.make_reference_validator().is_valid(document)
+
+
+def test_a_recursive_defaulted_object_is_expanded_once_and_terminates() -> None:
+    schema = load_schema(SCHEMAS / "nested_defaults_deep.schema.json")
+    assert schema.defaults()["tree"] == {"name": "node"}
+
+
+def test_required_members_of_a_defaulted_object_without_any_default_are_all_listed() -> None:
+    schema = load_schema(SCHEMAS / "nested_defaults_missing.schema.json")
+    assert missing_paths(schema) == ["/metadata/title", "/metadata/isbn", "/metadata/owner/name"]
+
+
+def test_a_defaulted_object_that_lists_a_required_member_needs_no_other_default(tmp_path: Path) -> None:
+    schema = inline(
+        tmp_path,
+        {
+            "type": "object",
+            "required": ["owner"],
+            "properties": {
+                "owner": {
+                    "type": "object",
+                    "default": {"name": "me"},
+                    "required": ["name", "role"],
+                    "properties": {"name": {"type": "string"}, "role": {"type": "string", "default": "author"}},
+                }
+            },
+        },
+    )
+    assert schema.defaults() == {"owner": {"name": "me", "role": "author"}}
+
+
+def test_a_default_that_is_not_an_object_is_taken_as_written(tmp_path: Path) -> None:
+    schema = inline(
+        tmp_path,
+        {
+            "type": "object",
+            "properties": {
+                "items": {"type": "array", "default": [{}], "items": {"properties": {"x": {"default": 1}}}},
+                "anything": {"default": None, "properties": {"y": {"default": 2}}},
+            },
+        },
+    )
+    assert schema.defaults() == {"items": [{}], "anything": None}
 
 
 def test_a_root_default_is_the_whole_document(tmp_path: Path) -> None:
