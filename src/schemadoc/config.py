@@ -8,6 +8,9 @@ The config file is JSON with the settings' snake_case names as keys::
 
     {"schema_path": "schemas/book.schema.json", "storage_dir": "data", "port": 8080}
 
+``storage_url`` (``--storage-url``, ``STORAGE_URL``), when set, stores documents in that
+PostgreSQL database instead of files under ``storage_dir`` (which is then unused).
+
 Relative paths in the file are relative to the file's own directory; relative paths given as
 flags or environment variables are relative to the working directory. The default file,
 ``./config.json``, may be absent; a file named with ``--config`` or ``CONFIG_FILE`` must exist.
@@ -40,6 +43,7 @@ _LEVEL_ALIASES = {"warn": "warning"}
 ENVIRONMENT: dict[str, str] = {
     "SCHEMA_PATH": "schema_path",
     "STORAGE_DIR": "storage_dir",
+    "STORAGE_URL": "storage_url",
     "LOG_LEVEL": "log_level",
     "CONFIG_FILE": "config_file",
     "HOST": "host",
@@ -54,6 +58,7 @@ ENVIRONMENT: dict[str, str] = {
 _FLAGS: dict[str, str] = {
     "schema_path": "--schema",
     "storage_dir": "--storage-dir",
+    "storage_url": "--storage-url",
     "log_level": "--log-level",
     "config_file": "--config",
     "host": "--host",
@@ -68,6 +73,7 @@ class Settings:
 
     schema_path: Path | None
     storage_dir: Path = Path("./data")
+    storage_url: str | None = None
     transport: str = "http"
     host: str = "127.0.0.1"
     port: int = 8080
@@ -131,6 +137,15 @@ def _as_path(name: str, source: str, value: Any, base: Path | None) -> Path:
     return path
 
 
+def _as_storage_url(name: str, source: str, value: Any) -> str:
+    text = _as_str(name, source, value)
+    if not text.startswith(("postgresql://", "postgres://")):
+        shown = text.split("@")[-1] if "@" in text else text  # never echo a password
+        raise _invalid(name, source, "must be a PostgreSQL URL (postgresql://user@host:5432/dbname); "
+                       "leave it unset to store documents in files under storage_dir", shown)
+    return text
+
+
 def _as_origins(name: str, source: str, value: Any) -> tuple[str, ...]:
     items: Any = value
     if isinstance(value, str):
@@ -163,6 +178,8 @@ def _convert(name: str, source: str, value: Any, base: Path | None) -> Any:
         if text not in LOG_LEVELS:
             raise _invalid(name, where, f"must be one of debug, info, warn, warning, error, got {value!r}", value)
         return text
+    if name == "storage_url":
+        return _as_storage_url(name, where, value)
     if name == "host":
         return _as_str(name, where, value)
     if name == "port":

@@ -37,7 +37,14 @@ from schemadoc.ops.history import CHECKPOINT_EVERY, Checkpoints, compile_merge_p
 from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.pointer import format_pointer, json_type, parse, parse_node_path, resolve
 from schemadoc.schema import LoadedSchema
-from schemadoc.storage.base import DocumentMeta, DocumentStore, RecoveryReport, check_doc_id
+from schemadoc.storage.base import (
+    DocumentMeta,
+    DocumentStore,
+    RecoveryReport,
+    SharedStore,
+    StoreNotice,
+    check_doc_id,
+)
 from schemadoc.validation import DocumentValidator, ValidationReport
 
 __all__ = [
@@ -224,17 +231,41 @@ class DocumentService:
         self._listeners_lock = threading.Lock()
         self._checkpoint_cache: OrderedDict[str, Checkpoints] = OrderedDict()
         self._feed = _ChangeFeed()
+        # a store shared by several processes orders the feed itself and tells of their commits
+        self._shared: SharedStore | None = store if isinstance(store, SharedStore) else None
+        self._unwatch: Callable[[], None] | None = None
 
     # -- life cycle --------------------------------------------------------------------------
 
     def open(self) -> RecoveryReport:
         """Prepare the store (create the directory, clean up, roll journals forward)."""
         report = self.store.open()
+        if self._shared is not None and self._unwatch is None:
+            self._unwatch = self._shared.watch(self._on_other_process)
         for doc_id, reason in report.corrupt.items():
             log.error("document %s is unreadable: %s", doc_id, reason)
         for doc_id, (old, new) in report.rolled_forward.items():
             log.warning("document %s rolled forward from version %d to %d", doc_id, old, new)
         return report
+
+    def close(self) -> None:
+        """Stop hearing other processes and release the store's connections (shared stores)."""
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
+        if self._shared is not None:
+            self._shared.close()
+
+    def _on_other_process(self, notice: StoreNotice) -> None:
+        """A commit or purge by another process on a shared store: tell this process's subscribers.
+
+        The event has no journal entry: feeds read it from the journal, readers catch up on their
+        next read (every read compares the stored version with the cached one).
+        """
+        if notice.kind == "purged":
+            self._states.pop(notice.doc_id, None)
+            self._checkpoint_cache.pop(notice.doc_id, None)
+        self._publish(ChangeEvent(notice.doc_id, notice.version, notice.kind, None))
 
     @property
     def schema_uri(self) -> str:
@@ -443,12 +474,13 @@ class DocumentService:
         """Journal + snapshot one new version (caller holds the write lock), then publish it."""
         if data is None:
             data = _serialise(content, doc_id)
-        cursor = self._feed.reserve()
+        # a shared store orders the feed itself (across processes); otherwise this process does
+        cursor = self._feed.reserve() if self._shared is None else 0
         change: Change | None = None
         try:
             now = utc_now()
             entry = JournalEntry(version=1 if state is None else state.meta.version + 1, op=op, patch=patch,
-                                 at=now, info={**info, "seq": cursor})
+                                 at=now, info={**info, "seq": cursor} if self._shared is None else info)
             if state is None:
                 meta = DocumentMeta(doc_id=doc_id, version=1, schema_uri=self.schema_uri, created_at=now,
                                     modified_at=now, content_size_bytes=len(data))
@@ -469,7 +501,8 @@ class DocumentService:
             if entry.version % PERSIST_CHECKPOINT_EVERY == 0:
                 self._persist_checkpoint(doc_id, entry.version, data)
         finally:
-            self._feed.settle(cursor, change)
+            if self._shared is None:
+                self._feed.settle(cursor, change)
         self._publish(ChangeEvent(doc_id, meta.version, kind, entry))
         return meta
 
@@ -557,6 +590,10 @@ class DocumentService:
         """Committed versions of every document after cursor ``since``, in commit order."""
         _check_int("since", since, 0, None)
         _check_int("limit", limit, 1, 1000)
+        if self._shared is not None:
+            stored = self._shared.read_changes(since, limit)
+            changes = [Change(c.cursor, c.doc_id, c.version, c.op, c.at) for c in stored]
+            return ChangesPage(changes, changes[-1].cursor if changes else since)
         if not self._feed.loaded():
             found: list[Change] = []
             for meta in self.store.list_metas():

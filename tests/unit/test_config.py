@@ -153,3 +153,23 @@ def test_a_bad_config_file_is_config_invalid(workdir: Path, content: str, fragme
 def test_log_levels_are_case_insensitive_and_warn_means_warning(workdir: Path) -> None:
     assert load({"schema_path": "s.json", "log_level": "DEBUG"}).log_level == "debug"
     assert load({"schema_path": "s.json", "log_level": "warn"}).log_level_number == 30
+
+
+def test_the_storage_url_comes_from_flag_environment_or_file_and_files_stay_the_default(workdir: Path) -> None:
+    assert load({"schema_path": "s.json"}).storage_url is None
+    url = "postgresql://app@db.example:5432/docs"
+    assert load({"schema_path": "s.json", "storage_url": url}).storage_url == url
+    assert load({"schema_path": "s.json"}, {"STORAGE_URL": "postgres://app@db/docs"}).storage_url == \
+        "postgres://app@db/docs"
+    write_config(workdir / "config.json", schema_path="s.json", storage_url=url)
+    assert load().storage_url == url
+    assert load({"storage_url": "postgresql://other@db/x"}, {"STORAGE_URL": "postgresql://env@db/x"}).storage_url \
+        == "postgresql://other@db/x"
+
+
+def test_a_storage_url_that_is_not_postgresql_is_config_invalid_without_echoing_a_password(workdir: Path) -> None:
+    error = error_of({"schema_path": "s.json"}, {"STORAGE_URL": "mysql://app:s3cret@db.example/docs"})
+    assert error.code == "config-invalid"
+    assert error.details["setting"] == "storage_url"
+    assert "STORAGE_URL" in error.message
+    assert "s3cret" not in str(error.to_dict())

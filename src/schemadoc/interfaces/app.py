@@ -65,20 +65,21 @@ from the error catalog (`docs/errors.md`, or the MCP resource `schema://errors`)
 
 
 def create_service(settings: Settings) -> DocumentService:
-    """Load the schema, open the files store in ``settings.storage_dir`` and return the ready service.
+    """Load the schema, open the store (PostgreSQL at ``settings.storage_url``, else files in
+    ``settings.storage_dir``) and return the ready service.
 
     Raises the catalogued start-up errors: ``schema-load-failed``, ``schema-resolution-failed``,
     ``storage-write-failed`` (a storage directory that cannot be created or written).
     """
     from schemadoc.schema import load_schema
-    from schemadoc.storage.files import FileDocumentStore
+    from schemadoc.storage import store_for
 
     if settings.schema_path is None:
         raise SchemaDocError("schema-load-failed", "No schema is configured.", {"setting": "schema_path"},
                              remediation="Give one with --schema PATH, the SCHEMA_PATH environment variable, "
                                          "or \"schema_path\" in the config file.")
     schema = load_schema(settings.schema_path)
-    service = DocumentService(schema, FileDocumentStore(settings.storage_dir))
+    service = DocumentService(schema, store_for(settings.storage_dir, settings.storage_url))
     service.open()
     return service
 

@@ -76,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve REST + MCP over HTTP, or MCP over stdio")
     serve.add_argument("--schema", dest="schema_path", metavar="PATH", help="the JSON Schema (Draft 2020-12)")
     serve.add_argument("--storage-dir", metavar="DIR", help="where documents are stored (default ./data)")
+    serve.add_argument("--storage-url", metavar="URL",
+                       help="store documents in PostgreSQL instead (postgresql://user@host:5432/dbname)")
     serve.add_argument("--transport", choices=TRANSPORTS, help="http (default) or stdio")
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", help="port to listen on (default 8080; 0 picks a free one)")
@@ -91,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("replay", help="rebuild a document from its journal and compare with its snapshot")
     replay.add_argument("doc_id", metavar="DOC_ID")
     replay.add_argument("--storage-dir", metavar="DIR", help="where documents are stored (default ./data)")
+    replay.add_argument("--storage-url", metavar="URL", help="the server's PostgreSQL database, when it uses one")
     replay.add_argument("--schema", dest="schema_path", metavar="PATH",
                         help="also validate the rebuilt document against this schema")
     replay.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file")
@@ -169,17 +172,30 @@ def _open_service(settings: Settings) -> DocumentService:
     _check_schema_file(settings)
     from schemadoc.schema import load_schema
     from schemadoc.service import DocumentService
-    from schemadoc.storage.files import FileDocumentStore
+    from schemadoc.storage import store_for
 
     assert settings.schema_path is not None
-    service = DocumentService(load_schema(settings.schema_path), FileDocumentStore(settings.storage_dir))
+    service = DocumentService(load_schema(settings.schema_path), store_for(settings.storage_dir, settings.storage_url))
     service.open()
     return service
 
 
+def _storage_shown(settings: Settings) -> str:
+    """Where documents are stored, for the log (a URL without its password)."""
+    if settings.storage_url is None:
+        return str(settings.storage_dir)
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(settings.storage_url)
+    if parts.password is None:
+        return settings.storage_url
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    settings = load_settings(_overrides(args, "schema_path", "storage_dir", "transport", "host", "port",
-                                        "config_file", "log_level"), environ)
+    settings = load_settings(_overrides(args, "schema_path", "storage_dir", "storage_url", "transport", "host",
+                                        "port", "config_file", "log_level"), environ)
     _configure_logging(settings.log_level_number)
     _check_schema_file(settings)
 
@@ -189,7 +205,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
         mcp_server = build_mcp_server(service)
         log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
-                 settings.storage_dir)
+                 _storage_shown(settings))
         mcp_server.run("stdio")
         return EXIT_OK
 
@@ -208,7 +224,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         log.info("schemadoc %s: serving http://%s:%d (REST /api/v1, MCP /mcp, docs /docs), schema %s, storage %s",
-                 __version__, shown, port, service.schema_uri, settings.storage_dir)
+                 __version__, shown, port, service.schema_uri, _storage_shown(settings))
         server.run(sockets=[sock])
     finally:
         sock.close()
@@ -317,21 +333,23 @@ def _differences(left: Any, right: Any, path: str = "", limit: int = 10) -> list
 
 
 def _replay(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    settings = load_settings(_overrides(args, "storage_dir", "schema_path", "config_file"), environ,
+    settings = load_settings(_overrides(args, "storage_dir", "storage_url", "schema_path", "config_file"), environ,
                              require_schema=False)
     _configure_logging(logging.WARNING)
     import orjson
 
     from schemadoc.ops.journal import replay
+    from schemadoc.storage import store_for
     from schemadoc.storage.base import check_doc_id
-    from schemadoc.storage.files import FileDocumentStore
 
     doc_id = check_doc_id(args.doc_id)
-    if not settings.storage_dir.is_dir():
+    if settings.storage_url is None and not settings.storage_dir.is_dir():
         raise SchemaDocError("storage-read-failed", f"The storage directory {settings.storage_dir} does not exist.",
                              {"storage_dir": str(settings.storage_dir), "reason": "missing directory"},
                              remediation="Name the server's storage directory with --storage-dir / STORAGE_DIR.")
-    store = FileDocumentStore(settings.storage_dir)
+    store = store_for(settings.storage_dir, settings.storage_url)
+    if settings.storage_url is not None:
+        store.open()  # connects (and creates the tables when the database has none yet)
     stored = store.load(doc_id)
     entries = store.read_journal(doc_id)
     try:

@@ -3,17 +3,22 @@
 - :mod:`~schemadoc.storage.base`: the :class:`DocumentStore` protocol and the data it exchanges;
 - :mod:`~schemadoc.storage.files`: :class:`FileDocumentStore`, one flat directory (the default);
 - :mod:`~schemadoc.storage.memory`: :class:`MemoryDocumentStore`, for tests and throwaway servers;
+- :mod:`~schemadoc.storage.postgres`: ``PostgresDocumentStore``, one PostgreSQL database shared
+  by several server processes (imported on demand: :func:`store_for`);
 - :mod:`~schemadoc.storage.testing`: the contract suite every store passes (needs pytest; not
   imported here).
 """
 
 from __future__ import annotations
 
+from os import PathLike
+
 from schemadoc.storage.base import (
     LOCK_TIMEOUT_SECONDS,
     DocumentMeta,
     DocumentStore,
     RecoveryReport,
+    SharedStore,
     StoredDocument,
     check_doc_id,
 )
@@ -27,6 +32,17 @@ __all__ = [
     "FileDocumentStore",
     "MemoryDocumentStore",
     "RecoveryReport",
+    "SharedStore",
     "StoredDocument",
     "check_doc_id",
+    "store_for",
 ]
+
+
+def store_for(storage_dir: str | PathLike[str], storage_url: str | None = None) -> DocumentStore:
+    """The configured store, not yet opened: PostgreSQL at ``storage_url`` when given, else files."""
+    if storage_url:
+        from schemadoc.storage.postgres import PostgresDocumentStore
+
+        return PostgresDocumentStore(storage_url)
+    return FileDocumentStore(storage_dir)

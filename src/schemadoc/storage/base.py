@@ -9,6 +9,7 @@ Every store runs the same contract suite, :mod:`schemadoc.storage.testing`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -23,6 +24,9 @@ __all__ = [
     "DocumentMeta",
     "DocumentStore",
     "RecoveryReport",
+    "SharedStore",
+    "StoreNotice",
+    "StoredChange",
     "StoredDocument",
     "check_doc_id",
     "check_write",
@@ -317,4 +321,50 @@ class DocumentStore(Protocol):
         Works on corrupt documents too. Raises ``document-not-found`` when nothing of the
         document exists, ``storage-write-failed`` when a file cannot be removed.
         """
+        ...
+
+
+@dataclass(frozen=True)
+class StoredChange:
+    """One committed version in a shared store's change feed; ``cursor`` orders the feed."""
+
+    cursor: int
+    doc_id: str
+    version: int
+    op: str
+    at: str
+
+
+@dataclass(frozen=True)
+class StoreNotice:
+    """A commit (``kind``: created, updated, deleted, undeleted) or a purge made by another process."""
+
+    doc_id: str
+    version: int
+    kind: str
+
+
+@runtime_checkable
+class SharedStore(Protocol):
+    """A store that several server processes share (PostgreSQL): it orders their commits itself.
+
+    The files and memory stores are not shared stores; for them the service keeps the change feed
+    of its own process. For a shared store the service reads the feed from the store, so every
+    process lists every commit once, and hears other processes' commits through :meth:`watch`.
+    """
+
+    def read_changes(self, since: int, limit: int) -> list[StoredChange]:
+        """Committed versions of every document after cursor ``since`` (0: from the start), oldest
+        first, at most ``limit``. A commit still in flight holds back every later cursor, so a reader
+        that moves its cursor past what it was given never skips a commit that lands late.
+        """
+        ...
+
+    def watch(self, listener: Callable[[StoreNotice], None]) -> Callable[[], None]:
+        """Call ``listener`` (from a store thread; it must not block) for every commit or purge made by
+        another process; returns the function that stops it."""
+        ...
+
+    def close(self) -> None:
+        """Stop watching and release connections."""
         ...

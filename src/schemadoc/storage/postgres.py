@@ -1,0 +1,549 @@
+"""A store in PostgreSQL, for several server processes (on one or many machines) on one database.
+
+Tables (in one PostgreSQL schema, ``schemadoc`` unless the URL says ``?schema=NAME``), created
+and migrated by the store itself (:data:`MIGRATIONS`, applied in order under an advisory lock,
+each version once, recorded in ``schema_migrations``):
+
+- ``documents``: one row per document: the meta, and the snapshot (the content's JSON bytes,
+  ``bytea``: kept byte for byte, and measured cheaper than ``jsonb``, see benchmarks/postgres.py)
+  with ``snapshot_version``;
+- ``journal``: one row per version, primary key ``(doc_id, version)``, so two writers from one
+  version can never both commit. ``entry`` is the JSON line the files store would write; ``txid``
+  is the committing transaction's id, the cursor of the change feed;
+- ``checkpoints``: the content of some past versions (a cache for past reads).
+
+A commit is one transaction: the ``documents`` row moves from version n-1 to n (a conditional
+update: another writer's commit makes it match nothing, a ``version-conflict``), the journal row
+is inserted, and a notification is sent (delivered at commit, to every process).
+
+Write locks are session advisory locks held on a connection of the pool for the ``with`` block
+(released by the server when the process dies). Everything the holding thread does to that
+document inside the block uses the same connection.
+
+The change feed (:meth:`PostgresDocumentStore.read_changes`) orders commits by transaction id
+and only shows transactions below the oldest one still running (``pg_snapshot_xmin``): a commit
+that started earlier but lands later holds the feed back until it lands, so no reader ever skips
+it. A transaction left open elsewhere on the same PostgreSQL server delays the feed (never loses
+a change); ``idle_in_transaction_session_timeout`` bounds that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import orjson
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.ops.journal import JournalEntry
+from schemadoc.storage.base import (
+    LOCK_TIMEOUT_SECONDS,
+    DocumentMeta,
+    RecoveryReport,
+    StoredChange,
+    StoredDocument,
+    StoreNotice,
+    check_doc_id,
+    check_write,
+    document_not_found,
+    journal_line,
+    lock_timeout,
+    version_conflict,
+)
+
+__all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "PostgresDocumentStore", "is_postgres_url", "redact_url"]
+
+log = logging.getLogger("schemadoc.storage.postgres")
+
+DEFAULT_SCHEMA: Final = "schemadoc"
+_MIGRATION_LOCK: Final = 0x5C4E_3ADC_0000_0001  # one bigint advisory key: migrations of any schema
+_LISTEN_POLL_SECONDS: Final = 1.0
+
+MIGRATIONS: Final[list[tuple[int, str, str]]] = [
+    (1, "documents, journal with its feed cursor, checkpoints", """
+        CREATE TABLE {schema}.documents (
+            doc_id             text PRIMARY KEY,
+            version            integer NOT NULL CHECK (version >= 1),
+            schema_uri         text NOT NULL,
+            created_at         text NOT NULL,
+            modified_at        text NOT NULL,
+            content_size_bytes bigint NOT NULL,
+            deleted_at         text,
+            snapshot           bytea NOT NULL,
+            snapshot_version   integer NOT NULL
+        );
+        CREATE TABLE {schema}.journal (
+            doc_id  text NOT NULL,
+            version integer NOT NULL,
+            txid    xid8 NOT NULL DEFAULT pg_current_xact_id(),
+            op      text NOT NULL,
+            at      text NOT NULL,
+            entry   bytea NOT NULL,
+            PRIMARY KEY (doc_id, version)
+        );
+        CREATE INDEX journal_by_txid ON {schema}.journal (txid);
+        CREATE TABLE {schema}.checkpoints (
+            doc_id  text NOT NULL,
+            version integer NOT NULL,
+            content bytea NOT NULL,
+            PRIMARY KEY (doc_id, version)
+        );
+    """),
+]
+"""(version, what, SQL with ``{schema}``): applied in order, each once; append, never edit."""
+
+_META_COLUMNS: Final = "version, schema_uri, created_at, modified_at, content_size_bytes, deleted_at"
+
+_KINDS: Final = {"create": "created", "delete_document": "deleted", "undelete_document": "undeleted"}
+
+
+def is_postgres_url(url: str) -> bool:
+    """Whether ``url`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password (for logs and messages)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{netloc[-1]}"))
+
+
+def _split_schema(url: str) -> tuple[str, str | None]:
+    """The connection URL without schemadoc's own ``schema`` parameter, and that parameter."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((value for key, value in query if key == "schema"), None)
+    rest = [(key, value) for key, value in query if key != "schema"]
+    return urlunsplit(parts._replace(query=urlencode(rest))), schema
+
+
+def _lock_key(schema: str, doc_id: str) -> tuple[int, int]:
+    """The two-int advisory lock key of a document (the two-int form never meets the bigint form)."""
+    digest = hashlib.sha256(f"{schema}/{doc_id}".encode()).digest()
+    return int.from_bytes(digest[:4], "big", signed=True), int.from_bytes(digest[4:8], "big", signed=True)
+
+
+def _meta(doc_id: str, row: tuple[Any, ...]) -> DocumentMeta:
+    version, schema_uri, created_at, modified_at, size, deleted_at = row[:6]
+    return DocumentMeta(doc_id, version, schema_uri, created_at, modified_at, size, deleted_at)
+
+
+def _meta_values(meta: DocumentMeta) -> tuple[Any, ...]:
+    return (meta.version, meta.schema_uri, meta.created_at, meta.modified_at, meta.content_size_bytes,
+            meta.deleted_at)
+
+
+@dataclass
+class _Held:
+    connection: psycopg.Connection[Any]
+    depth: int
+
+
+class PostgresDocumentStore:
+    """A :class:`~schemadoc.storage.base.DocumentStore` (and change feed) in a PostgreSQL database.
+
+    ``url`` is a libpq URL (``postgresql://user:password@host:5432/dbname``); an extra query
+    parameter ``schema=NAME`` names the PostgreSQL schema that holds the tables (default
+    ``schemadoc``; created when missing). Thread-safe; one instance per process.
+    """
+
+    def __init__(self, url: str, *, schema: str | None = None, pool_size: int = 16) -> None:
+        self.url, from_url = _split_schema(url)
+        self.schema = schema or from_url or DEFAULT_SCHEMA
+        self.channel = f"schemadoc:{self.schema}"
+        self.origin = f"{os.getpid()}-{id(self):x}-{time.time_ns():x}"
+        self._pool_size = max(pool_size, 2)
+        self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
+        self._open_guard = threading.Lock()
+        self._held = threading.local()
+        self._watchers: list[Callable[[StoreNotice], None]] = []
+        self._watch_guard = threading.Lock()
+        self._listener: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._q = {name: sql.SQL(".").join([sql.Identifier(self.schema), sql.Identifier(name)])
+                   for name in ("documents", "journal", "checkpoints", "schema_migrations")}
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    def open(self) -> RecoveryReport:
+        """Connect, create the schema and tables or migrate them; nothing to recover (transactions).
+
+        Raises ``storage-write-failed`` (details ``{"storage_url", "reason"}``) when the database
+        cannot be reached or migrated.
+        """
+        with self._open_guard:
+            if self._pool is None:
+                try:
+                    pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+                        self.url, min_size=1, max_size=self._pool_size, kwargs={"autocommit": True},
+                        open=False, name=f"schemadoc-{self.schema}")
+                    pool.open(wait=True, timeout=10)
+                except (psycopg.Error, PoolTimeout) as error:
+                    raise self._unusable(error) from None
+                self._pool = pool
+                try:
+                    self._migrate()
+                except psycopg.Error as error:
+                    self._pool = None
+                    pool.close()
+                    raise self._unusable(error) from None
+        return RecoveryReport()
+
+    def close(self) -> None:
+        """Stop listening and close every connection (the store cannot be used afterwards)."""
+        self._closing.set()
+        if self._listener is not None:
+            self._listener.join(5)
+        with self._open_guard:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+
+    def drop(self) -> None:
+        """Remove the store's PostgreSQL schema and everything in it (tests; not reversible)."""
+        with self._connection(None) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
+
+    def migration_versions(self) -> list[int]:
+        """The migration versions applied to this store's schema, in order."""
+        with self._connection(None) as conn:
+            rows = conn.execute(sql.SQL("SELECT version FROM {} ORDER BY version").format(
+                self._q["schema_migrations"])).fetchall()
+        return [row[0] for row in rows]
+
+    def _migrate(self) -> None:
+        """Apply the migrations this schema has not had yet, one transaction, under an advisory lock."""
+        schema = sql.Identifier(self.schema)
+        with self._connection(None) as conn, conn.transaction():
+            conn.execute("SET LOCAL lock_timeout = 0")
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
+            conn.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (version integer PRIMARY KEY, "
+                                 "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
+                         .format(self._q["schema_migrations"]))
+            row = conn.execute(sql.SQL("SELECT coalesce(max(version), 0) FROM {}").format(
+                self._q["schema_migrations"])).fetchone()
+            applied = row[0] if row else 0
+            for version, description, statements in MIGRATIONS:
+                if version <= applied:
+                    continue
+                conn.execute(sql.SQL(statements).format(schema=schema))
+                conn.execute(sql.SQL("INSERT INTO {} (version, description) VALUES (%s, %s)").format(
+                    self._q["schema_migrations"]), (version, description))
+                log.info("storage schema %s migrated to version %d: %s", self.schema, version, description)
+
+    def _unusable(self, error: BaseException) -> SchemaDocError:
+        reason = str(error).strip() or type(error).__name__
+        return SchemaDocError("storage-write-failed",
+                              f"The PostgreSQL store {redact_url(self.url)} cannot be used: {reason}",
+                              {"storage_url": redact_url(self.url), "reason": reason},
+                              remediation="Check that the database server answers at that URL and that the role "
+                                          "may create a schema and tables in the database.")
+
+    # -- connections -----------------------------------------------------------------------------
+
+    def _held_locks(self) -> dict[str, _Held]:
+        held: dict[str, _Held] | None = getattr(self._held, "locks", None)
+        if held is None:
+            held = self._held.locks = {}
+        return held
+
+    @contextmanager
+    def _connection(self, doc_id: str | None, *, timeout: float = LOCK_TIMEOUT_SECONDS,
+                    ) -> Iterator[psycopg.Connection[Any]]:
+        """The connection holding ``doc_id``'s write lock in this thread, or one from the pool."""
+        if doc_id is not None:
+            held = self._held_locks().get(doc_id)
+            if held is not None:
+                yield held.connection
+                return
+        pool = self._pool
+        if pool is None:
+            raise SchemaDocError("storage-read-failed", "The PostgreSQL store is not open.",
+                                 {"doc_id": doc_id, "reason": "the store is not open"})
+        try:
+            with pool.connection(timeout=timeout) as conn:
+                yield conn
+        except PoolTimeout:
+            raise lock_timeout(doc_id or "", timeout) from None
+
+    def _failed(self, error: psycopg.Error, doc_id: str | None, *, write: bool) -> SchemaDocError:
+        reason = str(error).strip() or type(error).__name__
+        code = "storage-write-failed" if write else "storage-read-failed"
+        what = "written" if write else "read"
+        return SchemaDocError(code, f"Document {doc_id} could not be {what} in PostgreSQL: {reason}",
+                              {"doc_id": doc_id, "reason": reason})
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def create(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
+        doc_id = check_write(meta, content, entry, new=True)
+        line = journal_line(doc_id, entry)
+        with self.write_lock(doc_id), self._connection(doc_id) as conn:
+            try:
+                with conn.transaction():
+                    inserted = conn.execute(sql.SQL(
+                        "INSERT INTO {} (doc_id, " + _META_COLUMNS + ", snapshot, snapshot_version) "
+                        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (doc_id) DO NOTHING"
+                    ).format(self._q["documents"]), (doc_id, *_meta_values(meta), content, 1))
+                    if inserted.rowcount != 1:
+                        raise SchemaDocError("storage-write-failed", f"Document {doc_id} already exists.",
+                                             {"doc_id": doc_id, "reason": "the document already exists"})
+                    self._append(conn, doc_id, entry, line)
+            except psycopg.Error as error:
+                raise self._failed(error, doc_id, write=True) from None
+
+    def commit(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
+        doc_id = check_write(meta, content, entry)
+        line = journal_line(doc_id, entry)
+        with self.write_lock(doc_id), self._connection(doc_id) as conn:
+            try:
+                with conn.transaction():
+                    updated = conn.execute(sql.SQL(
+                        "UPDATE {} SET version = %s, schema_uri = %s, created_at = %s, modified_at = %s, "
+                        "content_size_bytes = %s, deleted_at = %s, snapshot = %s, snapshot_version = %s "
+                        "WHERE doc_id = %s AND version = %s"
+                    ).format(self._q["documents"]), (*_meta_values(meta), content, meta.version, doc_id,
+                                                     meta.version - 1))
+                    if updated.rowcount != 1:
+                        row = conn.execute(sql.SQL("SELECT version FROM {} WHERE doc_id = %s").format(
+                            self._q["documents"]), (doc_id,)).fetchone()
+                        if row is None:
+                            raise document_not_found(doc_id)
+                        raise version_conflict(doc_id, entry.version - 1, row[0])
+                    self._append(conn, doc_id, entry, line)
+            except psycopg.Error as error:
+                raise self._failed(error, doc_id, write=True) from None
+
+    def _append(self, conn: psycopg.Connection[Any], doc_id: str, entry: JournalEntry, line: bytes) -> None:
+        """Insert the journal row and the notification, inside the commit's transaction."""
+        conn.execute(sql.SQL("INSERT INTO {} (doc_id, version, op, at, entry) VALUES (%s, %s, %s, %s, %s)").format(
+            self._q["journal"]), (doc_id, entry.version, entry.op, entry.at, line))
+        self._notify(conn, doc_id, entry.version, _KINDS.get(entry.op, "updated"))
+
+    def _notify(self, conn: psycopg.Connection[Any], doc_id: str, version: int, kind: str) -> None:
+        payload = orjson.dumps({"origin": self.origin, "doc_id": doc_id, "version": version, "kind": kind})
+        conn.execute("SELECT pg_notify(%s, %s)", (self.channel, payload.decode()))
+
+    def purge(self, doc_id: str) -> None:
+        doc_id = check_doc_id(doc_id)
+        with self.write_lock(doc_id), self._connection(doc_id) as conn:
+            try:
+                with conn.transaction():
+                    row = conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = %s RETURNING version").format(
+                        self._q["documents"]), (doc_id,)).fetchone()
+                    if row is None:
+                        raise document_not_found(doc_id)
+                    for table in ("journal", "checkpoints"):
+                        conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = %s").format(self._q[table]), (doc_id,))
+                    self._notify(conn, doc_id, row[0], "purged")
+            except psycopg.Error as error:
+                raise self._failed(error, doc_id, write=True) from None
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def load(self, doc_id: str) -> StoredDocument:
+        doc_id = check_doc_id(doc_id)
+        row = self._one(doc_id, "SELECT " + _META_COLUMNS + ", snapshot FROM {} WHERE doc_id = %s", "documents")
+        return StoredDocument(_meta(doc_id, row), bytes(row[6]))
+
+    def read_meta(self, doc_id: str) -> DocumentMeta:
+        doc_id = check_doc_id(doc_id)
+        return _meta(doc_id, self._one(doc_id, "SELECT " + _META_COLUMNS + " FROM {} WHERE doc_id = %s", "documents"))
+
+    def _one(self, doc_id: str, query: str, table: str) -> tuple[Any, ...]:
+        try:
+            with self._connection(doc_id) as conn:
+                row = conn.execute(sql.SQL(query).format(self._q[table]), (doc_id,)).fetchone()
+        except psycopg.Error as error:
+            raise self._failed(error, doc_id, write=False) from None
+        if row is None:
+            raise document_not_found(doc_id)
+        return tuple(row)
+
+    def list_metas(self) -> list[DocumentMeta]:
+        try:
+            with self._connection(None) as conn:
+                rows = conn.execute(sql.SQL("SELECT doc_id, " + _META_COLUMNS + " FROM {} ORDER BY doc_id").format(
+                    self._q["documents"])).fetchall()
+        except psycopg.Error as error:
+            raise self._failed(error, None, write=False) from None
+        return [_meta(row[0], row[1:]) for row in rows]
+
+    def read_journal(self, doc_id: str, since_version: int = 0,
+                     until_version: int | None = None) -> list[JournalEntry]:
+        doc_id = check_doc_id(doc_id)
+        until = until_version if until_version is not None else 2**31 - 1
+        try:
+            with self._connection(doc_id) as conn:
+                rows = conn.execute(sql.SQL(
+                    "SELECT j.entry FROM {} d LEFT JOIN {} j ON j.doc_id = d.doc_id AND j.version > %s "
+                    "AND j.version <= least(%s, d.version) WHERE d.doc_id = %s ORDER BY j.version"
+                ).format(self._q["documents"], self._q["journal"]),
+                    (max(since_version, 0), min(until, 2**31 - 1), doc_id)).fetchall()
+        except psycopg.Error as error:
+            raise self._failed(error, doc_id, write=False) from None
+        if not rows:
+            raise document_not_found(doc_id)
+        try:
+            return [JournalEntry.from_line(bytes(row[0])) for row in rows if row[0] is not None]
+        except ValueError as error:
+            raise SchemaDocError("storage-read-failed", f"The journal of {doc_id} is damaged: {error}.",
+                                 {"doc_id": doc_id, "reason": str(error)}) from None
+
+    def write_checkpoint(self, doc_id: str, version: int, content: bytes) -> None:
+        doc_id = check_doc_id(doc_id)
+        try:
+            with self._connection(doc_id) as conn:
+                conn.execute(sql.SQL("INSERT INTO {} (doc_id, version, content) VALUES (%s, %s, %s) "
+                                     "ON CONFLICT (doc_id, version) DO UPDATE SET content = excluded.content")
+                             .format(self._q["checkpoints"]), (doc_id, version, content))
+        except psycopg.Error as error:
+            raise OSError(f"checkpoint of {doc_id} v{version} not written: {error}") from None
+
+    def read_checkpoint(self, doc_id: str, at_most: int) -> tuple[int, bytes] | None:
+        doc_id = check_doc_id(doc_id)
+        try:
+            with self._connection(doc_id) as conn:
+                row = conn.execute(sql.SQL("SELECT version, content FROM {} WHERE doc_id = %s AND version <= %s "
+                                           "ORDER BY version DESC LIMIT 1").format(self._q["checkpoints"]),
+                                   (doc_id, at_most)).fetchone()
+        except psycopg.Error as error:
+            log.warning("document %s: checkpoint not read: %s", doc_id, error)
+            return None
+        return (row[0], bytes(row[1])) if row is not None else None
+
+    # -- the change feed across processes ----------------------------------------------------------
+
+    def read_changes(self, since: int, limit: int) -> list[StoredChange]:
+        """Committed versions of every document after cursor ``since``, oldest first, at most ``limit``.
+
+        The cursor is the committing transaction's id. Only transactions below the oldest one still
+        running are shown, so a commit that lands after a later one was listed is never skipped.
+        """
+        try:
+            with self._connection(None) as conn:
+                rows = conn.execute(sql.SQL(
+                    "SELECT txid::text::bigint, doc_id, version, op, at FROM {} "
+                    "WHERE txid > %s::text::xid8 AND txid < pg_snapshot_xmin(pg_current_snapshot()) "
+                    "ORDER BY txid, doc_id, version LIMIT %s").format(self._q["journal"]),
+                    (str(since), limit)).fetchall()
+        except psycopg.Error as error:
+            raise self._failed(error, None, write=False) from None
+        return [StoredChange(*row) for row in rows]
+
+    def watch(self, listener: Callable[[StoreNotice], None]) -> Callable[[], None]:
+        """Call ``listener`` (in a listening thread) for each commit or purge made by another process.
+
+        Returns the function that stops the calls. The first call starts the listening thread
+        (one connection doing ``LISTEN``); it reconnects after a lost connection.
+        """
+        with self._watch_guard:
+            self._watchers.append(listener)
+            if self._listener is None:
+                ready = threading.Event()
+                self._listener = threading.Thread(target=self._listen, args=(ready,), daemon=True,
+                                                  name=f"schemadoc-listen-{self.schema}")
+                self._listener.start()
+                ready.wait(10)
+
+        def stop() -> None:
+            with self._watch_guard:
+                if listener in self._watchers:
+                    self._watchers.remove(listener)
+
+        return stop
+
+    def _listen(self, ready: threading.Event) -> None:
+        delay = 0.1
+        while not self._closing.is_set():
+            try:
+                with psycopg.connect(self.url, autocommit=True) as conn:
+                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    ready.set()
+                    delay = 0.1
+                    while not self._closing.is_set():
+                        for notice in conn.notifies(timeout=_LISTEN_POLL_SECONDS):
+                            self._dispatch(notice.payload)
+                            if self._closing.is_set():
+                                break
+            except psycopg.Error as error:
+                if self._closing.is_set():
+                    return
+                log.warning("listening for commits of other processes failed (%s); reconnecting", error)
+                self._closing.wait(delay)
+                delay = min(delay * 2, 5.0)
+
+    def _dispatch(self, payload: str) -> None:
+        try:
+            data = orjson.loads(payload)
+            if data.get("origin") == self.origin:
+                return  # this process published its own commit already
+            notice = StoreNotice(str(data["doc_id"]), int(data["version"]), str(data["kind"]))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+            log.warning("ignoring a malformed commit notification: %r", payload[:200])
+            return
+        with self._watch_guard:
+            watchers = list(self._watchers)
+        for watcher in watchers:
+            try:
+                watcher(notice)
+            except Exception:
+                log.exception("commit watcher failed for %s v%d", notice.doc_id, notice.version)
+
+    # -- locks -----------------------------------------------------------------------------------
+
+    @contextmanager
+    def write_lock(self, doc_id: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+        doc_id = check_doc_id(doc_id)
+        held = self._held_locks()
+        mine = held.get(doc_id)
+        if mine is not None:
+            mine.depth += 1
+            try:
+                yield
+            finally:
+                mine.depth -= 1
+            return
+        key = _lock_key(self.schema, doc_id)
+        started = time.monotonic()
+        with self._connection(None, timeout=max(timeout, 0.5)) as conn:
+            left = max(timeout - (time.monotonic() - started), 0.0)
+            self._acquire(conn, doc_id, key, timeout, left)
+            held[doc_id] = _Held(conn, 1)
+            try:
+                yield
+            finally:
+                del held[doc_id]
+                with contextlib.suppress(psycopg.Error):  # a lost connection has lost its locks too
+                    conn.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+
+    def _acquire(self, conn: psycopg.Connection[Any], doc_id: str, key: tuple[int, int], timeout: float,
+                 left: float) -> None:
+        try:
+            if left <= 0:
+                row = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone()
+                if not (row and row[0]):
+                    raise lock_timeout(doc_id, timeout)
+                return
+            conn.execute("SELECT set_config('lock_timeout', %s, false), pg_advisory_lock(%s, %s)",
+                         (f"{max(int(left * 1000), 1)}ms", *key))
+        except psycopg.errors.LockNotAvailable:
+            raise lock_timeout(doc_id, timeout) from None
+        except psycopg.Error as error:
+            raise self._failed(error, doc_id, write=True) from None
