@@ -34,7 +34,7 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.ops.apply import apply_patch, check_patch
 from schemadoc.ops.compile import CompiledWrite, compile_create, compile_delete, compile_update
 from schemadoc.ops.history import CHECKPOINT_EVERY, Checkpoints, compile_merge_patch, diff, replay_from
-from schemadoc.ops.journal import JournalEntry, utc_now
+from schemadoc.ops.journal import JournalEntry, replay, utc_now
 from schemadoc.pointer import format_pointer, json_type, parse, parse_node_path, resolve
 from schemadoc.schema import LoadedSchema
 from schemadoc.storage.base import (
@@ -484,13 +484,14 @@ class DocumentService:
             if state is None:
                 meta = DocumentMeta(doc_id=doc_id, version=1, schema_uri=self.schema_uri, created_at=now,
                                     modified_at=now, content_size_bytes=len(data))
-                self.store.create(meta, data, entry)
+                self.store.create(meta, entry, data)
             else:
-                meta = replace(state.meta, version=entry.version, modified_at=now, content_size_bytes=len(data))
+                meta = replace(state.meta, version=entry.version, modified_at=now, content_size_bytes=len(data),
+                               snapshot_version=entry.version)
                 if deleted_at is not False:
                     meta = replace(meta, deleted_at=deleted_at if isinstance(deleted_at, str) else None)
                 try:
-                    self.store.commit(meta, data, entry)
+                    self.store.commit(meta, entry, data)
                 except SchemaDocError:
                     # the store may have rolled the document forward: forget what we cached
                     self._states.pop(doc_id, None)
@@ -645,8 +646,8 @@ class DocumentService:
             cached = self._load(doc_id)
         elif cached.meta.version < meta.version:
             cached = self._catch_up(cached, meta)
-        if cached.meta.deleted_at != meta.deleted_at:
-            cached = DocState(replace(cached.meta, deleted_at=meta.deleted_at), cached.content)
+        if cached.meta != meta and cached.meta.version == meta.version:  # deleted_at, snapshot_version
+            cached = DocState(meta, cached.content)
             self._states[doc_id] = cached
         if cached.meta.deleted_at is not None and not include_deleted:
             raise SchemaDocError(
@@ -656,12 +657,20 @@ class DocumentService:
         return cached
 
     def _load(self, doc_id: str) -> DocState:
-        stored = self.store.load(doc_id)  # the store reads snapshot and meta under the write lock
+        stored = self.store.load(doc_id)  # the store reads snapshot, meta and journal tail under the write lock
         try:
             content = orjson.loads(stored.content)
         except orjson.JSONDecodeError as error:
             raise SchemaDocError("storage-read-failed", f"Document {doc_id} is not valid JSON on disk: {error}.",
                                  {"doc_id": doc_id}) from None
+        if stored.entries:  # the journal after the snapshot: a freshly parsed document may be patched in place
+            try:
+                content = replay(stored.entries, start=content, start_version=stored.meta.snapshot_version,
+                                 copy=False)
+            except ValueError as error:
+                raise SchemaDocError("storage-read-failed",
+                                     f"The journal of document {doc_id} does not replay onto its snapshot: {error}.",
+                                     {"doc_id": doc_id, "reason": str(error)}) from None
         if len(stored.content) > _FREEZE_ABOVE_BYTES:
             gc.freeze()  # long-lived document: keep the collector from rescanning it (halves parse time)
         state = DocState(stored.meta, content)

@@ -114,7 +114,8 @@ def test_the_files_of_a_document_follow_the_layout(store: FileDocumentStore, dir
     assert orjson.loads((directory / f"{doc_id}.json").read_bytes()) == {"title": "t", "items": ["a", "b"]}
     assert orjson.loads((directory / f"{doc_id}.meta.json").read_bytes()) == {
         "doc_id": doc_id, "version": 2, "schema_uri": meta.schema_uri, "created_at": meta.created_at,
-        "modified_at": meta.modified_at, "content_size_bytes": meta.content_size_bytes, "deleted_at": None}
+        "modified_at": meta.modified_at, "content_size_bytes": meta.content_size_bytes, "deleted_at": None,
+        "snapshot_version": 2}
     assert journal_versions(directory / f"{doc_id}.journal.jsonl") == [1, 2]
 
 
@@ -158,7 +159,8 @@ def test_open_rolls_forward_a_journal_ahead_of_its_snapshot(store: FileDocumentS
     assert report.rolled_forward == {meta.doc_id: (2, 3)}
     stored = again.load(meta.doc_id)
     assert orjson.loads(stored.content) == {"title": "new", "items": ["a", "b"]}
-    assert stored.meta == replace(meta, version=3, modified_at=entry.at, content_size_bytes=len(stored.content))
+    assert stored.meta == replace(meta, version=3, modified_at=entry.at, content_size_bytes=len(stored.content),
+                                  snapshot_version=3)
     assert replay(again.read_journal(meta.doc_id)) == orjson.loads(stored.content)
 
 
@@ -510,10 +512,10 @@ def test_a_big_snapshot_replaced_by_a_commit_leaves_no_second_name_behind(tmp_pa
     doc_id = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
     big = b'"' + b"x" * (9 << 20) + b'"'
     meta = DocumentMeta(doc_id, 1, "urn:s", "t", "t", len(big))
-    store.create(meta, big, JournalEntry(1, "create", [{"op": "add", "path": "", "value": "x"}], "t"))
+    store.create(meta, JournalEntry(1, "create", [{"op": "add", "path": "", "value": "x"}], "t"), big)
     bigger = b'"' + b"y" * (9 << 20) + b'"'
-    store.commit(DocumentMeta(doc_id, 2, "urn:s", "t", "t", len(bigger)), bigger,
-                 JournalEntry(2, "update_node", [{"op": "replace", "path": "", "value": "y"}], "t"))
+    store.commit(DocumentMeta(doc_id, 2, "urn:s", "t", "t", len(bigger)),
+                 JournalEntry(2, "update_node", [{"op": "replace", "path": "", "value": "y"}], "t"), bigger)
     assert store.load(doc_id).content == bigger
     deadline = time.monotonic() + 5
     while list(tmp_path.glob(".retired-*")) and time.monotonic() < deadline:

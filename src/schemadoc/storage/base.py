@@ -1,8 +1,15 @@
 """The storage contract: what every document store does, and the data it exchanges.
 
-A store keeps, per document, the current content (JSON bytes exactly as the service wrote
-them), its :class:`DocumentMeta` and its journal (:class:`~schemadoc.ops.journal.JournalEntry`
-per version). It never validates or interprets content on the normal path: the service does.
+A store keeps, per document, its journal (:class:`~schemadoc.ops.journal.JournalEntry` per
+version), a snapshot (JSON bytes exactly as the service wrote them, the content of one version
+no newer than the journal) and its :class:`DocumentMeta`. It never validates or interprets
+content on the normal path: the service does.
+
+Journal-first: a write is durable (acknowledged) once its journal entry is. The snapshot is a
+checkpoint of the journal; it may lag it (``DocumentMeta.snapshot_version``) and is brought up
+to date off the write path with :meth:`DocumentStore.write_snapshot`. The document at its
+current version is the snapshot with the journal entries after it replayed
+(:meth:`DocumentStore.load` returns both).
 
 Every store runs the same contract suite, :mod:`schemadoc.storage.testing`.
 """
@@ -20,6 +27,7 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry
 
 __all__ = [
+    "CHECKPOINTS_KEPT_RECENT",
     "LOCK_TIMEOUT_SECONDS",
     "DocumentMeta",
     "DocumentStore",
@@ -32,6 +40,7 @@ __all__ = [
     "check_write",
     "document_not_found",
     "journal_line",
+    "keep_checkpoints",
     "lock_timeout",
     "version_conflict",
 ]
@@ -58,12 +67,13 @@ def check_doc_id(doc_id: Any) -> str:
                          {"doc_id": shown, "reason": reason})
 
 
-def check_write(meta: DocumentMeta, content: bytes, entry: JournalEntry, *, new: bool = False) -> str:
+def check_write(meta: DocumentMeta, entry: JournalEntry, content: bytes | None, *, new: bool = False) -> str:
     """The checks every store makes on the arguments of ``create`` (``new``) and ``commit``.
 
     Returns the doc_id. Raises ``invalid-doc-id`` when ``meta.doc_id`` is not a ULID in
     canonical (upper-case) form, and :exc:`ValueError` when ``meta.version != entry.version``,
-    ``meta.content_size_bytes != len(content)``, or a new document is not at version 1.
+    ``meta.content_size_bytes != len(content)`` (when content is given), or a new document is
+    not at version 1 or comes without content.
     """
     doc_id = check_doc_id(meta.doc_id)
     if doc_id != meta.doc_id:
@@ -73,6 +83,10 @@ def check_write(meta: DocumentMeta, content: bytes, entry: JournalEntry, *, new:
         raise ValueError(f"meta version {meta.version} and journal entry version {entry.version} differ")
     if new and meta.version != 1:
         raise ValueError(f"a new document starts at version 1, not {meta.version}")
+    if content is None:
+        if new:
+            raise ValueError("a new document needs its content (the first snapshot)")
+        return doc_id
     if meta.content_size_bytes != len(content):
         raise ValueError(f"meta content_size_bytes {meta.content_size_bytes} is not the content's "
                          f"length {len(content)}")
@@ -87,6 +101,30 @@ def journal_line(doc_id: str, entry: JournalEntry) -> bytes:
         reason = f"journal entry not serialisable: {error}"
         raise SchemaDocError("storage-write-failed", f"The journal entry of {doc_id} is not JSON: {error}.",
                              {"doc_id": doc_id, "reason": reason}) from None
+
+
+CHECKPOINTS_KEPT_RECENT = 4
+"""Persisted history checkpoints: the newest four are always kept (see :func:`keep_checkpoints`)."""
+
+
+def keep_checkpoints(versions: list[int]) -> list[int]:
+    """The checkpoint versions a store keeps of ``versions``, ascending: a bounded, log-spaced set.
+
+    The newest :data:`CHECKPOINTS_KEPT_RECENT`, then of the older ones the oldest in each band of
+    distance from the newest checkpoint (1, 2-3, 4-7, 8-15, ... versions back). Applied after
+    every new checkpoint, this keeps at most ``4 + log2(newest)`` of them, the oldest one always
+    (e.g. one every 256 versions for 999 checkpoints leaves 12: the first, then ever closer
+    ones towards the present), so recent versions are cheap to rebuild and old ones reachable.
+    """
+    ordered = sorted(set(versions), reverse=True)
+    if not ordered:
+        return []
+    newest = ordered[0]
+    kept = ordered[:CHECKPOINTS_KEPT_RECENT]
+    oldest_in_band: dict[int, int] = {}
+    for version in ordered[CHECKPOINTS_KEPT_RECENT:]:
+        oldest_in_band[(newest - version).bit_length()] = version
+    return sorted([*kept, *oldest_in_band.values()])
 
 
 def document_not_found(doc_id: str) -> SchemaDocError:
@@ -128,6 +166,10 @@ class DocumentMeta:
 
     ``version`` lives here only, never in the content (FR-016d). ``deleted_at`` is set while the
     whole document is deleted (soft delete, restorable) and ``None`` otherwise.
+    ``content_size_bytes`` is the size of the current version's compact JSON (what a snapshot
+    of it holds). ``snapshot_version`` is the version the stored snapshot holds (``<= version``;
+    the journal entries after it are the lag); the store sets it, and ``0`` given to the
+    constructor means "same as ``version``".
     """
 
     doc_id: str
@@ -137,6 +179,11 @@ class DocumentMeta:
     modified_at: str
     content_size_bytes: int
     deleted_at: str | None = None
+    snapshot_version: int = 0
+
+    def __post_init__(self) -> None:
+        if self.snapshot_version == 0:
+            object.__setattr__(self, "snapshot_version", self.version)
 
     def to_dict(self) -> dict[str, Any]:
         """The meta file's JSON object: every field, ``deleted_at`` included (``null`` when live)."""
@@ -148,6 +195,7 @@ class DocumentMeta:
             "modified_at": self.modified_at,
             "content_size_bytes": self.content_size_bytes,
             "deleted_at": self.deleted_at,
+            "snapshot_version": self.snapshot_version,
         }
 
     @classmethod
@@ -155,7 +203,8 @@ class DocumentMeta:
         """The meta for a JSON object as :meth:`to_dict` makes it (``deleted_at`` may be absent).
 
         Raises :exc:`ValueError` when it is not an object, or a field is missing or mistyped
-        (``version`` must be >= 1, ``content_size_bytes`` >= 0). Unknown members are ignored.
+        (``version`` must be >= 1, ``content_size_bytes`` >= 0, ``snapshot_version`` from 1 to
+        ``version``; when absent it is ``version``). Unknown members are ignored.
         """
         if not isinstance(data, dict):
             raise ValueError(f"document meta must be a JSON object, got {type(data).__name__}")
@@ -167,20 +216,31 @@ class DocumentMeta:
             modified_at=_field(data, "modified_at", str),
             content_size_bytes=_field(data, "content_size_bytes", int),
             deleted_at=_field(data, "deleted_at", str, optional=True),
+            snapshot_version=_field(data, "snapshot_version", int, optional=True) or 0,
         )
         if meta.version < 1:
             raise ValueError(f"document meta version must be >= 1, got {meta.version}")
         if meta.content_size_bytes < 0:
             raise ValueError(f"document meta content_size_bytes must be >= 0, got {meta.content_size_bytes}")
+        if not 1 <= meta.snapshot_version <= meta.version:
+            raise ValueError(f"document meta snapshot_version must be from 1 to version {meta.version}, "
+                             f"got {meta.snapshot_version}")
         return meta
 
 
 @dataclass(frozen=True)
 class StoredDocument:
-    """A document as stored: its meta and the JSON bytes of its current version, exactly as written."""
+    """A document as stored: its current meta, the snapshot and the journal entries after it.
+
+    ``content`` is the snapshot, the JSON bytes of version ``meta.snapshot_version`` exactly as
+    written; ``entries`` are the journal entries ``meta.snapshot_version + 1 .. meta.version``,
+    oldest first (empty when the snapshot is current). Replaying ``entries`` on the parsed
+    ``content`` gives the current version.
+    """
 
     meta: DocumentMeta
     content: bytes
+    entries: tuple[JournalEntry, ...] = ()
 
 
 @dataclass
@@ -225,8 +285,8 @@ class DocumentStore(Protocol):
         """
         ...
 
-    def create(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
-        """Store a new document at version 1: the journal's first entry, content and meta.
+    def create(self, meta: DocumentMeta, entry: JournalEntry, content: bytes) -> None:
+        """Store a new document at version 1: the journal's first entry, the snapshot and meta.
 
         Atomic: after a crash the document either exists whole or not at all (:meth:`open`
         takes back a creation interrupted before it completed).
@@ -239,16 +299,21 @@ class DocumentStore(Protocol):
         """
         ...
 
-    def commit(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
-        """Store a new version: append ``entry`` to the journal (write-ahead), then content and meta.
+    def commit(self, meta: DocumentMeta, entry: JournalEntry, content: bytes | None = None) -> None:
+        """Store a new version: append ``entry`` to the journal durably (the commit point).
 
-        ``meta.version == entry.version`` must be the stored version + 1. Also used to delete or
-        restore the whole document (an empty-patch entry, same content, ``meta.deleted_at``
-        set or cleared). The caller normally holds :meth:`write_lock`; the store takes it again
-        (re-entrantly) so a commit is never interleaved with another writer's.
+        ``meta.version == entry.version`` must be the stored version + 1; ``meta`` gives the new
+        version's ``modified_at``, ``content_size_bytes`` and ``deleted_at``. ``content``, when
+        given, is the new version's whole JSON: the store also makes it the snapshot (inline,
+        ``snapshot_version`` becomes ``meta.version``). ``None`` means the snapshot lags: the
+        stored ``snapshot_version`` stays (``meta.snapshot_version`` is ignored) until
+        :meth:`write_snapshot`. Also used to delete or restore the whole document (an
+        empty-patch entry, ``meta.deleted_at`` set or cleared). The caller normally holds
+        :meth:`write_lock`; the store takes it again (re-entrantly) so a commit is never
+        interleaved with another writer's.
 
         On success the new version is durable. On failure nothing visible changed: readers
-        see the previous version and no ``.json`` file is ever half-written.
+        see the previous version and no file is ever half-written.
 
         Raises ``document-not-found``; ``version-conflict`` (details ``{"doc_id",
         "expected_version", "actual_version"}``) when the stored version is not
@@ -259,17 +324,30 @@ class DocumentStore(Protocol):
         """
         ...
 
-    def load(self, doc_id: str) -> StoredDocument:
-        """The current content and meta, consistent with each other.
+    def write_snapshot(self, doc_id: str, version: int, content: bytes) -> bool:
+        """Make ``content`` (the whole JSON of ``version``, exactly as the service serialised it)
+        the document's snapshot; called off the write path.
 
-        Takes the write lock briefly (re-entrantly) so the two belong to the same version.
-        Raises ``document-not-found``, ``storage-read-failed`` (a corrupt document or a missing
-        half: content without meta or meta without content) and ``lock-timeout``.
+        Returns ``False`` and changes nothing when the stored snapshot is already at ``version``
+        or newer. The snapshot and ``snapshot_version`` change together, atomically: a crash
+        leaves the old snapshot or the new one, never a mix. Writers of the document are held
+        up only for the final switch, not while the bytes are written. Raises
+        ``document-not-found``, ``storage-write-failed`` (nothing changed), ``lock-timeout``,
+        and :exc:`ValueError` when ``version`` is above the stored version or below 1.
+        """
+        ...
+
+    def load(self, doc_id: str) -> StoredDocument:
+        """The current meta, the snapshot and the journal entries after it, consistent with each other.
+
+        Takes the write lock briefly (re-entrantly) so that they belong together. Raises
+        ``document-not-found``, ``storage-read-failed`` (a corrupt document or a missing half:
+        content without meta or meta without content) and ``lock-timeout``.
         """
         ...
 
     def read_meta(self, doc_id: str) -> DocumentMeta:
-        """The document's meta, read alone (cheap; no lock).
+        """The document's current meta, read alone (cheap; no lock): its version is the journal's last.
 
         Raises ``document-not-found`` and ``storage-read-failed`` (unreadable meta, content
         without meta, or a document reported corrupt).
@@ -288,7 +366,7 @@ class DocumentStore(Protocol):
         """The journal entries with ``since_version < version <= until_version``, oldest first.
 
         Only committed versions are returned (never beyond the meta's version), so
-        ``replay(read_journal(doc_id))`` equals the loaded content. Raises
+        ``replay(read_journal(doc_id))`` equals the current content. Raises
         ``document-not-found`` and ``storage-read-failed`` (a missing or damaged journal).
         """
         ...
@@ -296,7 +374,8 @@ class DocumentStore(Protocol):
     def write_checkpoint(self, doc_id: str, version: int, content: bytes) -> None:
         """Keep the content of a past version so that old versions can be rebuilt without replaying
         the whole journal. A cache, not a commit: not fsynced; losing one only costs time.
-        Raises :exc:`OSError` (callers log it and go on).
+        Bounded: older checkpoints are dropped as :func:`keep_checkpoints` says. Raises
+        :exc:`OSError` (callers log it and go on).
         """
         ...
 

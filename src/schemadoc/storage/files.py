@@ -55,6 +55,7 @@ from schemadoc.storage.base import (
     check_write,
     document_not_found,
     journal_line,
+    keep_checkpoints,
     lock_timeout,
     version_conflict,
 )
@@ -208,13 +209,14 @@ class FileDocumentStore:
 
     # -- writes --------------------------------------------------------------------------------
 
-    def create(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
+    def create(self, meta: DocumentMeta, entry: JournalEntry, content: bytes) -> None:
         """tmp files → journal (claimed with O_EXCL) → content rename → meta rename (the commit point).
 
         A creation that dies before its meta file appears leaves ``{id}.meta.tmp`` behind, which
         marks it as abandoned: recovery removes what it wrote instead of reporting it corrupt.
         """
-        doc_id = check_write(meta, content, entry, new=True)
+        doc_id = check_write(meta, entry, content, new=True)
+        meta = replace(meta, snapshot_version=1)
         line = journal_line(doc_id, entry)
         paths = self._paths(doc_id)
         with self.write_lock(doc_id):
@@ -242,8 +244,8 @@ class FileDocumentStore:
                 raise _write_failed(doc_id, "creating the document", error) from None
         self._corrupt.pop(doc_id, None)
 
-    def commit(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
-        doc_id = check_write(meta, content, entry)
+    def commit(self, meta: DocumentMeta, entry: JournalEntry, content: bytes | None = None) -> None:
+        doc_id = check_write(meta, entry, content)
         line = journal_line(doc_id, entry)
         paths = self._paths(doc_id)
         with self.write_lock(doc_id):
@@ -251,7 +253,17 @@ class FileDocumentStore:
             stored = self._read_meta_file(doc_id, paths)
             if stored.version != entry.version - 1:
                 raise version_conflict(doc_id, entry.version - 1, stored.version)
-            self._write_version(doc_id, paths, meta, content, line)
+            if content is None:  # this store keeps its snapshot current: build it from the patch
+                content = _apply_entry(doc_id, paths, entry)
+                meta = replace(meta, content_size_bytes=len(content))
+            self._write_version(doc_id, paths, replace(meta, snapshot_version=meta.version), content, line)
+
+    def write_snapshot(self, doc_id: str, version: int, content: bytes) -> bool:
+        """Nothing to do: this store writes every snapshot with its commit."""
+        meta = self.read_meta(doc_id)
+        if not 1 <= version <= meta.version:
+            raise ValueError(f"version {version} is not a version of document {meta.doc_id} (1 to {meta.version})")
+        return False
 
     def _write_version(
         self, doc_id: str, paths: _Paths, meta: DocumentMeta, content: bytes, line: bytes
@@ -422,6 +434,9 @@ class FileDocumentStore:
         temporary = directory / f"{version}.json.tmp"
         temporary.write_bytes(content)
         os.replace(temporary, directory / f"{version}.json")
+        versions = _checkpoint_versions(directory)
+        for stale in set(versions) - set(keep_checkpoints(versions)):
+            _remove_quietly(directory / f"{stale}.json")
 
     def read_checkpoint(self, doc_id: str, at_most: int) -> tuple[int, bytes] | None:
         directory = self._checkpoint_dir(doc_id)
@@ -429,7 +444,7 @@ class FileDocumentStore:
             names = os.listdir(directory)
         except OSError:
             return None
-        versions = [int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit()]
+        versions = _checkpoint_versions(directory, names)
         for version in sorted((v for v in versions if v <= at_most), reverse=True):
             try:
                 return version, (directory / f"{version}.json").read_bytes()
@@ -542,7 +557,8 @@ class FileDocumentStore:
                 deleted_at = entry.at
             elif entry.op == "undelete_document":
                 deleted_at = None
-        rebuilt = replace(meta, version=last.version, content_size_bytes=len(content), deleted_at=deleted_at,
+        rebuilt = replace(meta, version=last.version, snapshot_version=last.version,
+                          content_size_bytes=len(content), deleted_at=deleted_at,
                           modified_at=last.at if last.version > meta.version else meta.modified_at)
         try:
             _write_synced(paths.content_tmp, content)
@@ -658,6 +674,16 @@ class _DocumentLock:
 # -- journal files ---------------------------------------------------------------------------------
 
 
+def _apply_entry(doc_id: str, paths: _Paths, entry: JournalEntry) -> bytes:
+    try:
+        document = orjson.loads(paths.content.read_bytes())
+        return orjson.dumps(replay([entry], start=document, start_version=entry.version - 1, copy=False))
+    except OSError as error:
+        raise _read_failed(doc_id, f"cannot read the content file: {_reason(error)}", paths.content.name) from None
+    except (ValueError, TypeError) as error:
+        raise _read_failed(doc_id, f"the new version cannot be built: {error}", paths.content.name) from None
+
+
 def _abandoned_creation(paths: _Paths) -> bool:
     """A creation died before renaming its meta file (the commit point of a creation).
 
@@ -766,6 +792,12 @@ def _read_entries(path: Path, *, since: int, upto: int | None, start: tuple[int,
                 if offsets is not None and version % _OFFSET_EVERY == 0:
                     offsets[version] = position
     return entries, last
+
+
+def _checkpoint_versions(directory: Path, names: list[str] | None = None) -> list[int]:
+    if names is None:
+        names = os.listdir(directory)
+    return [int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit()]
 
 
 # -- small file operations --------------------------------------------------------------------------

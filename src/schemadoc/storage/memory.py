@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry
@@ -23,6 +23,7 @@ from schemadoc.storage.base import (
     check_write,
     document_not_found,
     journal_line,
+    keep_checkpoints,
     lock_timeout,
     version_conflict,
 )
@@ -32,8 +33,8 @@ __all__ = ["MemoryDocumentStore"]
 
 @dataclass
 class _Document:
-    meta: DocumentMeta
-    content: bytes
+    meta: DocumentMeta                 # the current version's; snapshot_version says what ``content`` holds
+    content: bytes                     # the snapshot
     journal: list[bytes] = field(default_factory=list)
     checkpoints: dict[int, bytes] = field(default_factory=dict)
 
@@ -52,25 +53,44 @@ class MemoryDocumentStore:
 
     # -- writes --------------------------------------------------------------------------------
 
-    def create(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
-        doc_id = check_write(meta, content, entry, new=True)
+    def create(self, meta: DocumentMeta, entry: JournalEntry, content: bytes) -> None:
+        doc_id = check_write(meta, entry, content, new=True)
         line = journal_line(doc_id, entry)
         with self.write_lock(doc_id), self._guard:
             if doc_id in self._documents:
                 raise SchemaDocError("storage-write-failed", f"Document {doc_id} already exists.",
                                      {"doc_id": doc_id, "reason": "the document already exists"})
-            self._documents[doc_id] = _Document(meta, bytes(content), [line])
+            self._documents[doc_id] = _Document(replace(meta, snapshot_version=1), bytes(content), [line])
 
-    def commit(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
-        doc_id = check_write(meta, content, entry)
+    def commit(self, meta: DocumentMeta, entry: JournalEntry, content: bytes | None = None) -> None:
+        doc_id = check_write(meta, entry, content)
         line = journal_line(doc_id, entry)
         with self.write_lock(doc_id):
             document = self._get(doc_id)
             if document.meta.version != entry.version - 1:
                 raise version_conflict(doc_id, entry.version - 1, document.meta.version)
+            if content is None:
+                stored = replace(meta, snapshot_version=document.meta.snapshot_version)
+                snapshot = document.content
+            else:
+                stored, snapshot = replace(meta, snapshot_version=meta.version), bytes(content)
             with self._guard:
-                self._documents[doc_id] = _Document(meta, bytes(content), [*document.journal, line],
+                self._documents[doc_id] = _Document(stored, snapshot, [*document.journal, line],
                                                     document.checkpoints)
+
+    def write_snapshot(self, doc_id: str, version: int, content: bytes) -> bool:
+        doc_id = check_doc_id(doc_id)
+        with self.write_lock(doc_id):
+            document = self._get(doc_id)
+            if not 1 <= version <= document.meta.version:
+                raise ValueError(f"version {version} is not a version of document {doc_id} "
+                                 f"(1 to {document.meta.version})")
+            if version <= document.meta.snapshot_version:
+                return False
+            with self._guard:
+                self._documents[doc_id] = _Document(replace(document.meta, snapshot_version=version),
+                                                    bytes(content), document.journal, document.checkpoints)
+            return True
 
     def purge(self, doc_id: str) -> None:
         doc_id = check_doc_id(doc_id)
@@ -82,7 +102,9 @@ class MemoryDocumentStore:
 
     def load(self, doc_id: str) -> StoredDocument:
         document = self._get(check_doc_id(doc_id))
-        return StoredDocument(document.meta, document.content)
+        lines = document.journal[document.meta.snapshot_version:]
+        return StoredDocument(document.meta, document.content,
+                              tuple(JournalEntry.from_line(line) for line in lines))
 
     def read_meta(self, doc_id: str) -> DocumentMeta:
         return self._get(check_doc_id(doc_id)).meta
@@ -99,7 +121,10 @@ class MemoryDocumentStore:
         return [JournalEntry.from_line(line) for line in lines]
 
     def write_checkpoint(self, doc_id: str, version: int, content: bytes) -> None:
-        self._get(check_doc_id(doc_id)).checkpoints[version] = bytes(content)
+        checkpoints = self._get(check_doc_id(doc_id)).checkpoints
+        checkpoints[version] = bytes(content)
+        for stale in set(checkpoints) - set(keep_checkpoints(list(checkpoints))):
+            checkpoints.pop(stale, None)
 
     def read_checkpoint(self, doc_id: str, at_most: int) -> tuple[int, bytes] | None:
         checkpoints = self._get(check_doc_id(doc_id)).checkpoints

@@ -31,7 +31,7 @@ from ulid import ULID
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, replay, utc_now
-from schemadoc.storage.base import DocumentMeta, DocumentStore, RecoveryReport
+from schemadoc.storage.base import DocumentMeta, DocumentStore, RecoveryReport, keep_checkpoints
 
 __all__ = [
     "BAD_DOC_IDS",
@@ -39,6 +39,7 @@ __all__ = [
     "DocumentStoreContract",
     "commit_patch",
     "create_document",
+    "current_content",
     "delete_document",
     "new_doc_id",
 ]
@@ -74,28 +75,49 @@ def create_document(store: DocumentStore, content: Any = None, *, doc_id: str | 
     now = utc_now()
     meta = DocumentMeta(doc_id=doc_id or new_doc_id(), version=1, schema_uri=SCHEMA_URI, created_at=now,
                         modified_at=now, content_size_bytes=len(data))
-    store.create(meta, data, JournalEntry(1, "create", [{"op": "add", "path": "", "value": content}], now))
+    store.create(meta, JournalEntry(1, "create", [{"op": "add", "path": "", "value": content}], now), data)
     return meta
 
 
+def current_content(store: DocumentStore, doc_id: str) -> Any:
+    """The current version's content: the loaded snapshot with the journal entries after it replayed."""
+    stored = store.load(doc_id)
+    assert [entry.version for entry in stored.entries] == list(
+        range(stored.meta.snapshot_version + 1, stored.meta.version + 1))
+    return replay(stored.entries, start=orjson.loads(stored.content), start_version=stored.meta.snapshot_version,
+                  copy=False)
+
+
 def commit_patch(store: DocumentStore, meta: DocumentMeta, patch: list[dict[str, Any]], *,
-                 op: str = "patch", info: dict[str, Any] | None = None) -> DocumentMeta:
-    """Apply ``patch`` to the stored content, commit it as the next version, return the new meta."""
-    content = jsonpatch.apply_patch(orjson.loads(store.load(meta.doc_id).content), patch)
+                 op: str = "patch", info: dict[str, Any] | None = None, inline: bool = True) -> DocumentMeta:
+    """Apply ``patch`` to the current content, commit it as the next version, return the new meta.
+
+    ``inline`` passes the new content along (the snapshot becomes current); otherwise the
+    snapshot lags and the returned meta keeps the previous ``snapshot_version``.
+    """
+    content = jsonpatch.apply_patch(current_content(store, meta.doc_id), patch)
     data = orjson.dumps(content)
     now = utc_now()
     new_meta = replace(meta, version=meta.version + 1, modified_at=now, content_size_bytes=len(data))
-    store.commit(new_meta, data, JournalEntry(new_meta.version, op, patch, now, info or {}))
+    if inline:
+        new_meta = replace(new_meta, snapshot_version=new_meta.version)
+    else:
+        new_meta = replace(new_meta, snapshot_version=store.read_meta(meta.doc_id).snapshot_version)
+    entry = JournalEntry(new_meta.version, op, patch, now, info or {})
+    store.commit(new_meta, entry, data if inline else None)
     return new_meta
 
 
-def delete_document(store: DocumentStore, meta: DocumentMeta, *, undelete: bool = False) -> DocumentMeta:
+def delete_document(store: DocumentStore, meta: DocumentMeta, *, undelete: bool = False,
+                    inline: bool = True) -> DocumentMeta:
     """Commit a whole-document delete (or restore): empty patch, same content, ``deleted_at`` set/cleared."""
-    data = store.load(meta.doc_id).content
     now = utc_now()
     new_meta = replace(meta, version=meta.version + 1, modified_at=now, deleted_at=None if undelete else now)
+    data = orjson.dumps(current_content(store, meta.doc_id)) if inline else None
+    snapshot_version = new_meta.version if inline else store.read_meta(meta.doc_id).snapshot_version
+    new_meta = replace(new_meta, snapshot_version=snapshot_version)
     op = "undelete_document" if undelete else "delete_document"
-    store.commit(new_meta, data, JournalEntry(new_meta.version, op, [], now))
+    store.commit(new_meta, JournalEntry(new_meta.version, op, [], now), data)
     return new_meta
 
 
@@ -147,7 +169,7 @@ class DocumentStoreContract:
         now = utc_now()
         meta = DocumentMeta(new_doc_id(), 1, SCHEMA_URI, now, now, len(data))
         entry = JournalEntry(1, "create", [{"op": "add", "path": "", "value": orjson.loads(data)}], now)
-        store.create(meta, data, entry)
+        store.create(meta, entry, data)
         assert store.load(meta.doc_id).content == data
 
     def test_read_meta_is_the_meta_of_load(self, store: DocumentStore) -> None:
@@ -173,14 +195,14 @@ class DocumentStoreContract:
         now = utc_now()
         meta = DocumentMeta(new_doc_id(), 2, SCHEMA_URI, now, now, len(data))
         with pytest.raises(ValueError):
-            store.create(meta, data, JournalEntry(2, "create", [{"op": "add", "path": "", "value": {}}], now))
+            store.create(meta, JournalEntry(2, "create", [{"op": "add", "path": "", "value": {}}], now), data)
 
     def test_create_refuses_a_meta_whose_size_is_not_the_contents(self, store: DocumentStore) -> None:
         now = utc_now()
         meta = DocumentMeta(new_doc_id(), 1, SCHEMA_URI, now, now, 99)
         entry = JournalEntry(1, "create", [{"op": "add", "path": "", "value": {}}], now)
         with pytest.raises(ValueError):
-            store.create(meta, b"{}", entry)
+            store.create(meta, entry, b"{}")
 
     def test_loading_an_unknown_id_is_document_not_found(self, store: DocumentStore) -> None:
         doc_id = new_doc_id()
@@ -213,7 +235,7 @@ class DocumentStoreContract:
         now = utc_now()
         meta = DocumentMeta(new_doc_id(), 2, SCHEMA_URI, now, now, 2)
         with pytest.raises(SchemaDocError) as raised:
-            store.commit(meta, b"{}", JournalEntry(2, "patch", [], now))
+            store.commit(meta, JournalEntry(2, "patch", [], now), b"{}")
         assert raised.value.code == "document-not-found"
 
     def test_commit_that_skips_a_version_is_a_version_conflict_and_changes_nothing(
@@ -224,7 +246,7 @@ class DocumentStoreContract:
         skipping = replace(meta, version=3, modified_at=now, content_size_bytes=len(b'{"a":3}'))
         entry = JournalEntry(3, "patch", [{"op": "replace", "path": "/a", "value": 3}], now)
         with pytest.raises(SchemaDocError) as raised:
-            store.commit(skipping, b'{"a":3}', entry)
+            store.commit(skipping, entry, b'{"a":3}')
         assert raised.value.code == "version-conflict"
         assert raised.value.details == {"doc_id": meta.doc_id, "expected_version": 2, "actual_version": 1}
         assert store.load(meta.doc_id).meta == meta
@@ -242,8 +264,80 @@ class DocumentStoreContract:
         meta = create_document(store, {})
         now = utc_now()
         with pytest.raises(ValueError):
-            store.commit(replace(meta, version=2), b"{}", JournalEntry(3, "patch", [], now))
+            store.commit(replace(meta, version=2), JournalEntry(3, "patch", [], now), b"{}")
         assert store.read_meta(meta.doc_id).version == 1
+
+    # -- journal-first: the snapshot may lag the journal ----------------------------------------
+
+    def test_an_inline_commit_makes_the_snapshot_current(self, store: DocumentStore) -> None:
+        meta = create_document(store, {"n": 0})
+        assert store.read_meta(meta.doc_id).snapshot_version == 1
+        meta = commit_patch(store, meta, [{"op": "replace", "path": "/n", "value": 1}])
+        stored = store.load(meta.doc_id)
+        assert (stored.meta.version, stored.meta.snapshot_version, stored.entries) == (2, 2, ())
+        assert orjson.loads(stored.content) == {"n": 1}
+
+    def test_a_commit_without_content_is_journaled_and_loads_as_snapshot_plus_entries(
+        self, store: DocumentStore
+    ) -> None:
+        meta = create_document(store, {"n": 0, "log": []})
+        for n in range(1, 4):
+            meta = commit_patch(store, meta, [{"op": "replace", "path": "/n", "value": n},
+                                              {"op": "add", "path": f"/log/{n - 1}", "value": n}], inline=False)
+        stored = store.load(meta.doc_id)
+        assert stored.meta.version == store.read_meta(meta.doc_id).version == 4
+        assert 1 <= stored.meta.snapshot_version <= 4
+        assert current_content(store, meta.doc_id) == {"n": 3, "log": [1, 2, 3]}
+        entries = store.read_journal(meta.doc_id)
+        assert orjson.loads(stored.content) == replay(entries, upto=stored.meta.snapshot_version)
+        assert stored.meta.content_size_bytes == len(orjson.dumps({"n": 3, "log": [1, 2, 3]}))
+        assert stored.meta.modified_at == entries[-1].at
+
+    def test_write_snapshot_brings_the_snapshot_forward_and_never_back(self, store: DocumentStore) -> None:
+        meta = create_document(store, {"n": 0})
+        for n in range(1, 5):
+            meta = commit_patch(store, meta, [{"op": "replace", "path": "/n", "value": n}], inline=False)
+        store.write_snapshot(meta.doc_id, 4, orjson.dumps({"n": 3}))
+        stored = store.load(meta.doc_id)
+        assert stored.meta.snapshot_version >= 4 and stored.meta.version == 5
+        assert current_content(store, meta.doc_id) == {"n": 4}
+        assert store.write_snapshot(meta.doc_id, 3, orjson.dumps({"n": 2})) is False
+        assert store.write_snapshot(meta.doc_id, 4, orjson.dumps({"n": 3})) is False
+        assert current_content(store, meta.doc_id) == {"n": 4}
+        store.write_snapshot(meta.doc_id, 5, orjson.dumps({"n": 4}))
+        stored = store.load(meta.doc_id)
+        assert (stored.meta.snapshot_version, stored.entries, orjson.loads(stored.content)) == (5, (), {"n": 4})
+        assert store.read_meta(meta.doc_id) == stored.meta == replace(meta, snapshot_version=5)
+
+    def test_write_snapshot_refuses_versions_the_document_does_not_have(self, store: DocumentStore) -> None:
+        meta = create_document(store, {"n": 0})
+        for version in (0, 2):
+            with pytest.raises(ValueError):
+                store.write_snapshot(meta.doc_id, version, b"{}")
+        with pytest.raises(SchemaDocError) as raised:
+            store.write_snapshot(new_doc_id(), 1, b"{}")
+        assert raised.value.code == "document-not-found"
+
+    def test_a_lagging_snapshot_survives_delete_and_undelete(self, store: DocumentStore) -> None:
+        meta = create_document(store, {"n": 0})
+        meta = commit_patch(store, meta, [{"op": "replace", "path": "/n", "value": 1}], inline=False)
+        deleted = delete_document(store, meta, inline=False)
+        assert store.read_meta(meta.doc_id).deleted_at == deleted.deleted_at is not None
+        restored = delete_document(store, deleted, undelete=True, inline=False)
+        found = store.read_meta(meta.doc_id)
+        assert replace(found, snapshot_version=restored.snapshot_version) == restored  # a store may snapshot early
+        assert current_content(store, meta.doc_id) == {"n": 1}
+
+    def test_persisted_checkpoints_are_bounded_and_keep_the_newest(self, store: DocumentStore) -> None:
+        meta = create_document(store, {"n": 0})
+        for n in range(1, 64):
+            store.write_checkpoint(meta.doc_id, n * 256, orjson.dumps({"n": n}))
+        found = {store.read_checkpoint(meta.doc_id, version) for version in range(256, 64 * 256, 128)}
+        kept = sorted(hit[0] for hit in found if hit is not None)
+        assert kept == keep_checkpoints(kept)  # what is left is what the retention rule keeps
+        assert kept[-4:] == [60 * 256, 61 * 256, 62 * 256, 63 * 256]
+        assert len(kept) <= 4 + (63 * 256).bit_length() and kept[0] == 256  # few, the oldest among them
+        assert store.read_checkpoint(meta.doc_id, 63 * 256) == (63 * 256, orjson.dumps({"n": 63}))
 
     # -- journal -------------------------------------------------------------------------------
 
@@ -384,7 +478,7 @@ class DocumentStoreContract:
             meta = DocumentMeta(bad_id, version, SCHEMA_URI, now, now, 2)
             entry = JournalEntry(version, "create", [{"op": "add", "path": "", "value": {}}], now)
             with pytest.raises(SchemaDocError) as raised:
-                (store.create if version == 1 else store.commit)(meta, b"{}", entry)
+                (store.create if version == 1 else store.commit)(meta, entry, b"{}")
             assert raised.value.code == "invalid-doc-id"
         assert store.list_metas() == []
 
