@@ -28,22 +28,24 @@ def free_port() -> int:
 class Server:
     """One ``schemadoc serve`` process; its stdout and stderr go to files (no pipe can fill up)."""
 
-    def __init__(self, storage: Path, logs: Path) -> None:
+    def __init__(self, storage: Path, logs: Path, *, storage_url: str | None = None,
+                 schema: Path = BOOK_SCHEMA, start_timeout: float = START_TIMEOUT_SECONDS) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         logs.mkdir(parents=True, exist_ok=True)
         self.stdout_path = logs / f"stdout-{self.port}.txt"
         self.stderr_path = logs / f"stderr-{self.port}.txt"
         env = {key: value for key, value in os.environ.items() if key not in ENVIRONMENT}
+        command = [sys.executable, "-m", "schemadoc", "serve", "--transport", "http", "--schema", str(schema),
+                   "--storage-dir", str(storage), "--host", "127.0.0.1", "--port", str(self.port)]
+        if storage_url is not None:
+            command += ["--storage-url", storage_url]
         with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "schemadoc", "serve", "--transport", "http", "--schema", str(BOOK_SCHEMA),
-                 "--storage-dir", str(storage), "--host", "127.0.0.1", "--port", str(self.port)],
-                cwd=logs, env=env, stdout=out, stderr=err)
-        self._wait_healthy()
+            self.process = subprocess.Popen(command, cwd=logs, env=env, stdout=out, stderr=err)
+        self._wait_healthy(start_timeout)
 
-    def _wait_healthy(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    def _wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise AssertionError(f"the server exited with {self.process.returncode}: {self.stderr}")

@@ -4,9 +4,12 @@ Tables (in one PostgreSQL schema, ``schemadoc`` unless the URL says ``?schema=NA
 and migrated by the store itself (:data:`MIGRATIONS`, applied in order under an advisory lock,
 each version once, recorded in ``schema_migrations``):
 
-- ``documents``: one row per document: the meta, and the snapshot (the content's JSON bytes,
-  ``bytea``: kept byte for byte, and measured cheaper than ``jsonb``, see benchmarks/postgres.py)
-  with ``snapshot_version``;
+- ``documents``: one small row per document: the meta, with ``snapshot_version``;
+- ``snapshots``: the snapshot of each document (its JSON bytes at ``snapshot_version``,
+  ``bytea``: kept byte for byte, and measured cheaper than ``jsonb``, see
+  benchmarks/postgres.py). Journal-first: a commit without content leaves it behind;
+  :meth:`~PostgresDocumentStore.write_snapshot` writes a newer one beside it and then switches
+  ``snapshot_version`` in a short transaction, so commits are never held up by its bytes;
 - ``journal``: one row per version, primary key ``(doc_id, version)``, so two writers from one
   version can never both commit. ``entry`` is the JSON line the files store would write; ``txid``
   is the committing transaction's id, the cursor of the change feed;
@@ -14,7 +17,9 @@ each version once, recorded in ``schema_migrations``):
 
 A commit is one transaction: the ``documents`` row moves from version n-1 to n (a conditional
 update: another writer's commit makes it match nothing, a ``version-conflict``), the journal row
-is inserted, and a notification is sent (delivered at commit, to every process).
+is inserted (with the snapshot when the commit carries one), and a notification is sent
+(delivered at commit, to every process). :meth:`~PostgresDocumentStore.load` is one statement,
+so meta, snapshot and the journal after it come from one consistent view without a lock.
 
 Write locks are session advisory locks held on a connection of the pool for the ``with`` block
 (released by the server when the process dies). Everything the holding thread does to that
@@ -59,6 +64,7 @@ from schemadoc.storage.base import (
     check_write,
     document_not_found,
     journal_line,
+    keep_checkpoints,
     lock_timeout,
     version_conflict,
 )
@@ -101,10 +107,22 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
             PRIMARY KEY (doc_id, version)
         );
     """),
+    (2, "snapshots in their own table, so a lagging snapshot is written without holding up commits", """
+        CREATE TABLE {schema}.snapshots (
+            doc_id  text NOT NULL,
+            version integer NOT NULL,
+            content bytea NOT NULL,
+            PRIMARY KEY (doc_id, version)
+        );
+        INSERT INTO {schema}.snapshots (doc_id, version, content)
+            SELECT doc_id, snapshot_version, snapshot FROM {schema}.documents;
+        ALTER TABLE {schema}.documents DROP COLUMN snapshot;
+    """),
 ]
 """(version, what, SQL with ``{schema}``): applied in order, each once; append, never edit."""
 
-_META_COLUMNS: Final = "version, schema_uri, created_at, modified_at, content_size_bytes, deleted_at"
+_META_COLUMNS: Final = ("version, schema_uri, created_at, modified_at, content_size_bytes, deleted_at, "
+                        "snapshot_version")
 
 _KINDS: Final = {"create": "created", "delete_document": "deleted", "undelete_document": "undeleted"}
 
@@ -139,11 +157,12 @@ def _lock_key(schema: str, doc_id: str) -> tuple[int, int]:
 
 
 def _meta(doc_id: str, row: tuple[Any, ...]) -> DocumentMeta:
-    version, schema_uri, created_at, modified_at, size, deleted_at = row[:6]
-    return DocumentMeta(doc_id, version, schema_uri, created_at, modified_at, size, deleted_at)
+    version, schema_uri, created_at, modified_at, size, deleted_at, snapshot_version = row[:7]
+    return DocumentMeta(doc_id, version, schema_uri, created_at, modified_at, size, deleted_at, snapshot_version)
 
 
 def _meta_values(meta: DocumentMeta) -> tuple[Any, ...]:
+    """The values of the meta columns but ``snapshot_version`` (the store decides that one)."""
     return (meta.version, meta.schema_uri, meta.created_at, meta.modified_at, meta.content_size_bytes,
             meta.deleted_at)
 
@@ -176,7 +195,7 @@ class PostgresDocumentStore:
         self._listener: threading.Thread | None = None
         self._closing = threading.Event()
         self._q = {name: sql.SQL(".").join([sql.Identifier(self.schema), sql.Identifier(name)])
-                   for name in ("documents", "journal", "checkpoints", "schema_migrations")}
+                   for name in ("documents", "journal", "snapshots", "checkpoints", "schema_migrations")}
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -291,34 +310,36 @@ class PostgresDocumentStore:
 
     # -- writes ----------------------------------------------------------------------------------
 
-    def create(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
-        doc_id = check_write(meta, content, entry, new=True)
+    def create(self, meta: DocumentMeta, entry: JournalEntry, content: bytes) -> None:
+        doc_id = check_write(meta, entry, content, new=True)
         line = journal_line(doc_id, entry)
         with self.write_lock(doc_id), self._connection(doc_id) as conn:
             try:
                 with conn.transaction():
                     inserted = conn.execute(sql.SQL(
-                        "INSERT INTO {} (doc_id, " + _META_COLUMNS + ", snapshot, snapshot_version) "
-                        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (doc_id) DO NOTHING"
-                    ).format(self._q["documents"]), (doc_id, *_meta_values(meta), content, 1))
+                        "INSERT INTO {} (doc_id, " + _META_COLUMNS + ") "
+                        "VALUES (%s, %s, %s, %s, %s, %s, %s, 1) ON CONFLICT (doc_id) DO NOTHING"
+                    ).format(self._q["documents"]), (doc_id, *_meta_values(meta)))
                     if inserted.rowcount != 1:
                         raise SchemaDocError("storage-write-failed", f"Document {doc_id} already exists.",
                                              {"doc_id": doc_id, "reason": "the document already exists"})
+                    self._put_snapshot(conn, doc_id, 1, content)
                     self._append(conn, doc_id, entry, line)
             except psycopg.Error as error:
                 raise self._failed(error, doc_id, write=True) from None
 
-    def commit(self, meta: DocumentMeta, content: bytes, entry: JournalEntry) -> None:
-        doc_id = check_write(meta, content, entry)
+    def commit(self, meta: DocumentMeta, entry: JournalEntry, content: bytes | None = None) -> None:
+        doc_id = check_write(meta, entry, content)
         line = journal_line(doc_id, entry)
         with self.write_lock(doc_id), self._connection(doc_id) as conn:
             try:
                 with conn.transaction():
                     updated = conn.execute(sql.SQL(
                         "UPDATE {} SET version = %s, schema_uri = %s, created_at = %s, modified_at = %s, "
-                        "content_size_bytes = %s, deleted_at = %s, snapshot = %s, snapshot_version = %s "
+                        "content_size_bytes = %s, deleted_at = %s, "
+                        "snapshot_version = CASE WHEN %s THEN version + 1 ELSE snapshot_version END "
                         "WHERE doc_id = %s AND version = %s"
-                    ).format(self._q["documents"]), (*_meta_values(meta), content, meta.version, doc_id,
+                    ).format(self._q["documents"]), (*_meta_values(meta), content is not None, doc_id,
                                                      meta.version - 1))
                     if updated.rowcount != 1:
                         row = conn.execute(sql.SQL("SELECT version FROM {} WHERE doc_id = %s").format(
@@ -326,9 +347,56 @@ class PostgresDocumentStore:
                         if row is None:
                             raise document_not_found(doc_id)
                         raise version_conflict(doc_id, entry.version - 1, row[0])
+                    if content is not None:
+                        self._put_snapshot(conn, doc_id, meta.version, content)
+                        self._drop_snapshots_but(conn, doc_id, meta.version)
                     self._append(conn, doc_id, entry, line)
             except psycopg.Error as error:
                 raise self._failed(error, doc_id, write=True) from None
+
+    def write_snapshot(self, doc_id: str, version: int, content: bytes) -> bool:
+        """Write the snapshot of ``version`` beside the current one, then switch to it in a short transaction.
+
+        Takes no write lock: the bytes go to their own row while commits go on; the switch is a
+        conditional update (only forward, only to a version the document has).
+        """
+        doc_id = check_doc_id(doc_id)
+        try:
+            with self._connection(doc_id) as conn:
+                row = conn.execute(sql.SQL("SELECT version, snapshot_version FROM {} WHERE doc_id = %s").format(
+                    self._q["documents"]), (doc_id,)).fetchone()
+                if row is None:
+                    raise document_not_found(doc_id)
+                if not 1 <= version <= row[0]:
+                    raise ValueError(f"version {version} is not a version of document {doc_id} (1 to {row[0]})")
+                if version <= row[1]:
+                    return False
+                conn.execute(sql.SQL("INSERT INTO {} (doc_id, version, content) VALUES (%s, %s, %s) "
+                                     "ON CONFLICT (doc_id, version) DO UPDATE SET content = excluded.content")
+                             .format(self._q["snapshots"]), (doc_id, version, content))
+                with conn.transaction():
+                    switched = conn.execute(sql.SQL(
+                        "UPDATE {} SET snapshot_version = %s WHERE doc_id = %s AND snapshot_version < %s "
+                        "AND version >= %s").format(self._q["documents"]), (version, doc_id, version, version))
+                    if switched.rowcount == 1:
+                        self._drop_snapshots_but(conn, doc_id, version)
+                    else:  # a newer snapshot came first, or the document was purged meanwhile
+                        conn.execute(sql.SQL("DELETE FROM {} s WHERE doc_id = %s AND version = %s AND NOT EXISTS "
+                                             "(SELECT 1 FROM {} d WHERE d.doc_id = s.doc_id "
+                                             "AND d.snapshot_version = s.version)").format(
+                            self._q["snapshots"], self._q["documents"]), (doc_id, version))
+                    return switched.rowcount == 1
+        except psycopg.Error as error:
+            raise self._failed(error, doc_id, write=True) from None
+
+    def _put_snapshot(self, conn: psycopg.Connection[Any], doc_id: str, version: int, content: bytes) -> None:
+        conn.execute(sql.SQL("INSERT INTO {} (doc_id, version, content) VALUES (%s, %s, %s) "
+                             "ON CONFLICT (doc_id, version) DO UPDATE SET content = excluded.content")
+                     .format(self._q["snapshots"]), (doc_id, version, content))
+
+    def _drop_snapshots_but(self, conn: psycopg.Connection[Any], doc_id: str, version: int) -> None:
+        conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = %s AND version <> %s").format(self._q["snapshots"]),
+                     (doc_id, version))
 
     def _append(self, conn: psycopg.Connection[Any], doc_id: str, entry: JournalEntry, line: bytes) -> None:
         """Insert the journal row and the notification, inside the commit's transaction."""
@@ -349,7 +417,7 @@ class PostgresDocumentStore:
                         self._q["documents"]), (doc_id,)).fetchone()
                     if row is None:
                         raise document_not_found(doc_id)
-                    for table in ("journal", "checkpoints"):
+                    for table in ("journal", "snapshots", "checkpoints"):
                         conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = %s").format(self._q[table]), (doc_id,))
                     self._notify(conn, doc_id, row[0], "purged")
             except psycopg.Error as error:
@@ -359,8 +427,32 @@ class PostgresDocumentStore:
 
     def load(self, doc_id: str) -> StoredDocument:
         doc_id = check_doc_id(doc_id)
-        row = self._one(doc_id, "SELECT " + _META_COLUMNS + ", snapshot FROM {} WHERE doc_id = %s", "documents")
-        return StoredDocument(_meta(doc_id, row), bytes(row[6]))
+        try:
+            with self._connection(doc_id) as conn:
+                row = conn.execute(sql.SQL(
+                    "SELECT " + ", ".join(f"d.{column.strip()}" for column in _META_COLUMNS.split(",")) +
+                    ", s.content, array(SELECT j.entry FROM {} j WHERE j.doc_id = d.doc_id "
+                    "AND j.version > d.snapshot_version AND j.version <= d.version ORDER BY j.version) "
+                    "FROM {} d LEFT JOIN {} s ON s.doc_id = d.doc_id AND s.version = d.snapshot_version "
+                    "WHERE d.doc_id = %s").format(self._q["journal"], self._q["documents"], self._q["snapshots"]),
+                    (doc_id,)).fetchone()
+        except psycopg.Error as error:
+            raise self._failed(error, doc_id, write=False) from None
+        if row is None:
+            raise document_not_found(doc_id)
+        meta = _meta(doc_id, row)
+        if row[7] is None:
+            raise SchemaDocError("storage-read-failed", f"The snapshot of document {doc_id} is missing.",
+                                 {"doc_id": doc_id, "reason": f"no snapshot of version {meta.snapshot_version}"})
+        try:
+            entries = tuple(JournalEntry.from_line(bytes(line)) for line in row[8])
+        except ValueError as error:
+            raise SchemaDocError("storage-read-failed", f"The journal of {doc_id} is damaged: {error}.",
+                                 {"doc_id": doc_id, "reason": str(error)}) from None
+        if len(entries) != meta.version - meta.snapshot_version:
+            raise SchemaDocError("storage-read-failed", f"The journal of {doc_id} lacks entries after its snapshot.",
+                                 {"doc_id": doc_id, "reason": "journal entries missing"})
+        return StoredDocument(meta, bytes(row[7]), entries)
 
     def read_meta(self, doc_id: str) -> DocumentMeta:
         doc_id = check_doc_id(doc_id)
@@ -409,10 +501,15 @@ class PostgresDocumentStore:
     def write_checkpoint(self, doc_id: str, version: int, content: bytes) -> None:
         doc_id = check_doc_id(doc_id)
         try:
-            with self._connection(doc_id) as conn:
+            with self._connection(doc_id) as conn, conn.transaction():
                 conn.execute(sql.SQL("INSERT INTO {} (doc_id, version, content) VALUES (%s, %s, %s) "
                                      "ON CONFLICT (doc_id, version) DO UPDATE SET content = excluded.content")
                              .format(self._q["checkpoints"]), (doc_id, version, content))
+                rows = conn.execute(sql.SQL("SELECT version FROM {} WHERE doc_id = %s").format(
+                    self._q["checkpoints"]), (doc_id,)).fetchall()
+                kept = keep_checkpoints([row[0] for row in rows])
+                conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = %s AND NOT (version = ANY(%s))").format(
+                    self._q["checkpoints"]), (doc_id, kept))
         except psycopg.Error as error:
             raise OSError(f"checkpoint of {doc_id} v{version} not written: {error}") from None
 

@@ -1,0 +1,309 @@
+"""What the PostgreSQL store does beyond the contract: migrations, a feed that never skips a late
+commit, locks and notifications shared by every process on the database.
+
+Two store instances on one PostgreSQL schema stand for two server processes: each has its own
+connections (so its own advisory-lock sessions) and its own origin for notifications.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import psycopg
+import pytest
+from pg_support import URL, empty_tables, throwaway_schema, url_with_schema
+from psycopg import sql
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.storage.base import SharedStore, StoreNotice
+from schemadoc.storage.postgres import MIGRATIONS, PostgresDocumentStore
+from schemadoc.storage.testing import commit_patch, create_document, delete_document, new_doc_id
+
+pytestmark = pytest.mark.postgres
+
+NOTICE_TIMEOUT_SECONDS = 10.0
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    with throwaway_schema() as url:
+        yield url
+
+
+def _open(url: str) -> PostgresDocumentStore:
+    store = PostgresDocumentStore(url)
+    store.open()
+    return store
+
+
+@pytest.fixture
+def stores(postgres_url: str) -> Iterator[tuple[PostgresDocumentStore, PostgresDocumentStore]]:
+    """Two stores on one (emptied) schema: two processes' worth of connections."""
+    first = _open(postgres_url)
+    empty_tables(postgres_url)
+    second = _open(postgres_url)
+    try:
+        yield first, second
+    finally:
+        first.close()
+        second.close()
+
+
+def _schema_of(store: PostgresDocumentStore) -> str:
+    return store.schema
+
+
+# -- migrations ----------------------------------------------------------------------------------
+
+
+def test_the_store_creates_its_tables_and_records_each_migration_once() -> None:
+    with throwaway_schema() as url:
+        stores = [PostgresDocumentStore(url) for _ in range(3)]
+        raised: list[BaseException] = []
+
+        def open_one(store: PostgresDocumentStore) -> None:
+            try:
+                store.open()
+            except BaseException as error:
+                raised.append(error)
+
+        threads = [threading.Thread(target=open_one, args=(store,)) for store in stores]  # servers starting at once
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        try:
+            assert raised == []
+            expected = [version for version, _, _ in MIGRATIONS]
+            assert all(store.migration_versions() == expected for store in stores)
+            meta = create_document(stores[0], {"a": 1})
+            assert stores[2].read_meta(meta.doc_id) == meta
+            stores[0].close()
+            assert _open(url).migration_versions() == expected  # a restart migrates nothing again
+        finally:
+            for store in stores:
+                store.close()
+
+
+def test_a_database_at_an_older_migration_is_brought_forward_keeping_its_documents() -> None:
+    with throwaway_schema() as url:
+        schema = url.rsplit("schema=", 1)[1]
+        name = sql.Identifier(schema)
+        line = (b'{"version":1,"op":"create","patch":[{"op":"add","path":"","value":{"a":1}}],'
+                b'"at":"2025-01-01T00:00:00.000Z"}\n')
+        with psycopg.connect(URL, autocommit=True) as conn:  # the tables as the first release made them
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(name))
+            conn.execute(sql.SQL("CREATE TABLE {}.schema_migrations (version integer PRIMARY KEY, "
+                                 "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
+                         .format(name))
+            conn.execute(sql.SQL(MIGRATIONS[0][2]).format(schema=name))  # type: ignore[arg-type]
+            conn.execute(sql.SQL("INSERT INTO {}.schema_migrations (version, description) VALUES (1, 'v1')")
+                         .format(name))
+            doc_id = new_doc_id()
+            conn.execute(sql.SQL("INSERT INTO {}.documents VALUES (%s, 1, 'urn:s', 'a', 'a', 7, NULL, %s, 1)")
+                         .format(name), (doc_id, b'{"a":1}'))
+            conn.execute(sql.SQL("INSERT INTO {}.journal (doc_id, version, op, at, entry) "
+                                 "VALUES (%s, 1, 'create', 'a', %s)").format(name), (doc_id, line))
+        store = _open(url)
+        try:
+            assert store.migration_versions() == [version for version, _, _ in MIGRATIONS]
+            stored = store.load(doc_id)
+            assert (stored.content, stored.meta.version, stored.meta.snapshot_version) == (b'{"a":1}', 1, 1)
+            assert commit_patch(store, stored.meta, [{"op": "add", "path": "/b", "value": 2}]).version == 2
+            assert orjson.loads(store.load(doc_id).content) == {"a": 1, "b": 2}
+        finally:
+            store.close()
+
+
+def test_an_unreachable_database_is_storage_write_failed_without_the_password() -> None:
+    store = PostgresDocumentStore("postgresql://someone:s3cret@127.0.0.1:1/nothing?connect_timeout=1")
+    with pytest.raises(SchemaDocError) as raised:
+        store.open()
+    assert raised.value.code == "storage-write-failed"
+    assert "s3cret" not in str(raised.value.to_dict())
+    assert raised.value.details["storage_url"] == "postgresql://someone:***@127.0.0.1:1/nothing?connect_timeout=1"
+
+
+def test_the_postgres_store_is_a_shared_store_and_the_others_are_not(stores: Any) -> None:
+    from schemadoc.storage import FileDocumentStore, MemoryDocumentStore
+
+    assert isinstance(stores[0], SharedStore)
+    assert not isinstance(MemoryDocumentStore(), SharedStore)
+    assert not isinstance(FileDocumentStore("documents"), SharedStore)
+
+
+# -- several processes -------------------------------------------------------------------------------
+
+
+def test_a_write_lock_held_by_one_process_keeps_the_other_out_until_released(stores: Any) -> None:
+    first, second = stores
+    doc_id = new_doc_id()
+    with first.write_lock(doc_id):
+        started = time.monotonic()
+        with pytest.raises(SchemaDocError) as raised, second.write_lock(doc_id, timeout=0.3):
+            pass
+        assert raised.value.code == "lock-timeout"
+        assert time.monotonic() - started >= 0.25
+        with pytest.raises(SchemaDocError), second.write_lock(doc_id, timeout=0):
+            pass
+    with second.write_lock(doc_id, timeout=0):
+        pass
+
+
+def test_two_processes_committing_from_one_version_cannot_both_succeed(stores: Any) -> None:
+    first, second = stores
+    meta = create_document(first, {"n": 0})
+    commit_patch(first, meta, [{"op": "replace", "path": "/n", "value": 1}])
+    with pytest.raises(SchemaDocError) as raised:
+        commit_patch(second, meta, [{"op": "replace", "path": "/n", "value": 2}])  # from version 1 again
+    assert raised.value.code == "version-conflict"
+    assert raised.value.details == {"doc_id": meta.doc_id, "expected_version": 1, "actual_version": 2}
+    assert [entry.version for entry in second.read_journal(meta.doc_id)] == [1, 2]
+    assert orjson.loads(second.load(meta.doc_id).content) == {"n": 1}
+
+
+# -- the change feed -----------------------------------------------------------------------------------
+
+
+def test_the_feed_lists_every_commit_of_every_process_once_in_version_order(stores: Any) -> None:
+    first, second = stores
+    metas = [create_document(first, {"n": 0}), create_document(second, {"n": 0})]
+    for n in range(1, 6):
+        for index, store in enumerate((first, second, first)):
+            meta = metas[index % 2]
+            metas[index % 2] = commit_patch(store, meta, [{"op": "replace", "path": "/n", "value": n * 10 + index}])
+    metas[0] = delete_document(second, metas[0])
+    seen: list[tuple[str, int, str]] = []
+    cursor = 0
+    while page := first.read_changes(cursor, 4):  # small pages: paging neither skips nor repeats
+        assert [change.cursor for change in page] == sorted({change.cursor for change in page})
+        assert all(change.cursor > cursor for change in page)
+        seen += [(change.doc_id, change.version, change.op) for change in page]
+        cursor = page[-1].cursor
+    for meta in metas:
+        versions = [version for doc_id, version, _ in seen if doc_id == meta.doc_id]
+        assert versions == list(range(1, meta.version + 1))
+    assert len(seen) == sum(meta.version for meta in metas)
+    assert seen[-1] == (metas[0].doc_id, metas[0].version, "delete_document")
+    assert [(c.doc_id, c.version) for c in second.read_changes(0, 1000)] == [(d, v) for d, v, _ in seen]
+
+
+def _wait_until_blocked(application_name: str) -> None:
+    """Until the session named ``application_name`` waits for a lock."""
+    deadline = time.monotonic() + 10
+    with psycopg.connect(URL, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute("SELECT wait_event_type FROM pg_stat_activity WHERE application_name = %s",
+                               (application_name,)).fetchone()
+            if row is not None and row[0] == "Lock":
+                return
+            time.sleep(0.02)
+    raise AssertionError("the commit never started waiting")
+
+
+def test_a_commit_that_lands_late_holds_the_feed_back_and_is_never_skipped(postgres_url: str) -> None:
+    """Commit A starts (its transaction id is taken) and stalls; commit B starts later and lands first.
+
+    A reader polling meanwhile must not be shown B yet: a reader that moved its cursor past B
+    would skip A forever. Once A lands, the feed shows A then B.
+    """
+    slow_name = f"late-commit-{new_doc_id()}"
+    slow = _open(postgres_url + f"&application_name={slow_name}")
+    fast = _open(postgres_url)
+    empty_tables(postgres_url)
+    try:
+        late = create_document(fast, {"n": 0})
+        early = create_document(fast, {"n": 0})
+        start = fast.read_changes(0, 100)[-1].cursor
+        schema = sql.Identifier(_schema_of(fast))
+        raised: list[BaseException] = []
+        with psycopg.connect(URL) as blocker:  # holds the row of `late`, so its commit stalls mid-transaction
+            blocker.execute(sql.SQL("SELECT 1 FROM {}.documents WHERE doc_id = %s FOR UPDATE").format(schema),
+                            (late.doc_id,))
+
+            def commit_late() -> None:
+                try:
+                    commit_patch(slow, late, [{"op": "replace", "path": "/n", "value": 1}])
+                except BaseException as error:
+                    raised.append(error)
+
+            # commit_patch loads first (no lock needed), then commits: the UPDATE takes a transaction id and waits
+            writer = threading.Thread(target=commit_late)
+            writer.start()
+            _wait_until_blocked(slow_name)
+            commit_patch(fast, early, [{"op": "replace", "path": "/n", "value": 1}])  # a later id, landed first
+            assert fast.read_meta(early.doc_id).version == 2
+            assert fast.read_changes(start, 100) == []  # held back behind the stalled commit
+            blocker.rollback()
+        writer.join(10)
+        assert raised == []
+        changes = fast.read_changes(start, 100)
+        assert [(c.doc_id, c.version) for c in changes] == [(late.doc_id, 2), (early.doc_id, 2)]
+        assert changes[0].cursor < changes[1].cursor
+    finally:
+        slow.close()
+        fast.close()
+
+
+# -- notifications ---------------------------------------------------------------------------------------
+
+
+class _Heard:
+    def __init__(self) -> None:
+        self.notices: list[StoreNotice] = []
+        self.changed = threading.Condition()
+
+    def __call__(self, notice: StoreNotice) -> None:
+        with self.changed:
+            self.notices.append(notice)
+            self.changed.notify_all()
+
+    def wait_for(self, count: int) -> list[StoreNotice]:
+        with self.changed:
+            self.changed.wait_for(lambda: len(self.notices) >= count, NOTICE_TIMEOUT_SECONDS)
+            return list(self.notices)
+
+
+def test_each_process_hears_the_commits_and_purges_of_the_others_but_not_its_own(stores: Any) -> None:
+    first, second = stores
+    heard_first, heard_second = _Heard(), _Heard()
+    first.watch(heard_first)
+    stop = second.watch(heard_second)
+    meta = create_document(first, {"n": 0})
+    meta = commit_patch(first, meta, [{"op": "replace", "path": "/n", "value": 1}])
+    meta = delete_document(first, meta)
+    meta = delete_document(first, meta, undelete=True)
+    meta = delete_document(first, meta)
+    first.purge(meta.doc_id)
+    expected = [StoreNotice(meta.doc_id, 1, "created"), StoreNotice(meta.doc_id, 2, "updated"),
+                StoreNotice(meta.doc_id, 3, "deleted"), StoreNotice(meta.doc_id, 4, "undeleted"),
+                StoreNotice(meta.doc_id, 5, "deleted"), StoreNotice(meta.doc_id, 5, "purged")]
+    assert heard_second.wait_for(len(expected)) == expected
+    other = create_document(second, {})
+    assert heard_first.wait_for(1) == [StoreNotice(other.doc_id, 1, "created")]
+    stop()
+    commit_patch(second, other, [{"op": "add", "path": "/x", "value": 1}])
+    create_document(first, {})
+    assert len(heard_second.wait_for(len(expected) + 1)) == len(expected)  # stopped: nothing more
+    assert heard_first.wait_for(2)[1] == StoreNotice(other.doc_id, 2, "updated")
+
+
+def test_the_schema_in_the_url_keeps_stores_apart(stores: Any) -> None:
+    first, _ = stores
+    with throwaway_schema() as other_url:
+        other = _open(other_url)
+        try:
+            heard = _Heard()
+            other.watch(heard)
+            create_document(first, {})
+            assert other.list_metas() == []
+            assert other.read_changes(0, 10) == []
+            time.sleep(0.3)
+            assert heard.notices == []
+        finally:
+            other.close()
+    assert url_with_schema("x").endswith("schema=x")
