@@ -206,7 +206,10 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         mcp_server = build_mcp_server(service)
         log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
                  _storage_shown(settings))
-        mcp_server.run("stdio")
+        try:
+            mcp_server.run("stdio")
+        finally:
+            service.close()
         return EXIT_OK
 
     sock = _listen(settings)
@@ -225,7 +228,10 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         shown = f"[{host}]" if ":" in host else host
         log.info("schemadoc %s: serving http://%s:%d (REST /api/v1, MCP /mcp, docs /docs), schema %s, storage %s",
                  __version__, shown, port, service.schema_uri, _storage_shown(settings))
-        server.run(sockets=[sock])
+        try:
+            server.run(sockets=[sock])
+        finally:
+            service.close()
     finally:
         sock.close()
     if not server.started:

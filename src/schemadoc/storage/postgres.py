@@ -6,8 +6,9 @@ each version once, recorded in ``schema_migrations``):
 
 - ``documents``: one small row per document: the meta, with ``snapshot_version``;
 - ``snapshots``: the snapshot of each document (its JSON bytes at ``snapshot_version``,
-  ``bytea``: kept byte for byte, and measured cheaper than ``jsonb``, see
-  benchmarks/postgres.py). Journal-first: a commit without content leaves it behind;
+  ``bytea`` compressed with lz4: kept byte for byte, and measured 3 to 10 times cheaper to
+  write than ``jsonb`` or ``bytea`` with the default compression, see benchmarks/postgres.py;
+  read back in binary format, 4 times faster than hex text). Journal-first: a commit without content leaves it behind;
   :meth:`~PostgresDocumentStore.write_snapshot` writes a newer one beside it and then switches
   ``snapshot_version`` in a short transaction, so commits are never held up by its bytes;
 - ``journal``: one row per version, primary key ``(doc_id, version)``, so two writers from one
@@ -117,6 +118,18 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
         INSERT INTO {schema}.snapshots (doc_id, version, content)
             SELECT doc_id, snapshot_version, snapshot FROM {schema}.documents;
         ALTER TABLE {schema}.documents DROP COLUMN snapshot;
+    """),
+    (3, "snapshots, checkpoints and journal entries compressed with lz4 (pglz made a 1 MiB snapshot 6x slower)", """
+        DO $$
+        BEGIN
+            ALTER TABLE {schema}.snapshots ALTER COLUMN content SET COMPRESSION lz4;
+            ALTER TABLE {schema}.checkpoints ALTER COLUMN content SET COMPRESSION lz4;
+            ALTER TABLE {schema}.journal ALTER COLUMN entry SET COMPRESSION lz4;
+        EXCEPTION WHEN OTHERS THEN  -- a server built without lz4 (or before PostgreSQL 14): no compression
+            ALTER TABLE {schema}.snapshots ALTER COLUMN content SET STORAGE EXTERNAL;
+            ALTER TABLE {schema}.checkpoints ALTER COLUMN content SET STORAGE EXTERNAL;
+        END
+        $$;
     """),
 ]
 """(version, what, SQL with ``{schema}``): applied in order, each once; append, never edit."""
@@ -435,7 +448,7 @@ class PostgresDocumentStore:
                     "AND j.version > d.snapshot_version AND j.version <= d.version ORDER BY j.version) "
                     "FROM {} d LEFT JOIN {} s ON s.doc_id = d.doc_id AND s.version = d.snapshot_version "
                     "WHERE d.doc_id = %s").format(self._q["journal"], self._q["documents"], self._q["snapshots"]),
-                    (doc_id,)).fetchone()
+                    (doc_id,), binary=True).fetchone()
         except psycopg.Error as error:
             raise self._failed(error, doc_id, write=False) from None
         if row is None:
@@ -487,7 +500,7 @@ class PostgresDocumentStore:
                     "SELECT j.entry FROM {} d LEFT JOIN {} j ON j.doc_id = d.doc_id AND j.version > %s "
                     "AND j.version <= least(%s, d.version) WHERE d.doc_id = %s ORDER BY j.version"
                 ).format(self._q["documents"], self._q["journal"]),
-                    (max(since_version, 0), min(until, 2**31 - 1), doc_id)).fetchall()
+                    (max(since_version, 0), min(until, 2**31 - 1), doc_id), binary=True).fetchall()
         except psycopg.Error as error:
             raise self._failed(error, doc_id, write=False) from None
         if not rows:
@@ -519,7 +532,7 @@ class PostgresDocumentStore:
             with self._connection(doc_id) as conn:
                 row = conn.execute(sql.SQL("SELECT version, content FROM {} WHERE doc_id = %s AND version <= %s "
                                            "ORDER BY version DESC LIMIT 1").format(self._q["checkpoints"]),
-                                   (doc_id, at_most)).fetchone()
+                                   (doc_id, at_most), binary=True).fetchone()
         except psycopg.Error as error:
             log.warning("document %s: checkpoint not read: %s", doc_id, error)
             return None
