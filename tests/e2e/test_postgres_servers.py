@@ -11,6 +11,9 @@ is lost.
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +28,8 @@ from http_server import Server
 from mcp import Client
 from mcp.shared.subscriptions import ResourceUpdated
 from pg_support import throwaway_schema
+
+from schemadoc.config import ENVIRONMENT
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(300)]
 
@@ -42,34 +47,39 @@ START_TIMEOUT_SECONDS = 120.0
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Server]]:
+def database_url() -> Iterator[str]:
+    with throwaway_schema() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory, database_url: str) -> Iterator[list[Server]]:
     """Three servers on one throwaway PostgreSQL schema, started at once (the last test kills one)."""
     root = tmp_path_factory.mktemp("postgres-servers")
-    with throwaway_schema() as database_url:
-        started: list[Server | BaseException] = [RuntimeError("not started")] * SERVERS
+    started: list[Server | BaseException] = [RuntimeError("not started")] * SERVERS
 
-        def start(index: int) -> None:
-            try:
-                started[index] = Server(root / f"unused-{index}", root / f"server-{index}",
-                                        storage_url=database_url, schema=COUNTER_SCHEMA,
-                                        start_timeout=START_TIMEOUT_SECONDS)
-            except BaseException as error:
-                started[index] = error
-
-        threads = [threading.Thread(target=start, args=(index,)) for index in range(SERVERS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(120)
-        running = [server for server in started if isinstance(server, Server)]
+    def start(index: int) -> None:
         try:
-            assert len(running) == SERVERS, started
-            yield running
-        finally:
-            for server in running:
-                server.kill()
-            for server in running:
-                assert "Traceback" not in server.stderr, server.stderr
+            started[index] = Server(root / f"unused-{index}", root / f"server-{index}",
+                                    storage_url=database_url, schema=COUNTER_SCHEMA,
+                                    start_timeout=START_TIMEOUT_SECONDS)
+        except BaseException as error:
+            started[index] = error
+
+    threads = [threading.Thread(target=start, args=(index,)) for index in range(SERVERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    running = [server for server in started if isinstance(server, Server)]
+    try:
+        assert len(running) == SERVERS, started
+        yield running
+    finally:
+        for server in running:
+            server.kill()
+        for server in running:
+            assert "Traceback" not in server.stderr, server.stderr
 
 
 def _api(server: Server) -> str:
@@ -212,6 +222,35 @@ async def test_sse_and_mcp_subscribers_of_a_server_hear_the_writes_made_through_
                 assert await listening.__anext__() == ResourceUpdated(uri=uri)
     await anyio.to_thread.run_sync(follower.thread.join, 10)
     assert follower.versions == [2, 3, 4]
+
+
+def _schemadoc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key not in ENVIRONMENT}
+    return subprocess.run([sys.executable, "-m", "schemadoc", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+def test_replay_reads_a_document_from_the_database(servers: list[Server], database_url: str, tmp_path: Path) -> None:
+    doc_id = _create(servers[0])
+    with httpx.Client(timeout=30) as http:
+        for version in (1, 2):
+            response = http.put(f"{_api(servers[version])}/documents/{doc_id}", params={"path": "/count"},
+                                json={"node_data": version * 10, "version": version})
+            assert response.status_code == 200, response.text
+    done = _schemadoc("replay", doc_id, "--storage-url", database_url, "--schema", str(COUNTER_SCHEMA), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "versions 1..3" in done.stdout
+    assert done.stdout.strip().endswith("equal")
+
+
+def test_a_database_that_does_not_answer_stops_the_server_with_one_line(tmp_path: Path) -> None:
+    done = _schemadoc("serve", "--schema", str(COUNTER_SCHEMA), "--storage-url",
+                      "postgresql://someone:s3cret@127.0.0.1:1/nothing", cwd=tmp_path)
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("schemadoc: storage-write-failed: "), lines[0]
+    assert "s3cret" not in done.stderr
 
 
 def test_a_server_killed_mid_write_loses_no_acknowledged_write_and_the_others_keep_serving(

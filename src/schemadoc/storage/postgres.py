@@ -221,6 +221,8 @@ class PostgresDocumentStore:
         with self._open_guard:
             if self._pool is None:
                 try:
+                    with psycopg.connect(self.url, autocommit=True, **self._connect_timeout()) as conn:
+                        self._migrate(conn)
                     pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
                         self.url, min_size=1, max_size=self._pool_size, kwargs={"autocommit": True},
                         open=False, name=f"schemadoc-{self.schema}")
@@ -228,28 +230,21 @@ class PostgresDocumentStore:
                 except (psycopg.Error, PoolTimeout) as error:
                     raise self._unusable(error) from None
                 self._pool = pool
-                try:
-                    self._migrate()
-                except psycopg.Error as error:
-                    self._pool = None
-                    pool.close()
-                    raise self._unusable(error) from None
+                self._closing.clear()
         return RecoveryReport()
 
     def close(self) -> None:
         """Stop listening and close every connection (the store cannot be used afterwards)."""
         self._closing.set()
-        if self._listener is not None:
-            self._listener.join(5)
+        with self._watch_guard:
+            listener, self._listener = self._listener, None
+            self._watchers.clear()
+        if listener is not None:
+            listener.join(5)
         with self._open_guard:
             if self._pool is not None:
                 self._pool.close()
                 self._pool = None
-
-    def drop(self) -> None:
-        """Remove the store's PostgreSQL schema and everything in it (tests; not reversible)."""
-        with self._connection(None) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
 
     def migration_versions(self) -> list[int]:
         """The migration versions applied to this store's schema, in order."""
@@ -258,10 +253,15 @@ class PostgresDocumentStore:
                 self._q["schema_migrations"])).fetchall()
         return [row[0] for row in rows]
 
-    def _migrate(self) -> None:
+    def _connect_timeout(self) -> dict[str, Any]:
+        """``connect_timeout`` of 10 seconds unless the URL gives one (libpq waits forever by default)."""
+        given = psycopg.conninfo.conninfo_to_dict(self.url)
+        return {} if "connect_timeout" in given else {"connect_timeout": 10}
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
         """Apply the migrations this schema has not had yet, one transaction, under an advisory lock."""
         schema = sql.Identifier(self.schema)
-        with self._connection(None) as conn, conn.transaction():
+        with conn.transaction():
             conn.execute("SET LOCAL lock_timeout = 0")
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
@@ -312,7 +312,11 @@ class PostgresDocumentStore:
             with pool.connection(timeout=timeout) as conn:
                 yield conn
         except PoolTimeout:
-            raise lock_timeout(doc_id or "", timeout) from None
+            if doc_id is not None:
+                raise lock_timeout(doc_id, timeout) from None
+            raise SchemaDocError("storage-read-failed",
+                                 f"No connection to PostgreSQL came free within {timeout:g} seconds.",
+                                 {"doc_id": None, "reason": "every pooled connection is busy"}) from None
 
     def _failed(self, error: psycopg.Error, doc_id: str | None, *, write: bool) -> SchemaDocError:
         reason = str(error).strip() or type(error).__name__
