@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: serve serve-stdio test lint bench bench-history docs clean
+.PHONY: serve serve-stdio test lint bench bench-history bench-postgres docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ bench: $(VENV)/.installed  ## benchmarks (figures, not pass/fail)
 
 bench-history: $(VENV)/.installed  ## past reads, diffs, reverts on a 10,000-version document
 	$(PY) benchmarks/history.py
+
+bench-postgres: $(VENV)/.installed  ## the PostgreSQL store beside the files store (needs PostgreSQL)
+	$(PY) benchmarks/postgres.py
 
 docs: $(VENV)/.installed  ## regenerate docs/errors.md from the catalog
 	$(PY) -m schemadoc.errors > docs/errors.md
