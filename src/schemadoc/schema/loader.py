@@ -113,6 +113,11 @@ class LoadedSchema:
     def __repr__(self) -> str:
         return f"LoadedSchema(uri={self.uri!r}, base_uri={self.base_uri!r})"
 
+    @property
+    def resources(self) -> SchemaResources:
+        """The loaded schema documents and ``$ref`` resolution (frozen: nothing is read any more)."""
+        return self._resources
+
     # -- validators -------------------------------------------------------------------
 
     def _compile(self, schema: Any, *, root: bool) -> jsonschema_rs.Draft202012Validator:

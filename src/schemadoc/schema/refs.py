@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.parse import quote, urldefrag, urljoin, urlsplit
 from urllib.request import url2pathname
 
 import jsonschema_rs
@@ -264,6 +264,29 @@ class SchemaResources:
     def all_documents(self) -> list[tuple[str, Any]]:
         """``(uri, contents)`` for every document, each under every URI it is known by."""
         return [(uri, contents) for uri, (_, contents) in self.documents.items()]
+
+    def location_uris(self) -> dict[int, str]:
+        """``id(subschema) -> "document-uri#/json/pointer"`` for every object subschema of every document.
+
+        The pointer runs from the document's root (also across an embedded ``$id``), percent-encoded
+        as a URI fragment, so ``{"$ref": uri}`` compiled against the registry of every document is
+        exactly that subschema in its own context. Schemas are never changed after loading, so
+        the ids stay valid as long as this object lives.
+        """
+        preferred: dict[int, tuple[str, Any]] = {}
+        for uri, (_, contents) in self.documents.items():  # a document's $id comes after its file URI
+            preferred[id(contents)] = (uri, contents)
+        index: dict[int, str] = {}
+        for uri, contents in preferred.values():
+            stack: list[tuple[tuple[str, ...], Any]] = [((), contents)]
+            while stack:
+                tokens, schema = stack.pop()
+                if not isinstance(schema, dict) or id(schema) in index:
+                    continue
+                index[id(schema)] = uri + "#" + quote(fragment_pointer(tokens), safe="/~!$&'()*+,;=:@")
+                for relative, sub, _ in iter_subschemas(schema):
+                    stack.append(((*tokens, *relative), sub))
+        return index
 
     # -- resolution -------------------------------------------------------------------
 

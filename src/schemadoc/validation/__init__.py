@@ -8,6 +8,8 @@ first and errors are only collected for invalid documents: an error near the roo
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +17,7 @@ import orjson
 
 from schemadoc.errors import KEYWORD_CODES, SchemaDocError, keyword_code
 from schemadoc.pointer import format_pointer, json_type
+from schemadoc.validation.incremental import ChangeChecker
 
 if TYPE_CHECKING:
     from schemadoc.schema import LoadedSchema
@@ -24,6 +27,7 @@ __all__ = ["DocumentValidator", "ValidationReport", "Violation"]
 _MAX_ACTUAL_BYTES = 512
 _GENERIC_KINDS = frozenset({"required", "contains", "falseSchema"})
 _MAX_VIOLATIONS = 1000
+_KNOWN_VALID = 64  # documents remembered as valid (each the current version of one edited document)
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,9 @@ class DocumentValidator:
         self._schema = schema
         self._validator = schema.make_validator()
         self._fragments: dict[bytes, Any] = {}
+        self._changes = ChangeChecker(schema)
+        self._known_valid: OrderedDict[int, Any] = OrderedDict()
+        self._known_lock = threading.Lock()
 
     def validate_fragment(self, schema: dict[str, Any], instance: Any) -> ValidationReport:
         """Validate ``instance`` against a schema derived from ours (e.g. a merge-patch schema).
@@ -112,7 +119,47 @@ class DocumentValidator:
         return bool(self._validator.is_valid(document))
 
     def validate(self, document: Any) -> ValidationReport:
-        return _report(self._validator, document)
+        report = _report(self._validator, document)
+        if report.valid:
+            self._remember(document, None)
+        return report
+
+    def validate_change(self, before: Any, after: Any, *, keep: bool = True) -> ValidationReport:
+        """The report :meth:`validate` gives for ``after``, looking only where it differs from ``before``.
+
+        ``after`` must share every unchanged subtree with ``before`` (a patch applied on a
+        structurally shared copy) and neither may be mutated afterwards. The incremental verdict
+        is used when this validator has itself found ``before`` valid (documents are
+        remembered by identity); otherwise, and whenever the verdict is "invalid", the whole
+        document is validated, so an invalid write is reported exactly as by :meth:`validate`.
+        ``keep`` (a write about to be stored, not a dry run) remembers a valid ``after`` in
+        place of ``before``, so that the next change to it is checked incrementally too.
+        """
+        if self.change_is_valid(before, after):
+            if keep:
+                self._remember(after, before)
+            return VALID
+        return _report(self._validator, after)
+
+    def change_is_valid(self, before: Any, after: Any) -> bool:
+        """The verdict alone (see :meth:`validate_change`); nothing is remembered."""
+        with self._known_lock:
+            known = self._known_valid.get(id(before)) is before
+        if not known:
+            return bool(self._validator.is_valid(after))
+        return self._changes.is_valid_change(before, after)
+
+    def _remember(self, document: Any, replaced: Any) -> None:
+        if not isinstance(document, dict | list):
+            return
+        with self._known_lock:
+            known = self._known_valid
+            if replaced is not None and known.get(id(replaced)) is replaced:
+                del known[id(replaced)]
+            known[id(document)] = document
+            known.move_to_end(id(document))
+            while len(known) > _KNOWN_VALID:
+                known.popitem(last=False)
 
 
 def _report(validator: Any, instance: Any) -> ValidationReport:

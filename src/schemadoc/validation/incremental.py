@@ -1,0 +1,394 @@
+"""The verdict on a changed document from what the change reaches.
+
+A write turns a valid document ``before`` into ``after`` by a patch applied on a structurally
+shared copy: every subtree the patch did not touch is the *same object* in both, and stored
+documents are never mutated. So ``after`` is valid if and only if what differs is valid, and
+"what differs" is found by identity, walking both documents from the root:
+
+* at each node the walk knows every schema that applies there (the root schema, then what each
+  level's ``properties``/``patternProperties``/``additionalProperties``/``prefixItems``/``items``
+  say about the child, through ``$ref`` and ``allOf``);
+* a node whose schemas are all *local* (each keyword looks at the node alone or at one child at
+  a time) is checked by its whole-container keywords (``required``, ``min/maxProperties``,
+  ``dependentRequired``, ``propertyNames``, ``min/maxItems``, ``uniqueItems``, ``contains``,
+  ``min/maxContains``, ``const``/``enum``, ``type``: compiled once per location without their
+  child keywords), then only the children that are not the same object as before are visited;
+  a new member or item is validated whole against the schemas of its location;
+* an array whose items moved (an insert or a removal) keeps the verdict on its shifted items
+  only when no ``prefixItems`` applies (every position has the same schema); otherwise, and at
+  every node where a keyword's verdict can change non-locally (``oneOf``, ``anyOf``, ``not``,
+  ``if``/``then``/``else``, ``unevaluated*``, ``dependentSchemas`` whose triggers changed, and
+  any keyword not known to be local), the whole node is validated against its schemas: the
+  smallest enclosing subtree that makes the verdict sound, up to the whole document;
+* a schema that uses ``$dynamicRef`` anywhere is always validated whole (its dynamic scope
+  depends on the path from the root).
+
+Per-location validators are ``{"$ref": "<document>#<pointer>"}`` compiled against the registry of
+every schema document, so each subschema sees its own base URI, anchors and ``$defs``. Nothing
+here touches the disk.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Final
+
+import jsonschema_rs
+
+from schemadoc.schema import LoadedSchema
+from schemadoc.schema.refs import Located
+
+__all__ = ["ChangeChecker"]
+
+# Keywords that say which schemas apply to a child (or to the same node): followed by the walk.
+_CHILDREN: Final = frozenset(
+    {"properties", "patternProperties", "additionalProperties", "prefixItems", "items", "$ref", "allOf",
+     "dependentSchemas"}
+)
+# Keywords asserted on a container itself (looking at its members or items as a whole at most).
+# The others are either annotations, child keywords, or assert only on strings and numbers,
+# which the walk always validates whole.
+_SHALLOW: Final = frozenset(
+    {
+        "type", "enum", "const", "required", "minProperties", "maxProperties", "dependentRequired",
+        "minItems", "maxItems", "uniqueItems", "minContains", "maxContains",
+    }
+)
+_SHALLOW_SUBSCHEMAS: Final = ("contains", "propertyNames")
+# Keywords whose verdict can change when something below them changes, in ways no local check
+# sees, or that some draft gave a meaning the runtime validator may still honour. Any other
+# keyword is an annotation to the runtime validator (it asserts nothing it does not know).
+_NON_LOCAL: Final = frozenset(
+    {
+        "oneOf", "anyOf", "not", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems",
+        "$dynamicRef", "$recursiveRef", "$recursiveAnchor", "dependencies", "additionalItems", "$vocabulary",
+    }
+)
+_MAX_CHILD_MEMO = 4096
+_MISSING: Final = object()
+_FAILED: Final = object()  # a validator that cannot be compiled apart (remembered, not retried)
+
+
+class _Unsupported(Exception):
+    """Internal: the incremental walk cannot decide here; validate the whole document."""
+
+
+class _Node:
+    """Every schema that applies at one location of a document, and what follows from them.
+
+    ``direct`` are the schemas as their parents name them; ``members`` the object schemas they
+    amount to through ``$ref`` and ``allOf``. ``local`` says whether the node's verdict is its
+    shallow keywords plus its children's verdicts.
+    """
+
+    __slots__ = (
+        "_by_index", "_by_key", "_checker", "_items", "_whole", "dependent", "direct", "impossible", "local",
+        "members", "prefix_items", "shallow", "unconstrained",
+    )
+
+    def __init__(self, checker: ChangeChecker, direct: tuple[Located, ...]) -> None:
+        self._checker = checker
+        self.direct = direct
+        self._whole: tuple[Any, ...] | None = None
+        self._by_key: dict[str, _Node] = {}
+        self._by_index: dict[int, _Node] = {}
+        self._items: _Node | None = None
+        members: list[Located] = []
+        self.impossible = False
+        self.local = True
+        seen: set[int] = set()
+        pending = list(direct)
+        while pending:
+            located = pending.pop(0)
+            schema = located.schema
+            if schema is True:
+                continue
+            if not isinstance(schema, dict):
+                self.impossible = True
+                continue
+            if id(schema) in seen:
+                continue
+            seen.add(id(schema))
+            members.append(located)
+            if any(keyword in _NON_LOCAL for keyword in schema):
+                self.local = False
+            ref = schema.get("$ref")
+            if isinstance(ref, str):
+                pending.append(checker.resources.resolve(located, ref))
+            for member in schema.get("allOf", ()):
+                pending.append(checker.resources.sub(located, member))
+        self.members = tuple(members)
+        self.unconstrained = not members and not self.impossible
+        self.dependent: tuple[tuple[str, Located], ...] = tuple(
+            (name, checker.resources.sub(member, sub))
+            for member in members
+            for name, sub in (member.schema.get("dependentSchemas") or {}).items()
+        )
+        self.prefix_items = any(member.schema.get("prefixItems") for member in members)
+        self.shallow: tuple[Any, ...] = tuple(
+            validator for member in members if (validator := checker.shallow_validator(member)) is not None
+        ) if self.local else ()
+
+    # -- checks ---------------------------------------------------------------------------
+
+    def validate_whole(self, instance: Any) -> bool:
+        """``instance`` against every schema of this location, as a whole."""
+        if self.impossible:
+            return False
+        whole = self._whole
+        if whole is None:
+            whole = self._whole = tuple(
+                self._checker.location_validator(located) for located in self.direct if located.schema is not True
+            )
+        return all(validator.is_valid(instance) for validator in whole)
+
+    # -- children -------------------------------------------------------------------------
+
+    def for_key(self, name: str) -> _Node:
+        node = self._by_key.get(name)
+        if node is None:
+            if len(self._by_key) >= _MAX_CHILD_MEMO:
+                self._by_key.clear()
+            node = self._by_key[name] = self._checker.node(tuple(self._member_schemas(name)))
+        return node
+
+    def for_index(self, index: int) -> _Node:
+        if not self.prefix_items:
+            if self._items is None:
+                self._items = self._checker.node(tuple(self._item_schemas(index)))
+            return self._items
+        node = self._by_index.get(index)
+        if node is None:
+            if len(self._by_index) >= _MAX_CHILD_MEMO:
+                self._by_index.clear()
+            node = self._by_index[index] = self._checker.node(tuple(self._item_schemas(index)))
+        return node
+
+    def with_dependents(self, instance: dict[str, Any]) -> _Node:
+        """This location with the ``dependentSchemas`` that ``instance``'s members trigger (and theirs)."""
+        node = self
+        while True:
+            triggered = tuple(located for name, located in node.dependent if name in instance)
+            grown = self._checker.node(self.direct + triggered) if triggered else self
+            if grown is node:
+                return node
+            node = grown
+
+    def _member_schemas(self, name: str) -> list[Located]:
+        sub = self._checker.resources.sub
+        out: list[Located] = []
+        for member in self.members:
+            schema: dict[str, Any] = member.schema
+            matched = False
+            properties = schema.get("properties")
+            if isinstance(properties, dict) and name in properties:
+                out.append(sub(member, properties[name]))
+                matched = True
+            patterns = schema.get("patternProperties")
+            if isinstance(patterns, dict):
+                for pattern, subschema in patterns.items():
+                    if self._checker.matches(pattern, name):
+                        out.append(sub(member, subschema))
+                        matched = True
+            if not matched and "additionalProperties" in schema:
+                out.append(sub(member, schema["additionalProperties"]))
+        return out
+
+    def _item_schemas(self, index: int) -> list[Located]:
+        sub = self._checker.resources.sub
+        out: list[Located] = []
+        for member in self.members:
+            schema: dict[str, Any] = member.schema
+            prefix = schema.get("prefixItems")
+            if isinstance(prefix, list) and index < len(prefix):
+                out.append(sub(member, prefix[index]))
+            elif "items" in schema:
+                out.append(sub(member, schema["items"]))
+        return out
+
+
+class ChangeChecker:
+    """Decides whether a valid document stays valid after a change, looking only where it changed.
+
+    ``is_valid_change(before, after)`` equals ``is_valid(after)`` of the whole-document validator
+    whenever ``before`` is valid and ``after`` shares every unchanged subtree with it (as
+    :func:`schemadoc.ops.apply.apply_patch` produces). Compiled validators and the schemas of
+    each location are kept for the life of the checker; it is safe to share between threads.
+    """
+
+    def __init__(self, schema: LoadedSchema) -> None:
+        self.schema = schema
+        self.resources = schema.resources
+        self._whole = schema.make_validator()
+        self._uris = self.resources.location_uris()
+        self._dynamic = any(_uses_dynamic_refs(contents) for _, contents in self.resources.all_documents())
+        self._lock = threading.Lock()
+        self._nodes: dict[tuple[int, ...], _Node] = {}
+        self._location_validators: dict[str, Any] = {}
+        self._shallow: dict[int, Any] = {}
+        self._patterns: dict[tuple[str, str], bool] = {}
+        self._root: _Node | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """False when every change is validated whole (the schema uses ``$dynamicRef``)."""
+        return not self._dynamic
+
+    def is_valid_change(self, before: Any, after: Any) -> bool:
+        """Whether ``after`` is valid, given that ``before`` is (see the class docstring)."""
+        if after is before:
+            return True
+        if self._dynamic:
+            return bool(self._whole.is_valid(after))
+        try:
+            root = self._root
+            if root is None:
+                root = self._root = self.node((self.resources.root,))
+            return _check(root, after, before)
+        except _Unsupported:
+            return bool(self._whole.is_valid(after))
+
+    # -- building blocks (used by the walk) -------------------------------------------------
+
+    def node(self, direct: tuple[Located, ...]) -> _Node:
+        key = tuple(id(located.schema) if isinstance(located.schema, dict) else int(bool(located.schema))
+                    for located in direct)
+        node = self._nodes.get(key)
+        if node is None:
+            try:
+                node = _Node(self, direct)
+            except _Unsupported:
+                raise
+            except Exception as error:  # an unresolvable reference the loader did not see
+                raise _Unsupported from error
+            with self._lock:
+                node = self._nodes.setdefault(key, node)
+        return node
+
+    def location_validator(self, located: Located) -> Any:
+        if located.schema is self.resources.root_contents:
+            return self._whole
+        if not isinstance(located.schema, dict):
+            return _BOOLEAN_VALIDATORS[bool(located.schema)]
+        uri = self._uris.get(id(located.schema))
+        if uri is None:
+            raise _Unsupported
+        return self._compiled(uri, {"$ref": uri})
+
+    def shallow_validator(self, located: Located) -> Any | None:
+        """The node's own assertions without its child keywords, or None when it has none."""
+        schema: dict[str, Any] = located.schema
+        key = id(schema)
+        if key in self._shallow:
+            return self._shallow[key]
+        shallow = {keyword: value for keyword, value in schema.items() if keyword in _SHALLOW}
+        for keyword in _SHALLOW_SUBSCHEMAS:
+            if keyword in schema:
+                value = schema[keyword]
+                if isinstance(value, bool):
+                    shallow[keyword] = value
+                else:
+                    uri = self._uris.get(id(value))
+                    if uri is None:
+                        raise _Unsupported
+                    shallow[keyword] = {"$ref": uri}
+        validator = self._compiled(f"shallow:{key}", shallow) if shallow else None
+        with self._lock:
+            self._shallow[key] = validator
+        return validator
+
+    def matches(self, pattern: str, name: str) -> bool:
+        """``patternProperties`` matching exactly as the runtime validator does it (ECMA-262)."""
+        key = (pattern, name)
+        hit = self._patterns.get(key)
+        if hit is None:
+            if len(self._patterns) >= _MAX_CHILD_MEMO * 4:
+                self._patterns.clear()
+            validator = self._compiled("pattern:" + pattern, {"pattern": pattern})
+            hit = self._patterns[key] = bool(validator.is_valid(name))
+        return hit
+
+    def _compiled(self, key: str, schema: dict[str, Any]) -> Any:
+        validator = self._location_validators.get(key)
+        if validator is None:
+            try:
+                validator = self.schema.make_validator(schema)
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException:  # cannot be compiled apart (jsonschema-rs may even panic): stay whole
+                validator = _FAILED
+            with self._lock:
+                validator = self._location_validators.setdefault(key, validator)
+        if validator is _FAILED:
+            raise _Unsupported
+        return validator
+
+
+_BOOLEAN_VALIDATORS: Final = {
+    True: jsonschema_rs.Draft202012Validator(True),
+    False: jsonschema_rs.Draft202012Validator(False),
+}
+
+
+def _check(node: _Node, after: Any, before: Any) -> bool:
+    """Whether ``after`` is valid at ``node``, given that ``before`` was."""
+    if after is before or node.unconstrained:
+        return True
+    if node.impossible:
+        return False
+    if not node.local or type(after) is not type(before) or not isinstance(after, dict | list):
+        return node.validate_whole(after)
+    if isinstance(after, dict):
+        if node.dependent:
+            if after.keys() != before.keys():
+                return node.validate_whole(after)
+            node = node.with_dependents(after)
+            if not node.local:
+                return node.validate_whole(after)
+        for validator in node.shallow:
+            if not validator.is_valid(after):
+                return False
+        for name, child in after.items():
+            previous = before.get(name, _MISSING)
+            if child is previous:
+                continue
+            sub = node.for_key(name)
+            if previous is _MISSING:
+                if not sub.unconstrained and not sub.validate_whole(child):
+                    return False
+            elif not _check(sub, child, previous):
+                return False
+        return True
+    for validator in node.shallow:
+        if not validator.is_valid(after):
+            return False
+    count, previous_count = len(after), len(before)
+    shortest = min(count, previous_count)
+    start = 0
+    while start < shortest and after[start] is before[start]:
+        start += 1
+    end = 0
+    while end < shortest - start and after[count - 1 - end] is before[previous_count - 1 - end]:
+        end += 1
+    if count == previous_count:
+        return all(_check(node.for_index(index), after[index], before[index]) for index in range(start, count - end))
+    if node.prefix_items:
+        return node.validate_whole(after)  # items moved to positions with other schemas
+    for index in range(start, count - end):
+        sub = node.for_index(index)
+        if not sub.unconstrained and not sub.validate_whole(after[index]):
+            return False
+    return True
+
+
+def _uses_dynamic_refs(schema: Any) -> bool:
+    stack = [schema]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            if "$dynamicRef" in value or "$recursiveRef" in value:
+                return True
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
