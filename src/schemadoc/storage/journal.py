@@ -1,0 +1,254 @@
+"""The journal file of the files store: appending lines, folding its tail into the current meta.
+
+A line is the :class:`~schemadoc.ops.journal.JournalEntry` with one more member, ``meta``: the
+new version's ``modified_at``, ``content_size_bytes`` and ``deleted_at``. So the journal alone
+says what the current meta is, and a commit is one append + fdatasync: the meta file only
+describes the snapshot. Replayers ignore the extra member (RFC 6902 tools read ``patch``).
+Only complete lines (ending in a newline) count; a torn last line was never acknowledged.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.ops.journal import JournalEntry, peek_version
+from schemadoc.storage.base import DocumentMeta
+from schemadoc.storage.layout import Corrupt, reason
+
+__all__ = ["OFFSET_EVERY", "Mark", "Tail", "encode_line", "fold", "read_entries", "repair_tail"]
+
+log = logging.getLogger("schemadoc.storage.files")
+
+OFFSET_EVERY = 64
+"""Byte offsets of every 64th version are remembered, so reads of recent history skip the rest."""
+_NEWLINE = 0x0A
+
+
+def encode_line(doc_id: str, entry: JournalEntry, meta: DocumentMeta) -> bytes:
+    """The journal line of ``entry`` with the new version's meta fields; ``storage-write-failed`` if not JSON."""
+    data: dict[str, Any] = entry.to_dict()
+    data["meta"] = {"modified_at": meta.modified_at, "content_size_bytes": meta.content_size_bytes,
+                    "deleted_at": meta.deleted_at}
+    try:
+        return orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError as error:
+        why = f"journal entry not serialisable: {error}"
+        raise SchemaDocError("storage-write-failed", f"The journal entry of {doc_id} is not JSON: {error}.",
+                             {"doc_id": doc_id, "reason": why}) from None
+
+
+@dataclass(frozen=True)
+class Mark:
+    """What a journal line says about its version's meta, and where the line ends."""
+
+    version: int
+    end: int
+    modified_at: str
+    content_size_bytes: int
+    deleted_at: str | None
+
+
+@dataclass
+class Tail:
+    """One process's view of a document: its meta file (the snapshot) and the journal lines after it.
+
+    ``key`` identifies the files it was read from (inodes, sizes, meta mtime): when a ``stat`` of
+    both gives the same key, nothing changed and :attr:`current` is the current meta.
+    """
+
+    snapshot: DocumentMeta                 # the meta file: version == snapshot_version
+    snapshot_end: int                      # byte offset after the snapshot version's journal line
+    meta_key: tuple[int, int, int]
+    journal_ino: int
+    offset: int                            # bytes of complete lines folded
+    marks: list[Mark] = field(default_factory=list)  # versions after the snapshot, in order
+
+    @property
+    def version(self) -> int:
+        return self.marks[-1].version if self.marks else self.snapshot.version
+
+    @property
+    def current(self) -> DocumentMeta:
+        if not self.marks:
+            return self.snapshot
+        last = self.marks[-1]
+        return replace(self.snapshot, version=last.version, modified_at=last.modified_at,
+                       content_size_bytes=last.content_size_bytes, deleted_at=last.deleted_at,
+                       snapshot_version=self.snapshot.version)
+
+    def mark(self, version: int) -> Mark | None:
+        index = version - self.snapshot.version - 1
+        return self.marks[index] if 0 <= index < len(self.marks) else None
+
+    def move_snapshot(self, snapshot: DocumentMeta, meta_key: tuple[int, int, int]) -> None:
+        """The meta file now describes ``snapshot`` (a newer snapshot): drop the marks it covers."""
+        covered = snapshot.version - self.snapshot.version
+        if covered > 0:
+            end = self.marks[covered - 1].end if covered <= len(self.marks) else self.snapshot_end
+            self.marks = self.marks[covered:]
+            self.snapshot_end = end
+        self.snapshot = snapshot
+        self.meta_key = meta_key
+
+
+def fold(tail: Tail, data: bytes, path: Path) -> None:
+    """Add the complete lines in ``data`` (the journal from ``tail.offset``) to ``tail``.
+
+    Raises :class:`Corrupt` when a complete line cannot be read or versions are not consecutive.
+    """
+    position = 0
+    last = tail.current
+    while True:
+        end = data.find(b"\n", position)
+        if end < 0:
+            break
+        try:
+            line = orjson.loads(data[position:end])
+            entry = JournalEntry.from_dict(line)
+        except ValueError as error:
+            raise Corrupt(f"journal line {tail.version + 1} cannot be read: {error}", path.name) from None
+        if entry.version != tail.version + 1:
+            raise Corrupt(f"journal versions are not consecutive: version {entry.version} after {tail.version}",
+                          path.name)
+        meta = line.get("meta") if isinstance(line, dict) else None
+        if isinstance(meta, dict):
+            size = meta.get("content_size_bytes")
+            mark = Mark(entry.version, tail.offset + end + 1, str(meta.get("modified_at", entry.at)),
+                        size if isinstance(size, int) else last.content_size_bytes,
+                        meta.get("deleted_at") if isinstance(meta.get("deleted_at"), str) else None)
+        else:  # a line written before lines carried their meta
+            deleted_at = (entry.at if entry.op == "delete_document"
+                          else None if entry.op == "undelete_document" else last.deleted_at)
+            mark = Mark(entry.version, tail.offset + end + 1, entry.at, -1, deleted_at)
+        tail.marks.append(mark)
+        last = tail.current
+        position = end + 1
+    tail.offset += position
+
+
+def find_line_end(path: Path, version: int, hint: int) -> int:
+    """The byte offset after ``version``'s journal line (0 for version 0), trying ``hint`` first.
+
+    Raises :class:`Corrupt` when the journal ends before ``version`` and :exc:`OSError`.
+    """
+    if version == 0:
+        return 0
+    with path.open("rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if 0 < hint <= size:
+            before = os.pread(file.fileno(), 1, hint - 1)
+            following = os.pread(file.fileno(), 64, hint)
+            if before == b"\n" and (hint == size or peek_version(following) == version + 1):
+                return hint
+    offsets: dict[int, int] = {}
+    _, last = read_entries(path, since=version, upto=version, offsets=offsets, every=1)
+    if last < version:
+        raise Corrupt(f"the journal ends at version {last}, the meta is at version {version}", path.name)
+    return offsets[version]
+
+
+def _line_version(line: bytes) -> int | None:
+    """The version of a complete journal line, or None when it cannot be read."""
+    try:
+        return JournalEntry.from_line(line).version
+    except ValueError:
+        return None
+
+
+def repair_tail(doc_id: str, path: Path) -> int:
+    """Truncate a torn last line (never acknowledged) and return the journal's last version (0 when empty).
+
+    A line is torn when the file does not end with a newline (a crash mid-append) or when the
+    last line cannot be read. At most one line goes; :class:`Corrupt` when more is damaged.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError as error:
+        raise Corrupt(f"cannot open the journal: {reason(error)}", path.name) from None
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return 0
+        with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as view:
+            cut = size if view[size - 1] == _NEWLINE else view.rfind(b"\n") + 1
+            removed_a_line = cut != size
+            version = 0
+            while cut > 0:
+                start = view.rfind(b"\n", 0, cut - 1) + 1
+                found = peek_version(view[start:start + 64])
+                if found is None:
+                    found = _line_version(view[start:cut])
+                if found is not None:
+                    version = found
+                    break
+                if removed_a_line:
+                    raise Corrupt(f"the journal line at byte {start} cannot be read", path.name)
+                cut, removed_a_line = start, True
+        if cut != size:
+            os.ftruncate(fd, cut)
+            os.fsync(fd)
+            log.warning("document %s: torn journal tail of %d bytes truncated", doc_id, size - cut)
+        return version
+    except OSError as error:
+        raise Corrupt(f"cannot repair the journal: {reason(error)}", path.name) from None
+    finally:
+        os.close(fd)
+
+
+def read_entries(path: Path, *, since: int, upto: int | None, start: tuple[int, int] = (0, 0),
+                  offsets: dict[int, int] | None = None, every: int = OFFSET_EVERY) -> tuple[list[JournalEntry], int]:
+    """Entries ``since < version <= upto`` and the last version seen (checked consecutive from 1).
+
+    Lines are skipped by their version prefix, never parsed, when not returned. An unfinished
+    last line (no newline: a write in progress or torn) is ignored. ``start`` is a known
+    ``(version, offset of the line after it)`` to begin at; ``offsets`` collects such pairs every
+    :data:`OFFSET_EVERY` versions. Raises :class:`Corrupt` and :exc:`OSError`.
+    """
+    entries: list[JournalEntry] = []
+    last = start[0]
+    with path.open("rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if size == 0:
+            return entries, 0
+        with mmap.mmap(file.fileno(), size, access=mmap.ACCESS_READ) as view:
+            position = start[1]
+            while position < size and (upto is None or last < upto):
+                end = view.find(b"\n", position)
+                if end < 0:
+                    break
+                entry: JournalEntry | None = None
+                version = peek_version(view[position:position + 64])
+                try:
+                    if version is None:
+                        entry = JournalEntry.from_line(view[position:end])
+                        version = entry.version
+                    if version > since and entry is None:
+                        entry = JournalEntry.from_line(view[position:end])
+                except ValueError as error:
+                    raise Corrupt(f"journal line {last + 1} cannot be read: {error}", path.name) from None
+                if version != last + 1 or (entry is not None and entry.version != version):
+                    raise Corrupt(f"journal versions are not consecutive: version {version} after {last}",
+                                   path.name)
+                if entry is not None and version > since:
+                    entries.append(entry)
+                last = version
+                position = end + 1
+                if offsets is not None and version % every == 0:
+                    offsets[version] = position
+    return entries, last
+
+
+def _checkpoint_versions(directory: Path, names: list[str] | None = None) -> list[int]:
+    if names is None:
+        names = os.listdir(directory)
+    return [int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit()]
+
+
