@@ -1,18 +1,22 @@
 """Disk faults: a write that meets ENOSPC or EIO fails with ``storage-write-failed`` and changes nothing
 (memory, every byte on disk, the version); reads keep working; writes succeed again once the disk does.
 
-A real small filesystem (a size-limited tmpfs, mounted when the machine allows it) is filled to
-every level of free space a write crosses.
+Two ways in: every OS call a write makes is failed in turn (EIO and ENOSPC injected at the ``os``
+functions the store calls, whatever module makes them), and a real small filesystem (a size-limited
+tmpfs, mounted when the machine allows it) is filled to every level of free space a write crosses.
+A fault before the journal line is durable refuses the write; a fault after it (the inline snapshot,
+a history checkpoint) only leaves the snapshot behind the journal, and the write stands.
 """
 
 from __future__ import annotations
 
+import builtins
 import errno
 import os
 import shutil
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,7 @@ from schemadoc.service import DocumentService
 
 REPO = Path(__file__).resolve().parents[2]
 BOOK = REPO / "schemas" / "book.schema.json"
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
 def open_service(storage_dir: Path) -> DocumentService:
@@ -44,6 +49,136 @@ def disk_state(storage_dir: Path) -> dict[str, bytes]:
         if path.is_file() and not path.name.endswith((".tmp", ".lock")):
             state[str(path.relative_to(storage_dir))] = path.read_bytes()
     return state
+
+
+class Faults:
+    """Counts the OS calls that write below ``root`` and fails the ``fail_at``-th one with ``error``."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+        self.root = str(root.resolve())
+        self.calls: list[tuple[str, str]] = []
+        self.fail_at: int | None = None
+        self.fail_below: str | None = None
+        self.error = errno.EIO
+        self.failed: tuple[str, str] | None = None
+        for name in ("write", "pwrite", "fsync", "fdatasync", "ftruncate"):
+            if hasattr(os, name):
+                self._wrap(monkeypatch, os, name, lambda *args: _fd_path(args[0]))
+        for name in ("replace", "rename", "link"):
+            self._wrap(monkeypatch, os, name, lambda *args: os.fspath(args[1]))
+        self._wrap(monkeypatch, os, "open", lambda *args: os.fspath(args[0])
+                   if len(args) > 1 and args[1] & _WRITE_FLAGS else None)
+        self._wrap(monkeypatch, builtins, "open", lambda *args: os.fspath(args[0])
+                   if isinstance(args[0], (str, os.PathLike)) and len(args) > 1 and set(str(args[1])) & set("wax+")
+                   else None)
+
+    def _wrap(self, monkeypatch: pytest.MonkeyPatch, owner: Any, name: str,
+              path_of: Callable[..., str | None]) -> None:
+        real = getattr(owner, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                path = path_of(*args)
+            except (TypeError, IndexError, ValueError, OSError):
+                path = None
+            if path is not None and os.path.abspath(path).startswith(self.root):
+                self.calls.append((name, path))
+                if (self.fail_at is not None and len(self.calls) == self.fail_at) or (
+                        self.fail_below is not None and self.fail_below in path):
+                    self.failed = (name, path)
+                    raise OSError(self.error, os.strerror(self.error), path)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, wrapper)
+
+    def arm(self, at: int | None, error: int = errno.EIO, *, below: str | None = None) -> None:
+        self.calls, self.fail_at, self.error, self.failed, self.fail_below = [], at, error, None, below
+
+
+def _fd_path(fd: Any) -> str | None:
+    return os.readlink(f"/proc/self/fd/{fd}") if isinstance(fd, int) else None
+
+
+def _write(service: DocumentService, doc_id: str, version: int, text: str) -> int:
+    return service.update_node(doc_id, "/title", text, version).version
+
+
+def _check_unchanged(service: DocumentService, storage_dir: Path, doc_id: str, before: dict[str, bytes],
+                     version: int, title: str) -> None:
+    assert disk_state(storage_dir) == before
+    assert service.version_of(doc_id) == version
+    assert service.read_node(doc_id, "/title").node == title
+    reopened = open_service(storage_dir)
+    try:
+        assert reopened.version_of(doc_id) == version
+        assert reopened.read_node(doc_id, "/title").node == title
+    finally:
+        close_service(reopened)
+
+
+@pytest.mark.parametrize("error", [errno.EIO, errno.ENOSPC], ids=["EIO", "ENOSPC"])
+def test_a_write_whose_any_os_call_fails_changes_nothing_or_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: int
+) -> None:
+    storage_dir = tmp_path / "data"
+    service = open_service(storage_dir)
+    doc_id, *_ = service.create_document()
+    version, title = _write(service, doc_id, 1, "start"), "start"
+    faults = Faults(monkeypatch, storage_dir)
+    faults.arm(None)
+    _write(service, doc_id, version, "counted")  # how many OS calls a write makes
+    version, title = version + 1, "counted"
+    calls_per_write = len(faults.calls)
+    assert calls_per_write > 0
+    failures = 0
+    for at in range(1, calls_per_write + 1):
+        before = disk_state(storage_dir)
+        faults.arm(at, error)
+        try:
+            version = _write(service, doc_id, version, f"fault at call {at}")
+            title = f"fault at call {at}"
+        except SchemaDocError as refused:
+            failed = faults.failed
+            faults.arm(None)
+            failures += 1
+            assert refused.code == "storage-write-failed", f"fault in {failed}: {refused.code} {refused.message}"
+            assert refused.details["doc_id"] == doc_id
+            _check_unchanged(service, storage_dir, doc_id, before, version, title)
+        else:
+            faults.arm(None)  # the fault hit work off the write path: the write stands, on disk too
+            reopened = open_service(storage_dir)
+            try:
+                assert reopened.read_node(doc_id, "/title").node == title
+            finally:
+                close_service(reopened)
+        faults.arm(None)
+        version = _write(service, doc_id, version, f"after call {at}")
+        title = f"after call {at}"
+    assert failures > 0, "no fault reached the write path"
+    close_service(service)
+
+
+def test_a_failing_checkpoint_write_leaves_the_write_standing_and_history_readable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage_dir = tmp_path / "data"
+    service = open_service(storage_dir)
+    doc_id, *_ = service.create_document()
+    faults = Faults(monkeypatch, storage_dir)
+    faults.arm(None, errno.EIO, below="checkpoints")
+    version = 1
+    for number in range(300):  # crosses the persisted checkpoint of version 256
+        version = _write(service, doc_id, version, f"title {number}")
+    assert faults.failed is not None, "no checkpoint was attempted"
+    faults.arm(None)
+    assert service.read_version(doc_id, 256)["title"] == "title 254"
+    close_service(service)
+    reopened = open_service(storage_dir)
+    try:
+        assert reopened.version_of(doc_id) == version == 301
+        assert reopened.read_version(doc_id, 257)["title"] == "title 255"
+    finally:
+        close_service(reopened)
 
 
 # -- a real small filesystem ------------------------------------------------------------------------
