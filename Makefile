@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: serve serve-stdio test lint bench bench-history bench-postgres docs clean
+.PHONY: serve serve-stdio test lint bench bench-history bench-postgres bench-rest docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ bench-history: $(VENV)/.installed  ## past reads, diffs, reverts on a 10,000-ver
 
 bench-postgres: $(VENV)/.installed  ## the PostgreSQL store beside the files store (needs PostgreSQL)
 	$(PY) benchmarks/postgres.py
+
+bench-rest: $(VENV)/.installed  ## black box: a real server on 127.0.0.1, REST reads and writes (10 KB to 100 MB)
+	$(PY) benchmarks/rest.py
 
 docs: $(VENV)/.installed  ## regenerate docs/errors.md from the catalog
 	$(PY) -m schemadoc.errors > docs/errors.md
