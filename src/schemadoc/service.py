@@ -346,6 +346,17 @@ class DocumentService:
         metas = [meta for meta in self.store.list_metas() if meta.deleted_at is None]
         return DocumentList(metas[offset: offset + limit], len(metas), offset, limit)
 
+    def reads_locally(self, doc_id: str) -> bool:
+        """Whether reading ``doc_id`` now needs no more than memory and small local files.
+
+        True when its current content is in memory and the store is not shared: such a read
+        (``read_node`` without ``at_version``, ``node_schema``) only checks freshness in the small
+        meta file and, if another process wrote since, reads the journal lines after the version
+        held. An asynchronous caller may run it on its event loop. A shared store (a database)
+        answers even that check over the network, and a document not in memory is loaded first.
+        """
+        return self._shared is None and doc_id in self._states
+
     def version_of(self, doc_id: str) -> int:
         return self._state(check_doc_id(doc_id)).meta.version
 

@@ -369,7 +369,7 @@ def build_app(service: DocumentService, settings: Settings, *,
     app.include_router(build_rest_router(service, settings, heartbeat_seconds=heartbeat_seconds), prefix=API_PREFIX)
 
     @app.get("/health", tags=["health"], summary="Health check", operation_id="health")
-    def health() -> dict[str, str]:
+    async def health() -> dict[str, str]:
         return {"status": "healthy"}
 
     # the MCP endpoint, answering every method at /mcp (POST: messages, GET: stream, DELETE: end a session)

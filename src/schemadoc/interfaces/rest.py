@@ -1,9 +1,14 @@
 """The REST door: ``/api/v1`` routes onto :class:`~schemadoc.service.DocumentService`.
 
-Routes are plain ``def`` functions, so FastAPI runs them in its thread pool: the service is
-synchronous and fsyncs. Request bodies are read as bytes and parsed with orjson here (not by
-pydantic models), so a wrongly typed argument gives the catalogued ``invalid-request`` naming
-the argument, exactly as the MCP door does; the OpenAPI document still describes every body.
+Routes that write are plain ``def`` functions, so FastAPI runs them in its thread pool: the
+service is synchronous and fsyncs. Reads of a document held in memory (and of the schema) are
+``async`` and call the service on the event loop: a hop to a worker thread and back costs more
+than the read itself. Reads that may wait for a disk or a database (loading a document, past
+versions, listings, feeds, a shared store) still go to a thread.
+
+Request bodies are read as bytes and parsed with orjson here (not by pydantic models), so a
+wrongly typed argument gives the catalogued ``invalid-request`` naming the argument, exactly as
+the MCP door does; the OpenAPI document still describes every body.
 Responses are the bodies of :mod:`schemadoc.interfaces.results`, serialised with orjson
 without copying the (possibly 100 MB) document content.
 
@@ -416,10 +421,14 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.get("/documents/{doc_id}", response_model=results.ReadNodeResult, tags=["documents"],
                 summary="Read a node, now or at a past version", responses=_errors(400, 404),
                 operation_id="document_read_node", name="document_read_node")
-    def read_node(doc_id: str,
-                  path: Annotated[str, Query(description=_PATH_READ)] = "/",
-                  at_version: Annotated[int | None, Query(ge=1, description=_AT_VERSION)] = None) -> JSONBody:
-        read = service.read_node(doc_id, path, at_version=at_version)
+    async def read_node(doc_id: str,
+                        path: Annotated[str, Query(description=_PATH_READ)] = "/",
+                        at_version: Annotated[int | None, Query(ge=1, description=_AT_VERSION)] = None) -> JSONBody:
+        if at_version is None and service.reads_locally(doc_id):
+            read = service.read_node(doc_id, path)
+        else:  # it may load a document, replay its journal or ask a database: not on the event loop
+            read = await anyio.to_thread.run_sync(
+                functools.partial(service.read_node, doc_id, path, at_version=at_version))
         return JSONBody(results.read_node_result(read), headers=_etag(read.version))
 
     @router.put("/documents/{doc_id}", response_model=results.UpdateNodeResult, tags=["documents"],
@@ -633,7 +642,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
 
     @router.get("/schema", response_model=results.RootSchemaResult, tags=["schema"],
                 summary="The root schema", operation_id="schema_get_root", responses=_errors(400))
-    def root_schema(
+    async def root_schema(
         dereferenced: Annotated[bool, Query(description="Resolve every $ref (cycles stay as $ref).")] = True,
     ) -> JSONBody:
         root = service.root_schema(dereferenced=dereferenced)
@@ -641,13 +650,15 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
 
     @router.get("/schema/node", response_model=results.NodeSchemaResult, tags=["schema"],
                 summary="The schema of a node", operation_id="schema_get_node", responses=_errors(400, 404))
-    def node_schema(
+    async def node_schema(
         path: Annotated[str, Query(description=_PATH_READ)] = "/",
         doc_id: Annotated[str | None, Query(description="Also tell whether the node exists in this document.")]
         = None,
         dereferenced: Annotated[bool, Query(description="Resolve every $ref (cycles stay as $ref).")] = True,
     ) -> JSONBody:
-        node = service.node_schema(path, doc_id, dereferenced=dereferenced)
+        look_up = functools.partial(service.node_schema, path, doc_id, dereferenced=dereferenced)
+        local = doc_id is None or service.reads_locally(doc_id)
+        node = look_up() if local else await anyio.to_thread.run_sync(look_up)
         return JSONBody(results.node_schema_result(node))
 
     return router
