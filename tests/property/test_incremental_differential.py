@@ -28,7 +28,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from official_suite import Group, groups, suite_root
 
@@ -289,3 +289,139 @@ def test_random_patches_on_suite_schemas_get_the_whole_document_verdict(
 def test_many_random_patches_on_suite_schemas_get_the_whole_document_verdict(
         change: tuple[Case, Any, list[dict[str, Any]]]) -> None:
     _check_suite_change(change)
+
+
+# -- our example schemas ---------------------------------------------------------------------------
+
+EXAMPLES: dict[str, Any] = {
+    "schemas/book.schema.json": {
+        "title": "T",
+        "metadata": {"language": "en", "status": "draft", "edition": 1, "author": {"name": "Ada"},
+                     "keywords": ["a", "b"], "created": "2025-01-01T00:00:00Z"},
+        "chapters": [{"id": f"ch-{i}", "title": f"c{i}", "sections": [
+            {"title": "s", "paragraphs": [{"text": "p", "style": "quote"}, {"text": "q"}],
+             "sections": [{"title": "t", "paragraphs": []}]}]} for i in range(3)],
+        "tags": ["x", "y"],
+    },
+    "tests/schemas/tree.schema.json": {"name": "r", "parent": {"name": "p"},
+                                       "children": [{"name": "c", "children": [{"name": "d"}]}]},
+    "tests/schemas/oracle.schema.json": {"id": "ch-1", "when": "2025-01-01T00:00:00Z", "level": 2,
+                                         "style": "quote", "tags": ["a", "b"], "who": {"name": "x"}},
+    "tests/schemas/sibling_ref_with_id.schema.json": {"author": {"name": "a", "email": "a@b.co"},
+                                                      "reviewers": [{"name": "b"}, {"name": "c"}]},
+}
+ODD_VALUES: list[Any] = ["", -1, 7, "x@", "ch-x", "bold", "2025-02-30", {"name": ""}, {"nick": "x"}, [1, 1], ["a", "a"],
+                         {"title": "s", "paragraphs": []}, {"id": "ch-9", "title": "n", "sections": []}]
+
+
+@cache
+def example_cases() -> tuple[Case, ...]:
+    out = []
+    for relative, document in EXAMPLES.items():
+        validator = DocumentValidator(load_schema(REPO / relative))
+        assert validator.validate(document).valid, relative
+        out.append(Case(relative, validator, [document], [*_subvalues(document), *ODD_VALUES]))
+    return tuple(out)
+
+
+@st.composite
+def example_change(draw: st.DrawFn) -> tuple[Case, Any, list[dict[str, Any]]]:
+    case = draw(st.sampled_from(example_cases()))
+    before = case.valid[0]
+    return case, before, draw(random_patch(before, case.values))
+
+
+@FAST
+@given(example_change())
+def test_random_patches_on_our_example_schemas_get_the_whole_document_verdict(
+        change: tuple[Case, Any, list[dict[str, Any]]]) -> None:
+    _check_suite_change(change)
+
+
+# -- generated schemas -----------------------------------------------------------------------------
+
+NAMES = st.sampled_from(["a", "b", "c", "1"])
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 3), st.sampled_from(["", "a", "ab", "abc"]))
+JSON = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                     st.dictionaries(NAMES, inner, max_size=3)), max_leaves=8)
+LEAF_SCHEMAS = st.sampled_from([
+    True, {}, {"type": "integer"}, {"type": "string"}, {"minimum": 0}, {"maxLength": 2}, {"enum": [1, "a", None]},
+    {"const": 1}, {"type": ["array", "object"]}, {"not": {"type": "string"}}, {"format": "date"},
+])
+
+
+def _compound(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    optional = {
+        "object": st.fixed_dictionaries({}, optional={
+            "properties": st.dictionaries(NAMES, children, max_size=3),
+            "patternProperties": st.dictionaries(st.sampled_from(["^a", "^\\d$", "b$"]), children, max_size=2),
+            "additionalProperties": children,
+            "required": st.lists(NAMES, unique=True, max_size=2),
+            "minProperties": st.integers(0, 2), "maxProperties": st.integers(1, 3),
+            "dependentRequired": st.dictionaries(NAMES, st.lists(NAMES, unique=True, max_size=2), max_size=2),
+            "dependentSchemas": st.dictionaries(NAMES, children, max_size=2),
+            "propertyNames": st.sampled_from([{"maxLength": 1}, {"pattern": "^[a-c]$"}, True]),
+            "unevaluatedProperties": children,
+        }),
+        "array": st.fixed_dictionaries({}, optional={
+            "items": children, "prefixItems": st.lists(children, min_size=1, max_size=2),
+            "uniqueItems": st.booleans(), "contains": children, "minContains": st.integers(0, 2),
+            "maxContains": st.integers(1, 3), "minItems": st.integers(0, 2), "maxItems": st.integers(1, 4),
+            "unevaluatedItems": children,
+        }),
+    }
+    return st.one_of(
+        optional["object"], optional["array"],
+        st.builds(lambda members: {"oneOf": members}, st.lists(children, min_size=1, max_size=3)),
+        st.builds(lambda members: {"anyOf": members}, st.lists(children, min_size=1, max_size=3)),
+        st.builds(lambda members: {"allOf": members}, st.lists(children, min_size=1, max_size=3)),
+        st.builds(lambda a, b, c: {"if": a, "then": b, "else": c}, children, children, children),
+        st.builds(lambda inner: {"$ref": "#/$defs/shared", "$defs": {"shared": inner}}, children),
+    )
+
+
+SCHEMAS = st.recursive(LEAF_SCHEMAS, _compound, max_leaves=10)
+
+
+@st.composite
+def generated_change(draw: st.DrawFn) -> tuple[Case, Any, list[dict[str, Any]]] | None:
+    schema = draw(SCHEMAS)
+    if not isinstance(schema, dict):
+        schema = {"allOf": [schema]}
+    validator = _generated_validator(json.dumps(schema, sort_keys=True))
+    if validator is None:
+        return None
+    candidates = draw(st.lists(JSON, min_size=4, max_size=8))
+    valid = [each for each in candidates if validator.validate(each).valid]
+    if not valid:
+        return None
+    before = draw(st.sampled_from(valid))
+    values = [each for candidate in candidates for each in _subvalues(candidate)]
+    case = Case("generated", validator, valid, values)
+    return case, before, draw(random_patch(before, values))
+
+
+_GENERATED_DIR = Path(tempfile.mkdtemp(prefix="generated-schemas-"))
+
+
+@cache
+def _generated_validator(text: str) -> DocumentValidator | None:
+    return _validator(json.loads(text), _GENERATED_DIR, f"s{abs(hash(text))}")
+
+
+@FAST
+@given(generated_change())
+def test_random_patches_on_generated_schemas_get_the_whole_document_verdict(
+        change: tuple[Case, Any, list[dict[str, Any]]] | None) -> None:
+    event("checked" if change is not None else "no valid document for the schema")
+    if change is not None:
+        _check_suite_change(change)
+
+
+@pytest.mark.slow
+@SLOW
+@given(generated_change())
+def test_many_random_patches_on_generated_schemas_get_the_whole_document_verdict(
+        change: tuple[Case, Any, list[dict[str, Any]]] | None) -> None:
+    if change is not None:
+        _check_suite_change(change)
