@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: serve serve-stdio test lint bench bench-history bench-postgres bench-rest docs clean
+.PHONY: serve serve-stdio test lint bench bench-history bench-postgres bench-rest bench-validation docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,3 +43,6 @@ docs: $(VENV)/.installed  ## regenerate docs/errors.md from the catalog
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+bench-validation: $(VENV)/.installed  ## validation per write, incremental beside whole, at 1/10/100 MiB
+	$(PY) benchmarks/validation.py

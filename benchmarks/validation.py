@@ -1,0 +1,160 @@
+"""Validation per write on book documents of about 1, 10 and 100 MiB: incremental beside whole.
+
+Not a test: it prints figures and writes them as a Markdown table to
+``benchmarks/results/validation.md``. Each write is a patch applied on a structurally shared copy
+(outside the timer), then validated:
+
+* whole: ``is_valid`` of the whole new document (the step every write paid before), and the
+  whole report (``validate``);
+* incremental: ``DocumentValidator.validate_change(before, after)`` for a leaf update and a
+  chapter append (a valid write gets its verdict where the patch reached);
+* rejected update (a paragraph style outside its enum): the time to the verdict
+  (``change_is_valid``) and to the whole report every rejected write carries.
+
+    .venv/bin/python benchmarks/validation.py                 # 1, 10 and 100 MiB
+    .venv/bin/python benchmarks/validation.py --sizes 1 10 --writes 100
+
+Median and p99 over ``--writes`` writes (each a different value), whole-document figures over
+fewer runs; ratios are taken within one run, so a loaded machine shifts both sides alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+try:
+    import schemadoc  # noqa: F401
+except ImportError:  # running from a checkout without `pip install -e .`
+    sys.path.insert(0, str(REPO / "src"))
+
+from generate import make_book, mid_paragraph_path  # noqa: E402
+
+from schemadoc.ops.apply import apply_patch  # noqa: E402
+from schemadoc.schema import load_schema  # noqa: E402
+from schemadoc.validation import DocumentValidator  # noqa: E402
+
+WHOLE_RUNS = {1: 11, 10: 7, 100: 5}
+OUT = HERE / "results" / "validation.md"
+
+
+def timed(action: Callable[[Any], object], runs: int, setup: Callable[[int], Any] = lambda i: i) -> list[float]:
+    """``runs`` timings of ``action(setup(i))``, the setup and ``gc.collect()`` outside the timer."""
+    samples: list[float] = []
+    for i in range(runs):
+        prepared = setup(i)
+        gc.collect()
+        start = time.perf_counter()
+        action(prepared)
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def p99(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def ms(seconds: float) -> str:
+    value = seconds * 1e3
+    return f"{value:.3f}" if value < 1 else f"{value:.2f}" if value < 10 else f"{value:.1f}"
+
+
+def measure(size: int, writes: int, validator: DocumentValidator) -> dict[str, list[float]]:
+    book = make_book(size)
+    gc.collect()
+    gc.freeze()  # as the service does with a loaded document: the collector stops rescanning it
+    assert validator.validate(book).valid  # the stored version: known valid
+    leaf = mid_paragraph_path(book)
+    whole = WHOLE_RUNS.get(size, 5)
+    rows: dict[str, list[float]] = {}
+
+    rows["whole is_valid"] = timed(lambda _: validator.is_valid(book), whole)
+    rows["whole report (valid)"] = timed(lambda _: validator.validate(book), whole)
+
+    def change(patch: Callable[[int], list[dict[str, Any]]]) -> Callable[[int], Any]:
+        return lambda i: apply_patch(book, patch(i)).document
+
+    def leaf_edit(i: int) -> list[dict[str, Any]]:
+        return [{"op": "replace", "path": f"{leaf}/text", "value": f"Edited paragraph, write {i}."}]
+
+    def append(i: int) -> list[dict[str, Any]]:
+        chapter = {"id": f"ch-{900000 + i}", "title": f"Appended {i}",
+                   "sections": [{"title": "One", "paragraphs": [{"text": "A new paragraph."}]}]}
+        return [{"op": "add", "path": "/chapters/-", "value": chapter}]
+
+    def rejected(i: int) -> list[dict[str, Any]]:
+        return [{"op": "replace", "path": f"{leaf}/style", "value": f"not-a-style-{i}"}]
+
+    for name, patch in (("leaf update", leaf_edit), ("chapter append", append)):
+        samples = timed(lambda after: _accepted(validator, book, after), writes, setup=change(patch))
+        rows[f"incremental {name}"] = samples
+    rows["rejected: verdict (incremental)"] = timed(
+        lambda after: _refused(validator, book, after), writes, setup=change(rejected))
+    rows["rejected: verdict + whole report"] = timed(
+        lambda after: validator.validate_change(book, after, keep=False), whole, setup=change(rejected))
+    return rows
+
+
+def _accepted(validator: DocumentValidator, before: Any, after: Any) -> None:
+    if not validator.validate_change(before, after, keep=False).valid:
+        raise AssertionError("a valid write was rejected")
+
+
+def _refused(validator: DocumentValidator, before: Any, after: Any) -> None:
+    if validator.change_is_valid(before, after):
+        raise AssertionError("an invalid write was accepted")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 10, 100], help="MiB")
+    parser.add_argument("--writes", type=int, default=200, help="writes per incremental row")
+    parser.add_argument("--out", type=Path, default=OUT)
+    options = parser.parse_args(argv)
+    validator = DocumentValidator(load_schema(REPO / "schemas" / "book.schema.json"))
+    results: dict[int, dict[str, list[float]]] = {}
+    load = os.getloadavg()
+    for size in options.sizes:
+        print(f"{size} MiB ...", file=sys.stderr, flush=True)
+        results[size] = measure(size, options.writes, validator)
+    names = list(next(iter(results.values())))
+    lines = [
+        "# Validation per write (book documents)",
+        "",
+        f"Load average at start: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} cores; "
+        f"{options.writes} writes per incremental row. Cells: median / p99 in ms.",
+        "",
+        "| step | " + " | ".join(f"{size} MiB" for size in options.sizes) + " |",
+        "|---|" + "---|" * len(options.sizes),
+    ]
+    for name in names:
+        cells = [f"{ms(statistics.median(results[size][name]))} / {ms(p99(results[size][name]))}"
+                 for size in options.sizes]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    ratios = []
+    for size in options.sizes:
+        whole = statistics.median(results[size]["whole is_valid"])
+        leaf = statistics.median(results[size]["incremental leaf update"])
+        verdict = statistics.median(results[size]["rejected: verdict (incremental)"])
+        ratios.append(f"{whole / leaf:.0f}× / {whole / verdict:.0f}×")
+    lines.append("| whole is_valid ÷ incremental (leaf update / rejected verdict) | " + " | ".join(ratios) + " |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    options.out.parent.mkdir(parents=True, exist_ok=True)
+    options.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
