@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from .doors import Door, Outcome, chapter, open_door, sample_book
+from .doors import TARGET, Door, Outcome, chapter, open_door, sample_book
 
 STYLES = ["normal", "quote", "code", "aside", "epigraph"]
 titles = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=20)
@@ -151,6 +151,6 @@ def test_random_edits_keep_versions_and_content_consistent(door_name: str, tmp_p
             portal.wrap_async_context_manager(open_door(door_name, tmp_path / "data")) as door:
         machine = _machine(portal, door)
         run_state_machine_as_test(machine, settings=settings(
-            max_examples=15, stateful_step_count=15, deadline=None, derandomize=False,
+            max_examples=TARGET.examples(15), stateful_step_count=15, deadline=None, derandomize=False,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
 

@@ -21,7 +21,7 @@ from anyio.from_thread import start_blocking_portal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .doors import Door, Outcome, chapter, open_door, sample_book
+from .doors import TARGET, Door, Outcome, chapter, open_door, sample_book
 
 texts = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=0, max_size=12)
 merges = st.fixed_dictionaries({}, optional={
@@ -79,7 +79,7 @@ def test_diffs_journal_feed_and_reverts_agree_with_every_version(door_name: str,
                     return seen[0]
                 seen[0] = body["next_cursor"]
 
-        @settings(max_examples=20, deadline=None, derandomize=False,
+        @settings(max_examples=TARGET.examples(20), deadline=None, derandomize=False,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
         @given(steps=st.lists(st.tuples(edits, st.booleans()), min_size=1, max_size=7), data=st.data())
         def check(steps: list[tuple[tuple[str, Any], bool]], data: st.DataObject) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .doors import BOOK_SCHEMA, DOOR_NAMES, REMOTE_URL, Door, in_process_service, open_door
+from .doors import BOOK_SCHEMA, DOOR_NAMES, TARGET, TRANSCRIPT, Door, in_process, in_process_service, open_door
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def door_name(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def fresh_server(door_name: str) -> bool:
     """True when the server is this test's alone (in process): it starts with no documents."""
-    return not door_name.startswith("remote-")
+    return in_process(door_name)
 
 
 @pytest.fixture
@@ -45,9 +45,16 @@ async def door(door_name: str, tmp_path: Path) -> AsyncIterator[Door]:
 @pytest.fixture
 async def doors(tmp_path: Path) -> AsyncIterator[list[Door]]:
     """Every door, all onto ONE server (in process: one service behind a REST app and two MCP servers)."""
-    service = None if REMOTE_URL else in_process_service(tmp_path / "data")
+    service = in_process_service(tmp_path / "data") if TARGET.in_process else None
     async with AsyncExitStack() as stack:
-        yield [await stack.enter_async_context(open_door(name, tmp_path / "data", service)) for name in DOOR_NAMES]
+        yield [await stack.enter_async_context(open_door(name, tmp_path / "data", service))
+               for name in TARGET.one_server_doors]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_transcript() -> None:
+    """Each test's transcript starts empty: a failure reports its own exchanges."""
+    TRANSCRIPT.clear()
 
 
 @pytest.fixture(scope="session")

@@ -14,27 +14,35 @@ content, a status that is not the catalog's, …), which a final test reports.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 from urllib.parse import quote, urlencode
 
 import anyio
 import httpx
+import pytest
 from mcp import Client, MCPError
 
 from schemadoc.errors import CATALOG
 
+from ..readings import category_matches, status_of
+from ..target import BOOK_SCHEMA, IN_PROCESS_DOORS, current
+
 __all__ = [
     "BOOK_SCHEMA",
     "CALL_TIMEOUT",
+    "CORE_TOOLS",
     "DOOR_NAMES",
+    "NA_PREFIX",
     "OBSERVED",
+    "OPTIONAL_TOOLS",
     "REMOTE_URL",
+    "TARGET",
     "TOOLS",
+    "TRANSCRIPT",
     "ULID_PATTERN",
     "UNKNOWN_DOC_ID",
     "Doc",
@@ -48,13 +56,16 @@ __all__ = [
     "book_doc",
     "chapter",
     "failed",
+    "in_process",
     "in_process_service",
     "mcp_door",
     "new_doc",
+    "not_applicable",
     "ok",
     "open_door",
     "rest_door",
     "sample_book",
+    "stdio_server",
     "text_of",
 ]
 
@@ -81,8 +92,56 @@ TOOLS = (
     "document_changes",
 )
 
+CORE_TOOLS = frozenset({
+    "document_create", "document_read_node", "document_update_node", "document_create_node",
+    "document_delete_node", "document_list", "schema_get_root", "schema_get_node",
+})
+"""The spec's operations: every implementation must offer them through every door it has."""
+OPTIONAL_TOOLS = frozenset(TOOLS) - CORE_TOOLS
+"""Beyond the spec: a server without one of these makes its tests not applicable (detected per call: MCP
+``tools/list`` does not declare it, or the REST route answers 404/405 without a catalogued error)."""
+NA_PREFIX = "not applicable: "
+
 _CREATED = frozenset({"document_create", "document_create_node"})
 _ERROR_MEMBERS = ("code", "category", "message", "details", "remediation")
+
+
+def not_applicable(reason: str) -> NoReturn:
+    """End the test as not applicable: the server does not offer what it tests (reported as such)."""
+    pytest.skip(NA_PREFIX + reason)
+
+
+def _no_route(status: int, body: Any) -> bool:
+    """A 404/405 that is not one of the catalog's own answers: the route does not exist on this server."""
+    if status not in (404, 405):
+        return False
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code not in CATALOG or code in ("route-not-found", "method-not-allowed")
+
+
+def _text(content: Any) -> Any:
+    if isinstance(content, bytes):
+        return content[:2000].decode("utf-8", errors="replace")
+    return content
+
+
+@dataclass
+class Transcript:
+    """The exchanges of the current test, newest last: a failure reports the one that failed."""
+
+    exchanges: list[dict[str, Any]] = field(default_factory=list)
+    keep: int = 8
+
+    def add(self, door: str, request: dict[str, Any], response: dict[str, Any]) -> None:
+        self.exchanges.append({"door": door, "request": request, "response": response})
+        del self.exchanges[:-self.keep]
+
+    def clear(self) -> None:
+        self.exchanges.clear()
+
+
+TRANSCRIPT = Transcript()
 
 
 class NotRepresentable(Exception):
@@ -167,7 +226,7 @@ class Observations:
         if missing:
             self.anomaly(door, tool, f"error object lacks {missing}: {outcome!r}")
         entry = CATALOG.get(code or "")
-        if entry is not None and error.get("category") != str(entry.status):
+        if entry is not None and not category_matches(error.get("category"), entry.status):
             self.anomaly(door, tool, f"{code}: category {error.get('category')!r}, catalog says {entry.status}")
         if entry is not None and outcome.status != entry.status and outcome.rpc_error is None:
             self.anomaly(door, tool, f"{code}: status {outcome.status}, catalog says {entry.status}")
@@ -347,6 +406,12 @@ class RestDoor:
                                                              f"object: {response.text[:300]!r}")
             parsed = {} if ok else {"error": {"code": None, "message": response.text[:300]}}
         outcome = Outcome(ok, parsed, response.status_code, answer_headers)
+        TRANSCRIPT.add(self.name, {"method": method, "url": str(response.request.url),
+                                   "body": kwargs.get("json", _text(kwargs.get("content")))},
+                       {"status": response.status_code, "body": parsed})
+        if tool in OPTIONAL_TOOLS and _no_route(response.status_code, parsed):
+            not_applicable(f"{method} {url} answers {response.status_code} without a catalogued error: "
+                                f"the server has no route for {tool}")
         OBSERVED.record(self.name, tool or f"{method} {url}", outcome)
         return outcome
 
@@ -468,28 +533,32 @@ class McpDoor:
     """MCP tools and resources through an ``mcp.Client`` (in process or streamable HTTP)."""
 
     name: str
-    client: Client
+    client: Any
+    """An ``mcp.Client`` (or, for a server on stdio, an object with its methods)."""
     status_from_category: bool = False
     """Remote servers: take the status from the error's ``category`` instead of the local catalog."""
     kind: str = "mcp"
+    _tools: frozenset[str] | None = None
 
     def _error_status(self, error: dict[str, Any]) -> int:
         code = error.get("code")
-        if not self.status_from_category and isinstance(code, str) and code in CATALOG:
-            return CATALOG[code].status
-        try:
-            return int(error.get("category", 0))
-        except (TypeError, ValueError):
-            return 0
+        known = CATALOG[code].status if isinstance(code, str) and code in CATALOG else None
+        if not self.status_from_category and known is not None:
+            return known
+        return status_of(error.get("category"), known)
 
     async def call(self, tool: str, args: dict[str, Any]) -> Outcome:
         # through JSON, as over a real wire: an in-process server must not share the test's objects
         args = json.loads(json.dumps(args))
+        if tool in OPTIONAL_TOOLS and tool not in await self.tool_names():
+            not_applicable(f"the server declares no tool {tool}")
         try:
             with anyio.fail_after(CALL_TIMEOUT):
                 result = await self.client.call_tool(tool, args)
         except MCPError as failure:
             outcome = self._protocol_error(failure)
+            TRANSCRIPT.add(self.name, {"tool": tool, "arguments": args},
+                           {"jsonrpc_error": {"code": failure.code, "message": failure.message, "data": failure.data}})
             OBSERVED.anomaly(self.name, tool, f"JSON-RPC error {failure.code} instead of an isError result: "
                                               f"{failure.message}")
             OBSERVED.record(self.name, tool, outcome)
@@ -519,8 +588,19 @@ class McpDoor:
                 if not same:
                     OBSERVED.anomaly(self.name, tool, "the text content is not the JSON of structuredContent")
             outcome = Outcome(True, body, 201 if tool in _CREATED else 200)
+        TRANSCRIPT.add(self.name, {"tool": tool, "arguments": args},
+                       {"isError": bool(result.is_error), "structuredContent": result.structured_content,
+                        "text": text if result.is_error else None})
         OBSERVED.record(self.name, tool, outcome)
         return outcome
+
+    async def tool_names(self) -> frozenset[str]:
+        """The tools the server declares (asked once per door)."""
+        if self._tools is None:
+            with anyio.fail_after(CALL_TIMEOUT):
+                listed = await self.client.list_tools()
+            self._tools = frozenset(tool.name for tool in listed.tools)
+        return self._tools
 
     async def read_document(self, doc_id: str) -> Outcome:
         return await self._read_json_resource(f"schema://{doc_id}", "read_document")
@@ -535,8 +615,12 @@ class McpDoor:
                 result = await self.client.read_resource(uri)
         except MCPError as failure:
             outcome = self._protocol_error(failure)
+            TRANSCRIPT.add(self.name, {"resources/read": uri},
+                           {"jsonrpc_error": {"code": failure.code, "message": failure.message, "data": failure.data}})
             OBSERVED.record(self.name, what, outcome)
             return outcome
+        TRANSCRIPT.add(self.name, {"resources/read": uri},
+                       {"contents": [getattr(block, "text", None) for block in result.contents]})
         texts = [block for block in result.contents if hasattr(block, "text")]
         if len(texts) != 1:
             OBSERVED.anomaly(self.name, what, f"{uri}: {len(result.contents)} contents, not one text")
@@ -570,12 +654,45 @@ async def mcp_door(name: str, server: Any, *, mode: str, status_from_category: b
 
 # -- opening a door -------------------------------------------------------------------------------
 
-REMOTE_URL = os.environ.get("SCHEMADOC_CONFORMANCE_URL", "").rstrip("/")
-"""A running server's base URL: when set, the suite runs against it instead of in-process servers."""
-BOOK_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
-DOOR_NAMES = (
-    ["remote-rest", "remote-mcp-auto", "remote-mcp-legacy"] if REMOTE_URL else ["rest", "mcp-auto", "mcp-legacy"]
-)
+TARGET = current()
+"""What the suite runs against (:mod:`schemadoc.conformance.target`): fresh in-process servers by default."""
+REMOTE_URL = TARGET.rest_url
+"""A running server's REST base URL, if any (kept for tests that ask whether the server is shared)."""
+DOOR_NAMES = TARGET.door_names
+
+
+def in_process(door_name: str) -> bool:
+    """True for the doors onto a fresh in-process schemadoc (each test's server is its own)."""
+    return door_name in IN_PROCESS_DOORS
+
+
+_STDIO: dict[str, Any] = {}
+
+
+def stdio_server(mode: str = "auto") -> Any:
+    """The :class:`~schemadoc.conformance.stdio.StdioServer` of the run for ``mode``, started on first use
+    on a fresh storage directory (stopped when the run ends)."""
+    server = _STDIO.get(mode)
+    if server is None:
+        import atexit
+        import shutil
+        import tempfile
+
+        from ..stdio import StdioServer
+
+        root = Path(tempfile.mkdtemp(prefix="schemadoc-conformance-"))
+        server = StdioServer(TARGET.mcp_command, BOOK_SCHEMA, root / "storage", mode=mode,
+                             stderr_path=root / "server.stderr.log")
+        _STDIO[mode] = server
+
+        def cleanup() -> None:
+            server.stop()
+            shutil.rmtree(root, ignore_errors=True)
+
+        atexit.register(cleanup)
+    if not server.running:
+        server.start()
+    return server
 
 
 def _in_process_service(storage_dir: Path, schema: Path = BOOK_SCHEMA) -> Any:
@@ -597,12 +714,15 @@ async def open_door(
     """The door called ``name``: onto the remote server, or in process onto ``service`` (default: a fresh
     one on ``schema``, storing in ``storage_dir``)."""
     if name == "remote-rest":
-        async with rest_door(name, base_url=REMOTE_URL) as door:
+        async with rest_door(name, base_url=TARGET.rest_url) as door:
             yield door
     elif name.startswith("remote-mcp-"):
-        async with mcp_door(name, f"{REMOTE_URL}/mcp", mode=name.removeprefix("remote-mcp-"),
+        async with mcp_door(name, TARGET.mcp_url, mode=name.removeprefix("remote-mcp-"),
                             status_from_category=True) as door:
             yield door
+    elif name.startswith("stdio-mcp-"):
+        server = await anyio.to_thread.run_sync(stdio_server, name.removeprefix("stdio-mcp-"))
+        yield McpDoor(name, server.client, status_from_category=True)
     elif name == "rest":
         from schemadoc.config import Settings
         from schemadoc.interfaces.app import build_app
