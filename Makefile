@@ -26,6 +26,10 @@ lint: $(VENV)/.installed
 test: lint  ## lint, types, then the whole suite
 	$(PY) -m pytest
 
+.PHONY: conformance
+conformance: $(VENV)/.installed  ## the whole conformance suite through every door, and every broken variant
+	$(PY) -m pytest -m slow tests/conformance
+
 bench: $(VENV)/.installed  ## benchmarks (figures, not pass/fail)
 	$(PY) benchmarks/run.py
 
