@@ -19,8 +19,8 @@ def _suite_tests() -> dict[str, list[str]]:
     tests: dict[str, list[str]] = {}
     for path in sorted(SUITE.glob("test_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        tests[path.stem] = [node.name for node in tree.body
-                            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_")]
+        functions = [node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+        tests[path.stem] = [node.name for node in functions if node.name.startswith("test_")]
     return tests
 
 
