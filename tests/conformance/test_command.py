@@ -66,13 +66,13 @@ def http_server(tmp_path: Path) -> Iterator[Server]:
         server.kill()
 
 
-SAMPLE = ("US1.1", "US2.6", "US4.2", "US4.7", "US8.1", "X-merge-patch")
+SAMPLE = ("US2.6", "US4.2", "US4.7", "US8.1", "X-merge-patch")
 
 
 def test_the_suite_passes_through_rest_and_mcp_over_http_of_a_running_schemadoc(
         tmp_path: Path, http_server: Server) -> None:
     args = [arg for clause in SAMPLE for arg in ("--clause", clause)]
-    status, _out, report = conformance(tmp_path, "--url", http_server.url, *args)
+    status, _out, report = conformance(tmp_path, "--url", http_server.url, *args, "-k", "not random")
     assert status == 0, failures(report)
     assert set(statuses(report)) >= set(SAMPLE) and set(statuses(report).values()) == {"passed"}
     assert doors_of(report) == {"remote-rest", "remote-mcp-auto", "remote-mcp-legacy"}
@@ -151,7 +151,7 @@ def test_a_feature_the_implementation_leaves_out_is_not_applicable_not_failed(tm
     assert {test["reason"] for test in merge["tests"]} == {"the server declares no tool document_merge_patch"}
 
 
-FAST_SAMPLE = ("first-error-only", "ack-before-durable", "lost-update-between-processes")
+FAST_SAMPLE = ("first-error-only", "ack-before-durable")
 
 
 @pytest.mark.parametrize("name", [
