@@ -18,7 +18,6 @@ from schemadoc import pointer, service, validation
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.compile import CompiledWrite
 from schemadoc.service import DocumentService
-from schemadoc.storage import files
 from schemadoc.storage.files import FileDocumentStore
 
 
@@ -32,13 +31,18 @@ class Variant:
 
 
 def _first_error_only() -> None:
-    validate = validation.DocumentValidator.validate
+    validate, validate_change = validation.DocumentValidator.validate, validation.DocumentValidator.validate_change
 
     def first_only(self: Any, document: Any) -> validation.ValidationReport:
         report = validate(self, document)
         return replace(report, violations=report.violations[:1])
 
+    def first_change_only(self: Any, before: Any, after: Any, *, keep: bool = True) -> validation.ValidationReport:
+        report = validate_change(self, before, after, keep=keep)
+        return replace(report, violations=report.violations[:1])
+
     validation.DocumentValidator.validate = first_only  # type: ignore[method-assign]
+    validation.DocumentValidator.validate_change = first_change_only  # type: ignore[method-assign]
 
 
 def _no_version_check() -> None:
@@ -70,6 +74,9 @@ def _validate_only_created_here() -> None:
 
 class _AcceptEverything:
     def validate(self, document: Any) -> validation.ValidationReport:
+        return validation.VALID
+
+    def validate_change(self, before: Any, after: Any, *, keep: bool = True) -> validation.ValidationReport:
         return validation.VALID
 
 
@@ -117,25 +124,20 @@ def _dry_run_writes() -> None:
 
 
 def _lost_update_between_processes() -> None:
-    """The cached state is trusted: another process's commits are never noticed, and the store commits
-    whatever version it is handed, so a second process overwrites what the first one wrote."""
-    state = DocumentService._state
+    """Each process trusts its own view: the service its cached state, the store the journal tail it last
+    read, so a second process writes over what the first one committed."""
+    state, tail = DocumentService._state, FileDocumentStore._tail
 
     def cached_state(self: DocumentService, doc_id: str, *, include_deleted: bool = False) -> Any:
         cached = self._states.get(doc_id)
         return cached if cached is not None else state(self, doc_id, include_deleted=include_deleted)
 
-    def unchecked_commit(self: FileDocumentStore, meta: Any, entry: Any, content: bytes | None = None) -> None:
-        doc_id = files.check_write(meta, entry, content)
-        paths = self._paths(doc_id)
-        with self.write_lock(doc_id):
-            if content is None:
-                content = files._apply_entry(doc_id, paths, entry)
-            self._write_version(doc_id, paths, replace(meta, snapshot_version=meta.version), content,
-                                files.journal_line(doc_id, entry))
+    def cached_tail(self: FileDocumentStore, doc_id: str, paths: Any) -> Any:
+        cached = self._tails.get(doc_id)
+        return cached if cached is not None else tail(self, doc_id, paths)
 
     DocumentService._state = cached_state  # type: ignore[method-assign]
-    FileDocumentStore.commit = unchecked_commit  # type: ignore[method-assign]
+    FileDocumentStore._tail = cached_tail  # type: ignore[method-assign]
 
 
 def _ack_before_durable() -> None:
