@@ -137,6 +137,32 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
 _META_COLUMNS: Final = ("version, schema_uri, created_at, modified_at, content_size_bytes, deleted_at, "
                         "snapshot_version")
 
+_COMMIT: Final = """
+WITH moved AS (
+    UPDATE {documents} SET version = %(version)s::integer, schema_uri = %(schema_uri)s::text,
+        created_at = %(created_at)s::text, modified_at = %(modified_at)s::text,
+        content_size_bytes = %(size)s::bigint, deleted_at = %(deleted_at)s::text,
+        snapshot_version = CASE WHEN %(inline)s::boolean THEN %(version)s::integer ELSE snapshot_version END
+    WHERE doc_id = %(doc_id)s::text AND version = %(version)s::integer - 1
+    RETURNING doc_id),
+journaled AS (
+    INSERT INTO {journal} (doc_id, version, op, at, entry)
+    SELECT doc_id, %(version)s::integer, %(op)s::text, %(at)s::text, %(entry)s::bytea FROM moved),
+snapshot AS (
+    INSERT INTO {snapshots} (doc_id, version, content)
+    SELECT doc_id, %(version)s::integer, %(content)s::bytea FROM moved WHERE %(inline)s::boolean
+    ON CONFLICT (doc_id, version) DO UPDATE SET content = excluded.content),
+dropped AS (
+    DELETE FROM {snapshots} s USING moved
+    WHERE %(inline)s::boolean AND s.doc_id = moved.doc_id AND s.version <> %(version)s::integer),
+notified AS (
+    SELECT pg_notify(%(channel)s::text, %(payload)s::text) FROM moved)
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM notified)
+"""
+"""A commit in one statement (one round trip, its own transaction): the documents row moves from
+version n-1 to n, or nothing happens at all; then the journal row, the snapshot when given, and
+the notification (sent at commit)."""
+
 _KINDS: Final = {"create": "created", "delete_document": "deleted", "undelete_document": "undeleted"}
 
 
@@ -209,6 +235,8 @@ class PostgresDocumentStore:
         self._closing = threading.Event()
         self._q = {name: sql.SQL(".").join([sql.Identifier(self.schema), sql.Identifier(name)])
                    for name in ("documents", "journal", "snapshots", "checkpoints", "schema_migrations")}
+        self._commit_sql = sql.SQL(_COMMIT).format(**{name: self._q[name] for name in
+                                                      ("documents", "journal", "snapshots")})
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -348,26 +376,22 @@ class PostgresDocumentStore:
     def commit(self, meta: DocumentMeta, entry: JournalEntry, content: bytes | None = None) -> None:
         doc_id = check_write(meta, entry, content)
         line = journal_line(doc_id, entry)
+        payload = orjson.dumps({"origin": self.origin, "doc_id": doc_id, "version": meta.version,
+                                "kind": _KINDS.get(entry.op, "updated")}).decode()
         with self.write_lock(doc_id), self._connection(doc_id) as conn:
             try:
-                with conn.transaction():
-                    updated = conn.execute(sql.SQL(
-                        "UPDATE {} SET version = %s, schema_uri = %s, created_at = %s, modified_at = %s, "
-                        "content_size_bytes = %s, deleted_at = %s, "
-                        "snapshot_version = CASE WHEN %s THEN version + 1 ELSE snapshot_version END "
-                        "WHERE doc_id = %s AND version = %s"
-                    ).format(self._q["documents"]), (*_meta_values(meta), content is not None, doc_id,
-                                                     meta.version - 1))
-                    if updated.rowcount != 1:
-                        row = conn.execute(sql.SQL("SELECT version FROM {} WHERE doc_id = %s").format(
-                            self._q["documents"]), (doc_id,)).fetchone()
-                        if row is None:
-                            raise document_not_found(doc_id)
-                        raise version_conflict(doc_id, entry.version - 1, row[0])
-                    if content is not None:
-                        self._put_snapshot(conn, doc_id, meta.version, content)
-                        self._drop_snapshots_but(conn, doc_id, meta.version)
-                    self._append(conn, doc_id, entry, line)
+                row = conn.execute(self._commit_sql, {
+                    "doc_id": doc_id, "version": meta.version, "schema_uri": meta.schema_uri,
+                    "created_at": meta.created_at, "modified_at": meta.modified_at,
+                    "size": meta.content_size_bytes, "deleted_at": meta.deleted_at, "inline": content is not None,
+                    "content": content, "op": entry.op, "at": entry.at, "entry": line, "channel": self.channel,
+                    "payload": payload}).fetchone()
+                if row is None or row[0] != 1:
+                    found = conn.execute(sql.SQL("SELECT version FROM {} WHERE doc_id = %s").format(
+                        self._q["documents"]), (doc_id,)).fetchone()
+                    if found is None:
+                        raise document_not_found(doc_id)
+                    raise version_conflict(doc_id, entry.version - 1, found[0])
             except psycopg.Error as error:
                 raise self._failed(error, doc_id, write=True) from None
 
