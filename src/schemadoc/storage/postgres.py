@@ -16,10 +16,10 @@ each version once, recorded in ``schema_migrations``):
   is the committing transaction's id, the cursor of the change feed;
 - ``checkpoints``: the content of some past versions (a cache for past reads).
 
-A commit is one transaction: the ``documents`` row moves from version n-1 to n (a conditional
-update: another writer's commit makes it match nothing, a ``version-conflict``), the journal row
-is inserted (with the snapshot when the commit carries one), and a notification is sent
-(delivered at commit, to every process). :meth:`~PostgresDocumentStore.load` is one statement,
+A commit is one statement, so one transaction (:data:`_COMMIT`): the ``documents`` row moves
+from version n-1 to n (a conditional update: another writer's commit makes it match nothing, a
+``version-conflict``), the journal row is inserted (with the snapshot when the commit carries
+one), and a notification is sent (delivered at commit, to every process). :meth:`~PostgresDocumentStore.load` is one statement,
 so meta, snapshot and the journal after it come from one consistent view without a lock.
 
 Write locks are session advisory locks held on a connection of the pool for the ``with`` block
@@ -589,7 +589,9 @@ class PostgresDocumentStore:
         """Call ``listener`` (in a listening thread) for each commit or purge made by another process.
 
         Returns the function that stops the calls. The first call starts the listening thread
-        (one connection doing ``LISTEN``); it reconnects after a lost connection.
+        (one connection doing ``LISTEN``); it reconnects after a lost connection. Notifications
+        sent while it was disconnected are not repeated: feeds catch up from the journal on the
+        next notice of that document.
         """
         with self._watch_guard:
             self._watchers.append(listener)
