@@ -307,3 +307,47 @@ def test_the_schema_in_the_url_keeps_stores_apart(stores: Any) -> None:
         finally:
             other.close()
     assert url_with_schema("x").endswith("schema=x")
+
+
+# -- two services (two server processes' worth) on one database ----------------------------------------------
+
+
+def test_two_services_on_one_database_share_one_feed_and_hear_each_other(postgres_url: str) -> None:
+    from pathlib import Path
+
+    from schemadoc.schema import load_schema
+    from schemadoc.service import ChangeEvent, DocumentService
+
+    schema = load_schema(Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json")
+    first, second = (DocumentService(schema, PostgresDocumentStore(postgres_url)) for _ in range(2))
+    first.open()
+    second.open()
+    empty_tables(postgres_url)
+    heard: list[ChangeEvent] = []
+    arrived = threading.Condition()
+
+    def listen(event: ChangeEvent) -> None:
+        with arrived:
+            heard.append(event)
+            arrived.notify_all()
+
+    second.subscribe(listen)
+    try:
+        doc_id = first.create_document()[0]
+        first.update_node(doc_id, "/title", "Dune", 1)
+        second.update_node(doc_id, "/title", "Dune Messiah", 2)  # the second sees the first's version at once
+        first.delete_document(doc_id, 3)
+        assert first.changes().changes == second.changes().changes
+        assert [(c.doc_id, c.version, c.op) for c in second.changes().changes] == [
+            (doc_id, 1, "create"), (doc_id, 2, "update_node"), (doc_id, 3, "update_node"),
+            (doc_id, 4, "delete_document")]
+        assert all("seq" not in entry.info for entry in second.store.read_journal(doc_id))  # no per-process clock
+        with arrived:
+            arrived.wait_for(lambda: len(heard) >= 4, NOTICE_TIMEOUT_SECONDS)
+        # its own write comes with its journal entry; the other's without (feeds read the journal);
+        # the other's arrive from the listening thread, so they may come after a later own one
+        assert sorted((e.version, e.kind, e.entry is not None) for e in heard) == [
+            (1, "created", False), (2, "updated", False), (3, "updated", True), (4, "deleted", False)]
+    finally:
+        first.close()
+        second.close()
