@@ -249,6 +249,21 @@ def test_a_commit_that_lands_late_holds_the_feed_back_and_is_never_skipped(postg
         fast.close()
 
 
+def test_a_transaction_of_someone_else_left_open_does_not_hold_the_feed_back(postgres_url: str) -> None:
+    store = _open(postgres_url)
+    empty_tables(postgres_url)
+    try:
+        with psycopg.connect(URL) as other:  # another application: a write transaction left open
+            other.execute("CREATE TEMPORARY TABLE scratch (n int)")
+            other.execute("INSERT INTO scratch VALUES (1)")
+            meta = create_document(store, {"n": 0})
+            commit_patch(store, meta, [{"op": "replace", "path": "/n", "value": 1}])
+            assert [(c.doc_id, c.version) for c in store.read_changes(0, 10)] == [(meta.doc_id, 1), (meta.doc_id, 2)]
+            other.rollback()
+    finally:
+        store.close()
+
+
 # -- notifications ---------------------------------------------------------------------------------------
 
 

@@ -163,6 +163,35 @@ SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM notified)
 version n-1 to n, or nothing happens at all; then the journal row, the snapshot when given, and
 the notification (sent at commit)."""
 
+_CHANGES: Final = """
+WITH snapshot AS (SELECT pg_current_snapshot() AS s),
+writers AS (  -- sessions of this store that may be committing: they hold the writers' lock (shared)
+    SELECT pid FROM pg_locks
+    WHERE locktype = 'advisory' AND objsubid = 2 AND classid::bigint = (%(k1)s::bigint & 4294967295)
+        AND objid::bigint = (%(k2)s::bigint & 4294967295)
+        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())),
+others AS (  -- transactions still running now that are provably not commits of this store
+    SELECT transactionid::text::bigint AS xid FROM pg_locks
+    WHERE locktype = 'transactionid' AND mode = 'ExclusiveLock' AND granted
+        AND pid NOT IN (SELECT pid FROM writers)),
+horizon AS (  -- the oldest transaction, running when the snapshot was taken, that may be one of ours
+    SELECT min(running) AS xid FROM snapshot, pg_snapshot_xip(snapshot.s) AS running
+    WHERE (running::text::bigint %% 4294967296) NOT IN (SELECT xid FROM others))
+SELECT txid::text::bigint, doc_id, version, op, at FROM {journal}, horizon
+WHERE txid > %(since)s::text::xid8 AND (horizon.xid IS NULL OR txid < horizon.xid)
+ORDER BY txid, doc_id, version LIMIT %(limit)s
+"""
+"""The change feed after a cursor, held back at the oldest commit of this store still running.
+
+Visible journal rows all belong to finished transactions; a commit running when the snapshot was
+taken is invisible, and a reader that moved past a later one would skip it once it lands. So rows
+are shown only below the oldest transaction in the snapshot's running set that may be a commit of
+this store: every store session takes the writers' lock (shared) before its commit has a
+transaction id and keeps it until after the commit, so a running transaction whose session does
+not hold it is not ours and does not hold the feed back (other databases, other applications,
+autovacuum). A transaction that finished between the snapshot and the look at ``pg_locks`` is
+counted as ours: that only delays the feed by one read."""
+
 _KINDS: Final = {"create": "created", "delete_document": "deleted", "undelete_document": "undeleted"}
 
 
@@ -225,6 +254,7 @@ class PostgresDocumentStore:
         self.schema = schema or from_url or DEFAULT_SCHEMA
         self.channel = f"schemadoc:{self.schema}"
         self.origin = f"{os.getpid()}-{id(self):x}-{time.time_ns():x}"
+        self._writer_key = _lock_key(self.schema, "#writers")  # held (shared) by every writing session
         self._pool_size = max(pool_size, 2)
         self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
         self._open_guard = threading.Lock()
@@ -235,6 +265,7 @@ class PostgresDocumentStore:
         self._closing = threading.Event()
         self._q = {name: sql.SQL(".").join([sql.Identifier(self.schema), sql.Identifier(name)])
                    for name in ("documents", "journal", "snapshots", "checkpoints", "schema_migrations")}
+        self._changes_sql = sql.SQL(_CHANGES).format(journal=self._q["journal"])
         self._commit_sql = sql.SQL(_COMMIT).format(**{name: self._q[name] for name in
                                                       ("documents", "journal", "snapshots")})
 
@@ -571,16 +602,15 @@ class PostgresDocumentStore:
     def read_changes(self, since: int, limit: int) -> list[StoredChange]:
         """Committed versions of every document after cursor ``since``, oldest first, at most ``limit``.
 
-        The cursor is the committing transaction's id. Only transactions below the oldest one still
-        running are shown, so a commit that lands after a later one was listed is never skipped.
+        The cursor is the committing transaction's id. Only transactions below the oldest commit
+        of this store still running are shown, so a commit that lands after a later one was
+        listed is never skipped (:data:`_CHANGES`).
         """
         try:
             with self._connection(None) as conn:
-                rows = conn.execute(sql.SQL(
-                    "SELECT txid::text::bigint, doc_id, version, op, at FROM {} "
-                    "WHERE txid > %s::text::xid8 AND txid < pg_snapshot_xmin(pg_current_snapshot()) "
-                    "ORDER BY txid, doc_id, version LIMIT %s").format(self._q["journal"]),
-                    (str(since), limit)).fetchall()
+                rows = conn.execute(self._changes_sql, {"since": str(since), "limit": limit,
+                                                         "k1": self._writer_key[0], "k2": self._writer_key[1]}
+                                    ).fetchall()
         except psycopg.Error as error:
             raise self._failed(error, None, write=False) from None
         return [StoredChange(*row) for row in rows]
@@ -671,7 +701,8 @@ class PostgresDocumentStore:
             finally:
                 del held[doc_id]
                 with contextlib.suppress(psycopg.Error):  # a lost connection has lost its locks too
-                    conn.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+                    conn.execute("SELECT pg_advisory_unlock(%s, %s), pg_advisory_unlock_shared(%s, %s)",
+                                 (*key, *self._writer_key))
 
     def _acquire(self, conn: psycopg.Connection[Any], doc_id: str, key: tuple[int, int], timeout: float,
                  left: float) -> None:
@@ -680,9 +711,12 @@ class PostgresDocumentStore:
                 row = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone()
                 if not (row and row[0]):
                     raise lock_timeout(doc_id, timeout)
+                conn.execute("SELECT pg_advisory_lock_shared(%s, %s)", self._writer_key)
                 return
-            conn.execute("SELECT set_config('lock_timeout', %s, false), pg_advisory_lock(%s, %s)",
-                         (f"{max(int(left * 1000), 1)}ms", *key))
+            # left to right: the document's lock, then the writers' shared lock (never waits)
+            conn.execute("SELECT set_config('lock_timeout', %s, false), pg_advisory_lock(%s, %s), "
+                         "pg_advisory_lock_shared(%s, %s)", (f"{max(int(left * 1000), 1)}ms", *key,
+                                                             *self._writer_key))
         except psycopg.errors.LockNotAvailable:
             raise lock_timeout(doc_id, timeout) from None
         except psycopg.Error as error:
