@@ -244,7 +244,7 @@ def test_replay_reads_a_document_from_the_database(servers: list[Server], databa
 
 
 def test_a_database_that_does_not_answer_stops_the_server_with_one_line(tmp_path: Path) -> None:
-    done = _schemadoc("serve", "--schema", str(COUNTER_SCHEMA), "--storage-url",
+    done = _schemadoc("serve", "--schema", str(COUNTER_SCHEMA), "--port", "0", "--storage-url",
                       "postgresql://someone:s3cret@127.0.0.1:1/nothing", cwd=tmp_path)
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()

@@ -19,8 +19,9 @@ each version once, recorded in ``schema_migrations``):
 A commit is one statement, so one transaction (:data:`_COMMIT`): the ``documents`` row moves
 from version n-1 to n (a conditional update: another writer's commit makes it match nothing, a
 ``version-conflict``), the journal row is inserted (with the snapshot when the commit carries
-one), and a notification is sent (delivered at commit, to every process). :meth:`~PostgresDocumentStore.load` is one statement,
-so meta, snapshot and the journal after it come from one consistent view without a lock.
+one), and a notification is sent (delivered at commit, to every process).
+:meth:`~PostgresDocumentStore.load` is one statement, so meta, snapshot and the journal after it
+come from one consistent view without a lock.
 
 Write locks are session advisory locks held on a connection of the pool for the ``with`` block
 (released by the server when the process dies). Everything the holding thread does to that
