@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_CONFIG_FILE",
     "ENVIRONMENT",
     "LOG_LEVELS",
+    "SNAPSHOT_POLICIES",
     "TRANSPORTS",
     "Settings",
     "load_settings",
@@ -37,6 +38,7 @@ __all__ = [
 
 DEFAULT_CONFIG_FILE = "./config.json"
 TRANSPORTS = ("http", "stdio")
+SNAPSHOT_POLICIES = ("every-write", "lazy")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 _LEVEL_ALIASES = {"warn": "warning"}
 
@@ -52,6 +54,11 @@ ENVIRONMENT: dict[str, str] = {
     "TRANSPORT": "transport",
     "MAX_BODY_BYTES": "max_body_bytes",
     "MAX_JSON_DEPTH": "max_json_depth",
+    "SNAPSHOT_POLICY": "snapshot_policy",
+    "SNAPSHOT_INLINE_BELOW_BYTES": "snapshot_inline_below_bytes",
+    "SNAPSHOT_LAG_VERSIONS": "snapshot_lag_versions",
+    "SNAPSHOT_LAG_BYTES": "snapshot_lag_bytes",
+    "SNAPSHOT_INTERVAL_SECONDS": "snapshot_interval_seconds",
 }
 """Environment variable -> setting name."""
 
@@ -81,6 +88,11 @@ class Settings:
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     max_body_bytes: int = 64 * 1024 * 1024
     max_json_depth: int = 256
+    snapshot_policy: str = "lazy"
+    snapshot_inline_below_bytes: int = 1 << 20
+    snapshot_lag_versions: int = 1000
+    snapshot_lag_bytes: int = 64 << 20
+    snapshot_interval_seconds: int = 5
     config_file: Path = Path(DEFAULT_CONFIG_FILE)
 
     @property
@@ -189,6 +201,15 @@ def _convert(name: str, source: str, value: Any, base: Path | None) -> Any:
     if name == "max_body_bytes":
         return _as_int(name, where, value, 1)
     if name == "max_json_depth":
+        return _as_int(name, where, value, 1)
+    if name == "snapshot_policy":
+        text = _as_str(name, where, value).lower()
+        if text not in SNAPSHOT_POLICIES:
+            raise _invalid(name, where, f"must be one of {', '.join(SNAPSHOT_POLICIES)}, got {value!r}", value)
+        return text
+    if name in ("snapshot_inline_below_bytes", "snapshot_lag_bytes"):
+        return _as_int(name, where, value, 0)
+    if name in ("snapshot_lag_versions", "snapshot_interval_seconds"):
         return _as_int(name, where, value, 1)
     raise _invalid(name, where, "is not a setting")  # pragma: no cover - guarded by the callers
 

@@ -35,8 +35,10 @@ from schemadoc.ops.apply import apply_patch, check_patch
 from schemadoc.ops.compile import CompiledWrite, compile_create, compile_delete, compile_update
 from schemadoc.ops.history import CHECKPOINT_EVERY, Checkpoints, compile_merge_patch, diff, replay_from
 from schemadoc.ops.journal import JournalEntry, replay, utc_now
+from schemadoc.ops.sizes import patch_size, serialise
 from schemadoc.pointer import format_pointer, json_type, parse, parse_node_path, resolve
 from schemadoc.schema import LoadedSchema
+from schemadoc.snapshotter import SnapshotPolicy, Snapshotter
 from schemadoc.storage.base import (
     DocumentMeta,
     DocumentStore,
@@ -221,7 +223,7 @@ class DocumentService:
     """The engine behind every door. Thread-safe; one instance per server process."""
 
     def __init__(self, schema: LoadedSchema, store: DocumentStore, *,
-                 lock_timeout: float = LOCK_TIMEOUT_SECONDS) -> None:
+                 lock_timeout: float = LOCK_TIMEOUT_SECONDS, snapshot_policy: SnapshotPolicy | None = None) -> None:
         self.schema = schema
         self.store = store
         self.validator = DocumentValidator(schema)
@@ -234,6 +236,7 @@ class DocumentService:
         # a store shared by several processes orders the feed itself and tells of their commits
         self._shared: SharedStore | None = store if isinstance(store, SharedStore) else None
         self._unwatch: Callable[[], None] | None = None
+        self.snapshots = Snapshotter(store, snapshot_policy or SnapshotPolicy(), self._snapshot_source)
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -249,12 +252,17 @@ class DocumentService:
         return report
 
     def close(self) -> None:
-        """Stop hearing other processes and release the store's connections (shared stores)."""
+        """Write every lagging snapshot, stop hearing other processes and release the store's connections."""
+        self.snapshots.close()
         if self._unwatch is not None:
             self._unwatch()
             self._unwatch = None
         if self._shared is not None:
             self._shared.close()
+
+    def _snapshot_source(self, doc_id: str) -> tuple[int, Any] | None:
+        state = self._states.get(doc_id)
+        return (state.meta.version, state.content) if state is not None else None
 
     def _on_other_process(self, notice: StoreNotice) -> None:
         """A commit or purge by another process on a shared store: tell this process's subscribers.
@@ -422,7 +430,7 @@ class DocumentService:
         with self._locked(doc_id, dry_run=False) as state:
             _check_current(doc_id, version, state.meta.version)
             meta = self._commit(doc_id, state, state.content, [], "delete_document", {},
-                                kind="deleted", deleted_at=utc_now())
+                                kind="deleted", deleted_at=utc_now(), size=state.meta.content_size_bytes)
         return meta
 
     def undelete_document(self, doc_id: str) -> DocumentMeta:
@@ -435,7 +443,7 @@ class DocumentService:
                 raise SchemaDocError("conflict", f"Document {doc_id} is not deleted.", {"doc_id": doc_id},
                                      remediation="Only a deleted document can be restored.")
             meta = self._commit(doc_id, state, state.content, [], "undelete_document", {},
-                                kind="undeleted", deleted_at=None)
+                                kind="undeleted", deleted_at=None, size=state.meta.content_size_bytes)
         return meta
 
     def purge_document(self, doc_id: str) -> None:
@@ -449,6 +457,7 @@ class DocumentService:
                                      {"doc_id": doc_id},
                                      remediation="Delete it with document_delete first; purging cannot be undone.")
             self.store.purge(doc_id)
+            self.snapshots.forget(doc_id)
             self._states.pop(doc_id, None)
             self._checkpoint_cache.pop(doc_id, None)
             self._publish(ChangeEvent(doc_id, state.meta.version, "purged", None))
@@ -470,21 +479,32 @@ class DocumentService:
             node = node_of(state.content, applied.document, node_path)
             if dry_run:
                 if report.valid:  # a valid preview of something that cannot be stored must fail like the write
-                    _serialise(applied.document, doc_id)
+                    patch_size(state.content, state.meta.content_size_bytes, applied.patch, doc_id)
                 return WriteResult(doc_id, current, applied.patch, node_path, node, report, dry_run=True)
             report.raise_if_invalid(doc_id=doc_id, version=current)
-            data = _serialise(applied.document, doc_id)
+            # what the patch adds is checked and measured; the document itself is not serialised
+            sized = patch_size(state.content, state.meta.content_size_bytes, applied.patch, doc_id)
             entry_info = dict(info) if info is not None else ({"node_path": node_path} if op != "patch" else {})
             meta = self._commit(doc_id, state, applied.document, applied.patch, op, entry_info, kind="updated",
-                                data=data)
+                                size=sized.size, edit_bytes=sized.added_bytes)
         return WriteResult(doc_id, meta.version, applied.patch, node_path, node, report)
 
     def _commit(self, doc_id: str, state: DocState | None, content: Any, patch: list[dict[str, Any]], op: str,
                 info: dict[str, Any], *, kind: str, deleted_at: str | bool | None = False,
-                data: bytes | None = None) -> DocumentMeta:
-        """Journal + snapshot one new version (caller holds the write lock), then publish it."""
-        if data is None:
-            data = _serialise(content, doc_id)
+                size: int | None = None, edit_bytes: int = 0) -> DocumentMeta:
+        """Journal one new version (caller holds the write lock), then publish it.
+
+        ``size`` is the new content's compact JSON size (``None``: the document is serialised to
+        learn it, for a creation). Small documents get their snapshot inline; the others lag, and
+        the snapshotter catches up off the write path.
+        """
+        data: bytes | None = None
+        if size is None:
+            data = serialise(content, doc_id)
+            size = len(data)
+            edit_bytes = size
+        elif state is None or self.snapshots.policy.inline(size):
+            data = orjson.dumps(content)
         # a shared store orders the feed itself (across processes); otherwise this process does
         cursor = self._feed.reserve() if self._shared is None else 0
         change: Change | None = None
@@ -493,12 +513,13 @@ class DocumentService:
             entry = JournalEntry(version=1 if state is None else state.meta.version + 1, op=op, patch=patch,
                                  at=now, info={**info, "seq": cursor} if self._shared is None else info)
             if state is None:
+                assert data is not None
                 meta = DocumentMeta(doc_id=doc_id, version=1, schema_uri=self.schema_uri, created_at=now,
-                                    modified_at=now, content_size_bytes=len(data))
+                                    modified_at=now, content_size_bytes=size)
                 self.store.create(meta, entry, data)
             else:
-                meta = replace(state.meta, version=entry.version, modified_at=now, content_size_bytes=len(data),
-                               snapshot_version=entry.version)
+                meta = replace(state.meta, version=entry.version, modified_at=now, content_size_bytes=size,
+                               snapshot_version=entry.version if data is not None else state.meta.snapshot_version)
                 if deleted_at is not False:
                     meta = replace(meta, deleted_at=deleted_at if isinstance(deleted_at, str) else None)
                 try:
@@ -510,8 +531,13 @@ class DocumentService:
                     raise
             self._states[doc_id] = DocState(meta, content)
             change = Change(cursor, doc_id, entry.version, op, now)
+            if state is not None:
+                self.snapshots.committed(doc_id, edit_bytes + 200, inline=data is not None)
             if entry.version % PERSIST_CHECKPOINT_EVERY == 0:
-                self._persist_checkpoint(doc_id, entry.version, data)
+                if data is not None:  # small: cheap to keep now
+                    self._persist_checkpoint(doc_id, entry.version, data)
+                else:
+                    self.snapshots.checkpoint(doc_id, entry.version, content)
         finally:
             if self._shared is None:
                 self._feed.settle(cursor, change)
@@ -686,6 +712,7 @@ class DocumentService:
             gc.freeze()  # long-lived document: keep the collector from rescanning it (halves parse time)
         state = DocState(stored.meta, content)
         self._states[doc_id] = state
+        self.snapshots.lagging(doc_id, len(stored.entries))
         return state
 
     def _catch_up(self, cached: DocState, meta: DocumentMeta) -> DocState:
@@ -712,22 +739,6 @@ def _check_int(name: str, value: Any, low: int, high: int | None) -> int:
         raise SchemaDocError("invalid-request", f"{name} must be an integer {bounds}, got {value!r}.",
                              {"argument": name, "value": repr(value)})
     return int(value)
-
-
-def _serialise(content: Any, doc_id: str) -> bytes:
-    """The snapshot bytes; what JSON (or orjson) cannot hold exactly is refused, not stored approximately."""
-    try:
-        return orjson.dumps(content)
-    except orjson.JSONEncodeError as error:
-        reason = str(error)
-        if "Recursion" in reason:
-            raise SchemaDocError("document-too-deep", "The write would nest the document deeper than 255 levels.",
-                                 {"doc_id": doc_id, "max_depth": 255}) from None
-        if "64-bit" in reason:
-            raise SchemaDocError("number-out-of-range", "An integer in the write does not fit in 64 bits.",
-                                 {"doc_id": doc_id, "range": [-(2**63), 2**64 - 1]}) from None
-        raise SchemaDocError("invalid-request", f"The write holds a value JSON cannot represent: {reason}.",
-                             {"doc_id": doc_id}) from None
 
 
 def _no_node(old: Any, new: Any, pointer: str) -> Any:

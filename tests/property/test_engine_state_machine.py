@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, precondition, rule
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.ops.journal import JournalEntry
+from schemadoc.ops.journal import JournalEntry, replay
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService
+from schemadoc.snapshotter import SnapshotPolicy
 from schemadoc.storage.files import FileDocumentStore
 
 BOOK = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
@@ -50,12 +51,19 @@ class EngineMachine(RuleBasedStateMachine):
         self.model: dict[str, tuple[int, Any]] = {}
         self.chapter_numbers = 0
 
+    policy = SnapshotPolicy(mode="every-write")
+
     def _new_service(self) -> DocumentService:
-        service = DocumentService(SCHEMA, FileDocumentStore(self.root))
+        service = DocumentService(SCHEMA, FileDocumentStore(self.root), snapshot_policy=self.policy)
         service.open()
         return service
 
+    def _files(self) -> dict[str, bytes]:
+        assert self.service.snapshots.wait_idle()  # background snapshots are not what is being checked
+        return directory_bytes(self.root)
+
     def teardown(self) -> None:
+        self.service.snapshots.stop()
         shutil.rmtree(self.root, ignore_errors=True)
 
     # -- successful writes ------------------------------------------------------------------
@@ -70,12 +78,12 @@ class EngineMachine(RuleBasedStateMachine):
     @rule(doc_id=documents, title=titles, dry_run=st.booleans())
     def update_title(self, doc_id: str, title: str, dry_run: bool) -> None:
         version, content = self.model[doc_id]
-        before = directory_bytes(self.root)
+        before = self._files()
         result = self.service.update_node(doc_id, "/title", title, version, dry_run=dry_run)
         assert result.patch == [{"op": "replace", "path": "/title", "value": title}]
         if dry_run:
             assert result.version == version and result.report.valid
-            assert directory_bytes(self.root) == before
+            assert self._files() == before
             return
         assert result.version == version + 1
         content = copy.deepcopy(content)
@@ -107,14 +115,14 @@ class EngineMachine(RuleBasedStateMachine):
     # -- writes that must fail and leave no trace --------------------------------------------
 
     def _fails(self, code: str, call: Any) -> None:
-        before = directory_bytes(self.root)
+        before = self._files()
         try:
             call()
         except SchemaDocError as error:
             assert error.code == code, error.to_dict()
         else:
             raise AssertionError(f"expected {code}")
-        assert directory_bytes(self.root) == before
+        assert self._files() == before
 
     @rule(doc_id=documents, bad=st.sampled_from(["", 7, None, ["x"]]))
     def invalid_title(self, doc_id: str, bad: Any) -> None:
@@ -137,11 +145,11 @@ class EngineMachine(RuleBasedStateMachine):
     @rule(doc_id=documents)
     def invalid_dry_run_reports_without_raising(self, doc_id: str) -> None:
         version, _ = self.model[doc_id]
-        before = directory_bytes(self.root)
+        before = self._files()
         result = self.service.create_node(doc_id, "/chapters/-", {"id": "bad id"}, version, dry_run=True)
         assert not result.report.valid
         assert {v.code for v in result.report.violations} >= {"pattern-failed", "required-missing"}
-        assert directory_bytes(self.root) == before
+        assert self._files() == before
 
     @rule(doc_id=documents)
     def patch_that_fails_halfway(self, doc_id: str) -> None:
@@ -152,27 +160,45 @@ class EngineMachine(RuleBasedStateMachine):
         ], version))
 
     @rule()
-    def restart(self) -> None:
+    def restart(self) -> None:  # without closing: lagging snapshots stay behind, as after a crash
+        self.service.snapshots.stop()
+        self.service = self._new_service()
+
+    @rule()
+    def clean_restart(self) -> None:
+        self.service.close()
+        for doc_id in self.model:
+            assert self.service.store.read_meta(doc_id).snapshot_version == self.model[doc_id][0]
         self.service = self._new_service()
 
     # -- invariants -------------------------------------------------------------------------
 
     @invariant()
     def memory_disk_and_journal_agree_with_the_model(self) -> None:
+        restarted = FileDocumentStore(self.root)
         for doc_id, (version, expected) in self.model.items():
             content, meta = self.service.read_document(doc_id)
             assert meta.version == version
             assert content == expected
-            assert orjson.loads((self.root / f"{doc_id}.json").read_bytes()) == expected
-            assert orjson.loads((self.root / f"{doc_id}.meta.json").read_bytes())["version"] == version
             lines = (self.root / f"{doc_id}.journal.jsonl").read_bytes().splitlines()
             entries = [JournalEntry.from_line(line) for line in lines]
             assert [e.version for e in entries] == list(range(1, version + 1))
-            replayed: Any = None
+            replayed: list[Any] = []
             for entry in entries:
-                replayed = jsonpatch.apply_patch(replayed, entry.patch) if replayed is not None else \
-                    jsonpatch.apply_patch({}, entry.patch)
-            assert replayed == expected
+                replayed.append(jsonpatch.apply_patch(replayed[-1] if replayed else {}, entry.patch))
+            assert replayed[-1] == expected
+            with self.service.store.write_lock(doc_id):  # a background snapshot switches under the lock
+                snapshot = orjson.loads((self.root / f"{doc_id}.json").read_bytes())
+                meta_file = orjson.loads((self.root / f"{doc_id}.meta.json").read_bytes())
+            # on disk = the snapshot (a checkpoint of the journal) + the journal after it
+            assert meta_file["version"] == meta_file["snapshot_version"] <= version
+            assert snapshot == replayed[meta_file["snapshot_version"] - 1]
+            if self.policy.mode == "every-write":
+                assert meta_file["version"] == version
+            stored = restarted.load(doc_id)
+            assert stored.meta.version == version
+            assert replay(stored.entries, start=orjson.loads(stored.content),
+                          start_version=stored.meta.snapshot_version) == expected
 
 
 EngineMachine.TestCase.settings = settings(
@@ -180,3 +206,13 @@ EngineMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestEngine = EngineMachine.TestCase
+
+
+class LazyEngineMachine(EngineMachine):
+    """The same engine with snapshots written in the background, after a few versions."""
+
+    policy = SnapshotPolicy(mode="lazy", inline_below_bytes=0, lag_versions=3, interval_seconds=3600)
+
+
+LazyEngineMachine.TestCase.settings = EngineMachine.TestCase.settings
+TestLazyEngine = LazyEngineMachine.TestCase

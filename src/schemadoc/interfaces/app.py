@@ -72,6 +72,7 @@ def create_service(settings: Settings) -> DocumentService:
     ``storage-write-failed`` (a storage directory that cannot be created or written).
     """
     from schemadoc.schema import load_schema
+    from schemadoc.snapshotter import SnapshotPolicy
     from schemadoc.storage import store_for
 
     if settings.schema_path is None:
@@ -79,7 +80,8 @@ def create_service(settings: Settings) -> DocumentService:
                              remediation="Give one with --schema PATH, the SCHEMA_PATH environment variable, "
                                          "or \"schema_path\" in the config file.")
     schema = load_schema(settings.schema_path)
-    service = DocumentService(schema, store_for(settings.storage_dir, settings.storage_url))
+    service = DocumentService(schema, store_for(settings.storage_dir, settings.storage_url),
+                              snapshot_policy=SnapshotPolicy.from_settings(settings))
     service.open()
     return service
 

@@ -172,10 +172,12 @@ def _open_service(settings: Settings) -> DocumentService:
     _check_schema_file(settings)
     from schemadoc.schema import load_schema
     from schemadoc.service import DocumentService
+    from schemadoc.snapshotter import SnapshotPolicy
     from schemadoc.storage import store_for
 
     assert settings.schema_path is not None
-    service = DocumentService(load_schema(settings.schema_path), store_for(settings.storage_dir, settings.storage_url))
+    service = DocumentService(load_schema(settings.schema_path), store_for(settings.storage_dir, settings.storage_url),
+                              snapshot_policy=SnapshotPolicy.from_settings(settings))
     service.open()
     return service
 

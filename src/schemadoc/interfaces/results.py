@@ -129,6 +129,8 @@ class DocumentSummary(_Body):
     created_at: str
     modified_at: str
     tree_size_bytes: int
+    snapshot_version: int = Field(description="The version {doc_id}.json holds on disk; the journal has every "
+                                              "version after it (the snapshot is written in the background).")
 
 
 class ListDocumentsResult(_Body):
@@ -204,7 +206,8 @@ def list_documents_result(listing: DocumentList, schema_uri: str) -> ListDocumen
     return ListDocumentsResult(
         schema_uri=schema_uri,
         documents=[DocumentSummary(doc_id=m.doc_id, version=m.version, created_at=m.created_at,
-                                   modified_at=m.modified_at, tree_size_bytes=m.content_size_bytes)
+                                   modified_at=m.modified_at, tree_size_bytes=m.content_size_bytes,
+                                   snapshot_version=m.snapshot_version)
                    for m in listing.documents],
         total_documents=listing.total, has_more=listing.has_more, limit=listing.limit, offset=listing.offset)
 

@@ -54,6 +54,7 @@ async def test_the_list_shows_every_document_with_its_summary(door: Door, fresh_
         modified_at = datetime.fromisoformat(summary["modified_at"].replace("Z", "+00:00"))
         assert created_at <= modified_at
         assert summary["tree_size_bytes"] > 0
+        assert 1 <= summary["snapshot_version"] <= summary["version"]
     assert listed[edited.doc_id]["version"] == edited.version
     assert listed[edited.doc_id]["tree_size_bytes"] > listed[ids[0]]["tree_size_bytes"]
 

@@ -1,0 +1,133 @@
+"""What a patch does to the size of a document's JSON, without serialising the document.
+
+A write must not cost what the whole document costs (serialising 100 MB takes 255 ms), yet the
+meta records the size of the current version (``content_size_bytes``) and the store must refuse
+what compact JSON cannot hold exactly, as it did when every write serialised the document.
+:func:`patch_size` does both from the patch alone: each value the patch adds is serialised at
+the depth where it lands (so ``document-too-deep`` and ``number-out-of-range`` fire exactly
+when serialising the whole result would), and each removed or replaced value is measured. The
+cost is the size of what the edit touches.
+
+Sizes are those of ``orjson.dumps`` (compact, no spaces): containers compose, so the size of a
+document after an edit is the size before plus what was added minus what was taken away,
+including the commas and ``"key":`` that go with them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.ops.apply import apply_patch
+from schemadoc.pointer import parse, resolve
+
+__all__ = ["PatchSize", "patch_size", "serialise"]
+
+MAX_DEPTH = 255
+
+
+@dataclass(frozen=True)
+class PatchSize:
+    size: int          # the compact JSON size of the document after the patch
+    added_bytes: int   # the compact JSON size of every value the patch added (a measure of the edit)
+
+
+def serialise(value: Any, doc_id: str, depth: int = 0) -> bytes:
+    """``orjson.dumps(value)`` as if ``value`` sat ``depth`` containers deep; what JSON (or orjson)
+    cannot hold exactly is refused (``document-too-deep``, ``number-out-of-range``,
+    ``invalid-request``), not stored approximately."""
+    wrapped = value
+    for _ in range(depth):
+        wrapped = [wrapped]
+    try:
+        data = orjson.dumps(wrapped)
+    except orjson.JSONEncodeError as error:
+        reason = str(error)
+        if "Recursion" in reason:
+            raise SchemaDocError("document-too-deep",
+                                 f"The write would nest the document deeper than {MAX_DEPTH} levels.",
+                                 {"doc_id": doc_id, "max_depth": MAX_DEPTH}) from None
+        if "64-bit" in reason:
+            raise SchemaDocError("number-out-of-range", "An integer in the write does not fit in 64 bits.",
+                                 {"doc_id": doc_id, "range": [-(2**63), 2**64 - 1]}) from None
+        raise SchemaDocError("invalid-request", f"The write holds a value JSON cannot represent: {reason}.",
+                             {"doc_id": doc_id}) from None
+    return data[depth:len(data) - depth] if depth else data
+
+
+def _length(value: Any) -> int:
+    return len(orjson.dumps(value))
+
+
+def _member_length(parent: Any, token: str, value_length: int) -> int:
+    """The bytes a member of ``parent`` takes besides its value's own: ``"key":`` in an object."""
+    return _length(token) + 1 + value_length if isinstance(parent, dict) else value_length
+
+
+def _parent(document: Any, tokens: list[str]) -> Any:
+    parent, _ = resolve(document, tokens[:-1], allow_negative=False)
+    return parent
+
+
+def _insert(document: Any, size: int, tokens: list[str], value_length: int) -> int:
+    """The size after adding a value of ``value_length`` bytes at ``tokens`` (an add, or a move's second half)."""
+    if not tokens:
+        return value_length
+    parent = _parent(document, tokens)
+    key = tokens[-1]
+    if isinstance(parent, dict) and key in parent:  # add onto an existing member replaces it
+        return size - _length(parent[key]) + value_length
+    comma = 1 if parent else 0
+    return size + _member_length(parent, key, value_length) + comma
+
+
+def _take(document: Any, size: int, tokens: list[str]) -> tuple[int, Any]:
+    """The size after removing the value at ``tokens``, and that value."""
+    parent = _parent(document, tokens)
+    key = tokens[-1]
+    old = parent[key] if isinstance(parent, dict) else parent[int(key)]
+    comma = 1 if len(parent) > 1 else 0
+    return size - _member_length(parent, key, _length(old)) - comma, old
+
+
+def patch_size(document: Any, size: int, patch: list[dict[str, Any]], doc_id: str) -> PatchSize:
+    """The size after applying ``patch`` (normalised, as :func:`~schemadoc.ops.apply.apply_patch`
+    returns it: concrete indices) to ``document`` whose compact JSON is ``size`` bytes.
+
+    Raises the refusals of :func:`serialise` for the values the patch adds or moves.
+    """
+    added = 0
+    for index, operation in enumerate(patch):
+        op = operation["op"]
+        tokens = parse(operation["path"])
+        if op in ("add", "replace"):
+            data = serialise(operation["value"], doc_id, len(tokens))
+            added += len(data)
+            if op == "add":
+                size = _insert(document, size, tokens, len(data))
+            elif tokens:
+                old, _ = resolve(document, tokens, allow_negative=False)
+                size = size - _length(old) + len(data)
+            else:
+                size = len(data)
+        elif op == "remove":
+            size, _ = _take(document, size, tokens)
+        elif op in ("move", "copy"):
+            source = parse(operation["from"])
+            value, _ = resolve(document, source, allow_negative=False)
+            value_length = len(serialise(value, doc_id, len(tokens)))
+            if op == "move":
+                if source == tokens:
+                    continue
+                size, _ = _take(document, size, source)
+                document = apply_patch(document, [{"op": "remove", "path": operation["from"]}]).document
+                size = _insert(document, size, tokens, value_length)
+                document = apply_patch(document, [{"op": "add", "path": operation["path"], "value": value}]).document
+                continue
+            size = _insert(document, size, tokens, value_length)
+        if op != "test" and index < len(patch) - 1:
+            document = apply_patch(document, [operation]).document
+    return PatchSize(size, added)
