@@ -474,7 +474,8 @@ class DocumentService:
             _check_current(doc_id, version, current)
             compiled = build(state.content)
             applied = apply_patch(state.content, compiled.patch)
-            report = self.validator.validate_change(state.content, applied.document, keep=not dry_run)
+            report = self.validator.validate_change(state.content, applied.document, patch=applied.patch,
+                                                    keep=not dry_run)
             node_path = compiled.node_path
             node = node_of(state.content, applied.document, node_path)
             if dry_run:

@@ -29,9 +29,10 @@ def validator_for(tmp_path: Path, schema: dict[str, Any]) -> DocumentValidator:
 
 def verdict(validator: DocumentValidator, before: Any, patch: list[dict[str, Any]]) -> bool:
     assert validator.validate(before).valid
-    after = apply_patch(before, patch).document
-    incremental = validator.change_is_valid(before, after)
-    assert incremental is validator.validate(after).valid
+    applied = apply_patch(before, patch)
+    incremental = validator.change_is_valid(before, applied.document)
+    assert incremental is validator.validate(applied.document).valid
+    assert validator.change_is_valid(before, applied.document, applied.patch) is incremental
     return incremental
 
 
@@ -99,6 +100,11 @@ CASES: list[tuple[str, dict[str, Any], Any, list[dict[str, Any]], bool]] = [
      [{"op": "add", "path": "/1", "value": {}}], False),
     ("a replaced container is validated whole", {"properties": {"a": {"minItems": 2}}}, {"a": [1, 2]},
      [{"op": "replace", "path": "/a", "value": [1]}], False),
+    ("a replaced object is checked below, not only by its own keywords",
+     {"properties": {"a": {"properties": {"x": {"type": "integer"}}}}}, {"a": {"x": 1}},
+     [{"op": "replace", "path": "/a", "value": {"x": "s"}}], False),
+    ("a replaced array is checked item by item", {"properties": {"a": {"items": {"type": "integer"}}}},
+     {"a": [1, 2]}, [{"op": "replace", "path": "/a", "value": [1, "s"]}], False),
     ("a type change is caught", {"properties": {"a": {"type": "object"}}}, {"a": {"b": 1}},
      [{"op": "replace", "path": "/a", "value": [1]}], False),
     ("formats are asserted in new values", {"properties": {"d": {"format": "date"}}}, {"d": "2025-01-31"},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -124,7 +125,8 @@ class DocumentValidator:
             self._remember(document, None)
         return report
 
-    def validate_change(self, before: Any, after: Any, *, keep: bool = True) -> ValidationReport:
+    def validate_change(self, before: Any, after: Any, *, patch: Sequence[Any] | None = None,
+                        keep: bool = True) -> ValidationReport:
         """The report :meth:`validate` gives for ``after``, looking only where it differs from ``before``.
 
         ``after`` must share every unchanged subtree with ``before`` (a patch applied on a
@@ -132,22 +134,24 @@ class DocumentValidator:
         is used when this validator has itself found ``before`` valid (documents are
         remembered by identity); otherwise, and whenever the verdict is "invalid", the whole
         document is validated, so an invalid write is reported exactly as by :meth:`validate`.
-        ``keep`` (a write about to be stored, not a dry run) remembers a valid ``after`` in
-        place of ``before``, so that the next change to it is checked incrementally too.
+        ``patch`` (the strict RFC 6902 patch that made ``after``) lets the walk go straight to
+        the changed places instead of scanning big containers for them. ``keep`` (a write about
+        to be stored, not a dry run) remembers a valid ``after`` in place of ``before``, so that
+        the next change to it is checked incrementally too.
         """
-        if self.change_is_valid(before, after):
+        if self.change_is_valid(before, after, patch):
             if keep:
                 self._remember(after, before)
             return VALID
         return _report(self._validator, after)
 
-    def change_is_valid(self, before: Any, after: Any) -> bool:
+    def change_is_valid(self, before: Any, after: Any, patch: Sequence[Any] | None = None) -> bool:
         """The verdict alone (see :meth:`validate_change`); nothing is remembered."""
         with self._known_lock:
             known = self._known_valid.get(id(before)) is before
         if not known:
             return bool(self._validator.is_valid(after))
-        return self._changes.is_valid_change(before, after)
+        return self._changes.is_valid_change(before, after, patch)
 
     def _remember(self, document: Any, replaced: Any) -> None:
         if not isinstance(document, dict | list):
