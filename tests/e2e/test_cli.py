@@ -23,8 +23,9 @@ STARTUP_LIMIT_SECONDS = 5.0
 
 
 def run(*args: str, cwd: Path, stdin: str | None = None) -> tuple[subprocess.CompletedProcess[str], float]:
-    """``python -m schemadoc ARGS`` in ``cwd`` with none of schemadoc's variables in its environment."""
+    """``python -m schemadoc ARGS`` in ``cwd`` with none of schemadoc's variables in its environment but PORT=0."""
     env = {key: value for key, value in os.environ.items() if key not in ENVIRONMENT}
+    env["PORT"] = "0"  # any free port: the failures under test must not depend on what holds 8080
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "schemadoc", *args], cwd=cwd, env=env, input=stdin,
                           capture_output=True, text=True, timeout=60, check=False)
