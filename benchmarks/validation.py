@@ -6,8 +6,8 @@ Not a test: it prints figures and writes them as a Markdown table to
 
 * whole: ``is_valid`` of the whole new document (the step every write paid before), and the
   whole report (``validate``);
-* incremental: ``DocumentValidator.validate_change(before, after)`` for a leaf update and a
-  chapter append (a valid write gets its verdict where the patch reached);
+* incremental: ``DocumentValidator.validate_change(before, after, patch=...)`` for a leaf update
+  and a chapter append, given the strict patch as the service gives it;
 * rejected update (a paragraph style outside its enum): the time to the verdict
   (``change_is_valid``) and to the whole report every rejected write carries.
 
@@ -40,7 +40,7 @@ except ImportError:  # running from a checkout without `pip install -e .`
 
 from generate import make_book, mid_paragraph_path  # noqa: E402
 
-from schemadoc.ops.apply import apply_patch  # noqa: E402
+from schemadoc.ops.apply import AppliedPatch, apply_patch  # noqa: E402
 from schemadoc.schema import load_schema  # noqa: E402
 from schemadoc.validation import DocumentValidator  # noqa: E402
 
@@ -83,7 +83,7 @@ def measure(size: int, writes: int, validator: DocumentValidator) -> dict[str, l
     rows["whole report (valid)"] = timed(lambda _: validator.validate(book), whole)
 
     def change(patch: Callable[[int], list[dict[str, Any]]]) -> Callable[[int], Any]:
-        return lambda i: apply_patch(book, patch(i)).document
+        return lambda i: apply_patch(book, patch(i))  # the new document and the strict patch
 
     def leaf_edit(i: int) -> list[dict[str, Any]]:
         return [{"op": "replace", "path": f"{leaf}/text", "value": f"Edited paragraph, write {i}."}]
@@ -97,22 +97,23 @@ def measure(size: int, writes: int, validator: DocumentValidator) -> dict[str, l
         return [{"op": "replace", "path": f"{leaf}/style", "value": f"not-a-style-{i}"}]
 
     for name, patch in (("leaf update", leaf_edit), ("chapter append", append)):
-        samples = timed(lambda after: _accepted(validator, book, after), writes, setup=change(patch))
+        samples = timed(lambda applied: _accepted(validator, book, applied), writes, setup=change(patch))
         rows[f"incremental {name}"] = samples
     rows["rejected: verdict (incremental)"] = timed(
-        lambda after: _refused(validator, book, after), writes, setup=change(rejected))
+        lambda applied: _refused(validator, book, applied), writes, setup=change(rejected))
     rows["rejected: verdict + whole report"] = timed(
-        lambda after: validator.validate_change(book, after, keep=False), whole, setup=change(rejected))
+        lambda applied: validator.validate_change(book, applied.document, patch=applied.patch, keep=False), whole,
+        setup=change(rejected))
     return rows
 
 
-def _accepted(validator: DocumentValidator, before: Any, after: Any) -> None:
-    if not validator.validate_change(before, after, keep=False).valid:
+def _accepted(validator: DocumentValidator, before: Any, applied: AppliedPatch) -> None:
+    if not validator.validate_change(before, applied.document, patch=applied.patch, keep=False).valid:
         raise AssertionError("a valid write was rejected")
 
 
-def _refused(validator: DocumentValidator, before: Any, after: Any) -> None:
-    if validator.change_is_valid(before, after):
+def _refused(validator: DocumentValidator, before: Any, applied: AppliedPatch) -> None:
+    if validator.change_is_valid(before, applied.document, applied.patch):
         raise AssertionError("an invalid write was accepted")
 
 
