@@ -585,3 +585,33 @@ def test_a_big_snapshot_replaced_by_a_commit_leaves_no_second_name_behind(tmp_pa
     while list(tmp_path.glob(".retired-*")) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".retired-*"))
+
+
+def test_readers_revalidating_while_a_writer_appends_never_fold_a_line_twice(store: FileDocumentStore) -> None:
+    import threading
+
+    meta = create_document(store, {"n": 0})
+    stop = threading.Event()
+    seen: list[BaseException] = []
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                store.read_meta(meta.doc_id)
+            except BaseException as error:  # handed to the test
+                seen.append(error)
+                return
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        for n in range(1, 150):
+            meta = commit_patch(store, meta, [{"op": "replace", "path": "/n", "value": n}], inline=False)
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
+    assert seen == []
+    assert store.read_meta(meta.doc_id).version == 150
+    assert current_content(store, meta.doc_id) == {"n": 149}

@@ -78,6 +78,7 @@ class FileDocumentStore:
         self._corrupt: dict[str, str] = {}
         self._corrupt_files: dict[str, list[str]] = {}
         self._tails: dict[str, Tail] = {}
+        self._tails_guard = threading.RLock()  # tails are read and extended by readers and writers alike
         # doc_id -> {version: byte offset of the line after it}, every 64 versions
         self._journal_offsets: dict[str, dict[int, int]] = {}
 
@@ -216,6 +217,10 @@ class FileDocumentStore:
 
         Raises ``document-not-found``, ``storage-read-failed`` and :class:`Corrupt`.
         """
+        with self._tails_guard:
+            return self._revalidate(doc_id, paths)
+
+    def _revalidate(self, doc_id: str, paths: Paths) -> Tail:
         tail = self._tails.get(doc_id)
         meta_status = disk.stat_or_none(paths.meta)
         journal_status = disk.stat_or_none(paths.journal)
@@ -245,7 +250,7 @@ class FileDocumentStore:
                 raise read_failed(doc_id, f"cannot read the journal: {reason(error)}", paths.journal.name) from None
             if ino != tail.journal_ino:
                 self._tails.pop(doc_id, None)
-                return self._tail(doc_id, paths)
+                return self._revalidate(doc_id, paths)
             fold(tail, data, paths.journal)
         if tail.meta_key != meta_key:
             snapshot, _, meta_key = snapshots.read_meta_file(doc_id, paths)
@@ -328,13 +333,19 @@ class FileDocumentStore:
                     disk.remove_quietly(paths.snapshot_tmp(token))
                     raise write_failed(doc_id, "writing the snapshot", error) from None
             try:
-                disk.append_synced(paths.journal, line, tail.offset)
+                before = disk.append_synced(paths.journal, line, tail.offset)
             except OSError as error:
                 if token is not None:
                     disk.remove_quietly(paths.snapshot_tmp(token))
-                self._tails.pop(doc_id, None)
+                with self._tails_guard:
+                    self._tails.pop(doc_id, None)
                 raise write_failed(doc_id, "appending to the journal", error) from None
-            fold(tail, line, paths.journal)
+            with self._tails_guard:
+                if self._tails.get(doc_id) is tail and tail.offset == before:
+                    fold(tail, line, paths.journal)
+                elif self._tails.get(doc_id) is not tail or tail.version != entry.version:
+                    self._tails.pop(doc_id, None)  # a reader saw the line first; start afresh next time
+                    tail = self._fresh(doc_id, paths)
             if token is not None:
                 snapshot = replace(meta, snapshot_version=meta.version)
                 try:
@@ -367,7 +378,11 @@ class FileDocumentStore:
     def _moved(self, tail: Tail, paths: Paths, snapshot: DocumentMeta) -> None:
         status = disk.stat_or_none(paths.meta)
         key = (status.st_ino, status.st_mtime_ns, status.st_size) if status is not None else (0, 0, 0)
-        tail.move_snapshot(snapshot, key)
+        with self._tails_guard:
+            if self._tails.get(paths.doc_id) is tail:
+                tail.move_snapshot(snapshot, key)
+            else:
+                self._tails.pop(paths.doc_id, None)
 
     def write_snapshot(self, doc_id: str, version: int, content: bytes) -> bool:
         """Write the bytes without the lock, then switch snapshot and meta under it (see the protocol)."""
@@ -458,10 +473,11 @@ class FileDocumentStore:
                 self._tails.pop(doc_id, None)
                 tail = self._fresh(doc_id, paths)
                 content = disk.read_bytes(paths.content)
-            current = tail.current
+            with self._tails_guard:
+                current, snapshot, snapshot_end = tail.current, tail.snapshot, tail.snapshot_end
             try:
-                entries, last = read_entries(paths.journal, since=tail.snapshot.version, upto=current.version,
-                                             start=(tail.snapshot.version, tail.snapshot_end))
+                entries, last = read_entries(paths.journal, since=snapshot.version, upto=current.version,
+                                             start=(snapshot.version, snapshot_end))
             except OSError as error:
                 raise read_failed(doc_id, f"cannot read the journal: {reason(error)}", paths.journal.name) from None
             except Corrupt as corrupt:
