@@ -34,6 +34,12 @@ class ErrorCode:
     causes: tuple[str, ...]
     remediation: str
     kind: str = "request"  # request | document | validation | server
+    extension: str = ""
+    """Empty for a code the product specification's catalog names; otherwise why this server adds it."""
+
+    @property
+    def in_spec(self) -> bool:
+        return not self.extension
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -44,18 +50,29 @@ class ErrorCode:
             "description": self.description,
             "causes": list(self.causes),
             "remediation": self.remediation,
+            "origin": "spec" if self.in_spec else "extension",
+            **({"extension": self.extension} if self.extension else {}),
         }
 
 
-def _e(code: str, status: int, kind: str, description: str, causes: list[str], remediation: str) -> ErrorCode:
-    return ErrorCode(code, status, description, tuple(causes), remediation, kind)
+def _e(code: str, status: int, kind: str, description: str, causes: list[str], remediation: str,
+       extension: str = "") -> ErrorCode:
+    return ErrorCode(code, status, description, tuple(causes), remediation, kind, extension)
+
+
+# Why the codes beyond the specification's catalog exist: each names a situation the
+# specification's codes do not cover. Refinements of a covered situation go into details.
+_KEYWORD_EXTENSION = ("a Draft 2020-12 keyword the specification's list does not name: one code per keyword "
+                      "lets a client act on the violation without parsing its message")
 
 
 _ENTRIES: list[ErrorCode] = [
     # -- request errors -------------------------------------------------------------------
     _e("invalid-request", 400, "request", "The request is malformed: a missing or wrongly typed argument.",
        ["an argument has the wrong JSON type", "a required argument is missing", "the body is not JSON"],
-       "Send every required argument with the type the tool or endpoint declares."),
+       "Send every required argument with the type the tool or endpoint declares.",
+       extension=("the specification's catalog has no code for a malformed request (a missing, wrongly typed or "
+                  "unknown argument, a body that is not JSON); FR-070h's 400 Bad Request")),
     _e("invalid-doc-id", 400, "request", "The doc_id is not a ULID.",
        ["a doc_id that was not returned by document_create", "a typo or truncated id"],
        "Use a doc_id returned by document_create or document_list (26 Crockford base32 characters)."),
@@ -66,41 +83,51 @@ _ENTRIES: list[ErrorCode] = [
     _e("patch-invalid", 400, "request", "The RFC 6902 patch is malformed.",
        ["an operation without 'op' or 'path'", "an unknown 'op'", "'add'/'replace'/'test' without 'value'",
         "'move'/'copy' without 'from'", "moving a node into one of its own children"],
-       "Send a JSON array of RFC 6902 operations, each with the members its 'op' requires."),
+       "Send a JSON array of RFC 6902 operations, each with the members its 'op' requires.",
+       extension=("raw RFC 6902 patches (document_apply_patch) go beyond the specification's tools; a malformed "
+                  "patch lists each operation's problem in details")),
     _e("root-not-deletable", 400, "request", "The document root cannot be removed.",
        ["document_delete_node with node_path '/' or ''", "a patch 'remove' of the root"],
-       "Delete the members you no longer want, or replace the root with document_update_node."),
+       "Delete the members you no longer want, or replace the root with document_update_node.",
+       extension='deleting the root is neither a missing path nor a schema violation; refusing it up front says why'),
     _e("request-too-large", 413, "request", "The request body is larger than the configured limit.",
        ["a node_data or patch bigger than max_body_bytes"],
-       "Split the change into several smaller writes, or raise max_body_bytes in the configuration."),
+       "Split the change into several smaller writes, or raise max_body_bytes in the configuration.",
+       extension=("request limits (body size, string length, patch operations) are beyond the specification; "
+                  "details.limit names the one exceeded")),
     _e("request-too-deep", 400, "request", "The request JSON is nested deeper than the configured limit.",
        ["node_data nested deeper than max_json_depth levels"],
-       "Flatten the data, or raise max_json_depth in the configuration."),
+       "Flatten the data, or raise max_json_depth in the configuration.",
+       extension=("the nesting limit protects the parser and keeps every stored document readable by the official "
+                  "MCP clients")),
     _e("number-out-of-range", 400, "request", "A number cannot be stored exactly (integers must fit in 64 bits).",
        ["an integer below -2^63 or above 2^64 - 1"],
-       "Store very large numbers as strings, or keep integers within 64 bits."),
+       "Store very large numbers as strings, or keep integers within 64 bits.",
+       extension='an integer JSON can carry but the store cannot hold exactly; refusing beats storing it rounded'),
     _e("method-not-allowed", 405, "request", "The HTTP method is not supported on this endpoint.",
        ["a PATCH or DELETE on an endpoint that does not take it"],
-       "See /openapi.json for the methods each endpoint takes."),
+       "See /openapi.json for the methods each endpoint takes.",
+       extension='HTTP-level: a wrong method on an existing URL'),
     _e("route-not-found", 404, "request", "No endpoint exists at this URL.",
        ["a typo in the URL", "a missing /api/v1 prefix"],
-       "See /openapi.json or /docs for the endpoints."),
+       "See /openapi.json or /docs for the endpoints.",
+       extension='HTTP-level: a URL no endpoint answers (document-not-found would wrongly suggest a missing document)'),
     _e("resource-not-found", 404, "request", "No MCP resource exists at this URI.",
        ["an unknown URI scheme or shape", "a document that does not exist"],
-       "List the resources with resources/list; documents are at schema://{doc_id}."),
+       "List the resources with resources/list; documents are at schema://{doc_id}.",
+       extension='MCP-level: resources/read of an unknown URI is a JSON-RPC error (-32602), not a tool error'),
     # -- document errors ------------------------------------------------------------------
     _e("document-not-found", 404, "document", "No document with this doc_id exists.",
        ["the doc_id was never created", "the document was deleted"],
        "Check the doc_id with document_list, or create a new document with document_create."),
     _e("path-not-found", 404, "document", "The path does not exist in the document.",
        ["a member that has not been created yet", "an array index out of range",
-        "an intermediate member that is missing"],
+        "an intermediate member that is missing",
+        "schema_get_node for a path the schema does not define (details.deepest_valid_path is the deepest "
+        "path it defines, details.allowed what that node allows)"],
        "Read the deepest existing ancestor (details.deepest_ancestor) and create missing members "
-       "one level at a time, starting with details.create_first."),
-    _e("schema-path-not-found", 404, "document", "The schema allows nothing at this path.",
-       ["a member the schema does not declare under additionalProperties: false",
-        "an index into something the schema does not make an array"],
-       "Read the parent's schema with schema_get_node to see which members and items it allows."),
+       "one level at a time, starting with details.create_first; for a schema path, pick one of "
+       "details.allowed under details.deepest_valid_path."),
     _e("conflict", 409, "document", "Something already exists at the target path.",
        ["document_create_node on an existing object member"],
        "Use document_update_node to change existing content, or delete it first."),
@@ -110,22 +137,24 @@ _ENTRIES: list[ErrorCode] = [
        "and retry with that version."),
     _e("version-not-found", 404, "document", "The document has no such version.",
        ["a version lower than 1 or higher than the current version"],
-       "Use document_history to see the versions that exist."),
+       "Use document_history to see the versions that exist.",
+       extension='history (past versions, diffs, reverts) goes beyond the specification'),
     _e("patch-test-failed", 409, "document", "A 'test' operation of the patch did not match.",
        ["the document changed since the patch was written", "a wrong expected value in the 'test'"],
-       "Re-read the node the 'test' checks and rebuild the patch from the current content."),
-    _e("merge-patch-invalid", 422, "validation", "The merge patch does not fit the node's schema.",
-       ["a property the schema does not allow", "a value of the wrong type"],
-       "Fix every problem listed in details.violations; use null to delete a property."),
+       "Re-read the node the 'test' checks and rebuild the patch from the current content.",
+       extension="an RFC 6902 'test' operation that does not match: the document changed, but no version conflict"),
     _e("document-too-deep", 422, "document", "The write would nest the document deeper than 255 levels.",
        ["deeply recursive content, e.g. sections inside sections hundreds of levels down"],
-       "Flatten the structure; nothing was changed."),
+       "Flatten the structure; nothing was changed.",
+       extension=("the write's result, not the request, would nest deeper than the limit (e.g. a shallow value "
+                  "added deep down)")),
     _e("lock-timeout", 408, "document", "The document's write lock was not acquired within 10 seconds.",
        ["another write to the same document is taking long", "another process holds the lock"],
        "Retry after a short delay; look for long writes on very large documents."),
     # -- validation errors ----------------------------------------------------------------
     _e("validation-failed", 422, "validation", "The write would make the document invalid; nothing was changed.",
-       ["the new content violates one or more schema constraints"],
+       ["the new content violates one or more schema constraints",
+        "a merge patch with values the node's schema refuses, or whose result it refuses (both are listed)"],
        "Fix every violation in details.violations (each has path, constraint, expected and actual), "
        "then retry."),
     _e("required-field-without-default", 422, "validation",
@@ -152,61 +181,81 @@ _ENTRIES: list[ErrorCode] = [
     _e("enum-mismatch", 422, "validation", "The value is not one of the allowed values.",
        ["a misspelt or differently cased value"], "Use exactly one of the values listed in 'expected'."),
     _e("const-mismatch", 422, "validation", "The value is not the one constant the schema allows.",
-       ["a different value where the schema fixes one"], "Use the value in 'expected'."),
+       ["a different value where the schema fixes one"], "Use the value in 'expected'.",
+       extension=_KEYWORD_EXTENSION),
     _e("minimum", 422, "validation", "The number is below the minimum.",
        ["a too small number"], "Use a number greater than or equal to 'expected'."),
     _e("maximum", 422, "validation", "The number is above the maximum.",
        ["a too large number"], "Use a number less than or equal to 'expected'."),
     _e("exclusive-minimum", 422, "validation", "The number is not greater than exclusiveMinimum.",
-       ["a number equal to or below the bound"], "Use a number strictly greater than 'expected'."),
+       ["a number equal to or below the bound"], "Use a number strictly greater than 'expected'.",
+       extension=_KEYWORD_EXTENSION),
     _e("exclusive-maximum", 422, "validation", "The number is not less than exclusiveMaximum.",
-       ["a number equal to or above the bound"], "Use a number strictly less than 'expected'."),
+       ["a number equal to or above the bound"], "Use a number strictly less than 'expected'.",
+       extension=_KEYWORD_EXTENSION),
     _e("multiple-of", 422, "validation", "The number is not a multiple of multipleOf.",
-       ["a number off the allowed step"], "Round the number to a multiple of 'expected'."),
+       ["a number off the allowed step"], "Round the number to a multiple of 'expected'.",
+       extension=_KEYWORD_EXTENSION),
     _e("min-items", 422, "validation", "The array has fewer items than minItems.",
        ["deleting the last items of an array that must not be empty"], "Keep at least 'expected' items."),
     _e("max-items", 422, "validation", "The array has more items than maxItems.",
        ["appending to a full array"], "Remove items so that at most 'expected' remain."),
     _e("unique-items", 422, "validation", "The array has duplicate items but uniqueItems is true.",
-       ["appending a value that is already present"], "Remove the duplicates."),
+       ["appending a value that is already present"], "Remove the duplicates.",
+       extension=_KEYWORD_EXTENSION),
     _e("contains-failed", 422, "validation", "No item of the array matches the 'contains' schema.",
-       ["an array missing a required kind of item"], "Add an item that matches the 'contains' schema."),
+       ["an array missing a required kind of item"], "Add an item that matches the 'contains' schema.",
+       extension=_KEYWORD_EXTENSION),
     _e("min-contains", 422, "validation", "Too few items match the 'contains' schema.",
-       ["fewer matching items than minContains"], "Add matching items until there are 'expected'."),
+       ["fewer matching items than minContains"], "Add matching items until there are 'expected'.",
+       extension=_KEYWORD_EXTENSION),
     _e("max-contains", 422, "validation", "Too many items match the 'contains' schema.",
-       ["more matching items than maxContains"], "Remove matching items until at most 'expected' remain."),
+       ["more matching items than maxContains"], "Remove matching items until at most 'expected' remain.",
+       extension=_KEYWORD_EXTENSION),
     _e("min-properties", 422, "validation", "The object has fewer members than minProperties.",
-       ["deleting members of an object that must keep some"], "Keep at least 'expected' members."),
+       ["deleting members of an object that must keep some"], "Keep at least 'expected' members.",
+       extension=_KEYWORD_EXTENSION),
     _e("max-properties", 422, "validation", "The object has more members than maxProperties.",
-       ["adding a member to a full object"], "Remove members so that at most 'expected' remain."),
+       ["adding a member to a full object"], "Remove members so that at most 'expected' remain.",
+       extension=_KEYWORD_EXTENSION),
     _e("additional-properties-forbidden", 422, "validation",
        "The object has members the schema does not allow (additionalProperties: false).",
        ["a misspelt member name", "a member from another part of the schema"],
        "Remove the members listed in 'actual'; see schema_get_node for the allowed members."),
     _e("unevaluated-properties", 422, "validation",
        "The object has members no subschema evaluated (unevaluatedProperties).",
-       ["a member not declared by any applicable subschema"], "Remove the members listed in 'actual'."),
+       ["a member not declared by any applicable subschema"], "Remove the members listed in 'actual'.",
+       extension=_KEYWORD_EXTENSION),
     _e("unevaluated-items", 422, "validation", "The array has items no subschema evaluated (unevaluatedItems).",
-       ["extra items beyond prefixItems/items/contains"], "Remove the extra items."),
+       ["extra items beyond prefixItems/items/contains"], "Remove the extra items.",
+       extension=_KEYWORD_EXTENSION),
     _e("items-forbidden", 422, "validation", "The array has items beyond prefixItems where items is false.",
-       ["a tuple with too many items"], "Remove the items after the last prefixItems position."),
+       ["a tuple with too many items"], "Remove the items after the last prefixItems position.",
+       extension=_KEYWORD_EXTENSION),
     _e("property-names", 422, "validation", "A member name does not satisfy propertyNames.",
-       ["a member name with forbidden characters or length"], "Rename the member to satisfy the propertyNames schema."),
+       ["a member name with forbidden characters or length"], "Rename the member to satisfy the propertyNames schema.",
+       extension=_KEYWORD_EXTENSION),
     _e("dependent-required", 422, "validation", "A member requires other members that are missing.",
        ["a member present without the members dependentRequired lists for it"],
-       "Add the members listed in 'expected', or remove the member that requires them."),
+       "Add the members listed in 'expected', or remove the member that requires them.",
+       extension=_KEYWORD_EXTENSION),
     _e("one-of-failed", 422, "validation", "The value matches none, or more than one, of the oneOf alternatives.",
        ["a value fitting no alternative", "a value fitting several alternatives at once"],
-       "Make the value match exactly one alternative; the violation lists why each one failed."),
+       "Make the value match exactly one alternative; the violation lists why each one failed.",
+       extension=_KEYWORD_EXTENSION),
     _e("any-of-failed", 422, "validation", "The value matches none of the anyOf alternatives.",
-       ["a value fitting no alternative"], "Make the value match at least one alternative."),
+       ["a value fitting no alternative"], "Make the value match at least one alternative.",
+       extension=_KEYWORD_EXTENSION),
     _e("not-failed", 422, "validation", "The value matches a schema it must not match ('not').",
-       ["a value the schema explicitly excludes"], "Change the value so that it no longer matches the 'not' schema."),
+       ["a value the schema explicitly excludes"], "Change the value so that it no longer matches the 'not' schema.",
+       extension=_KEYWORD_EXTENSION),
     _e("false-schema", 422, "validation", "The schema allows nothing here (the schema is false).",
-       ["a member or item where the schema says false"], "Remove the value at this path."),
+       ["a member or item where the schema says false"], "Remove the value at this path.",
+       extension=_KEYWORD_EXTENSION),
     _e("schema-constraint", 422, "validation", "A schema constraint without a more specific code failed.",
        ["a keyword added by a newer draft or a custom vocabulary"],
-       "Read the message and the schema at 'schema_path'."),
+       "Read the message and the schema at 'schema_path'.",
+       extension='a keyword with no specific code (newer drafts, custom vocabularies)'),
     # -- server errors --------------------------------------------------------------------
     _e("schema-load-failed", 500, "server", "The JSON Schema could not be loaded.",
        ["no schema configured", "the file is missing or unreadable", "the file is not JSON",
@@ -217,7 +266,8 @@ _ENTRIES: list[ErrorCode] = [
        "Fix the $ref named in details; a cycle needs a real schema between its references."),
     _e("config-invalid", 500, "server", "The configuration is invalid.",
        ["the config file is not JSON", "a value of the wrong type", "an unknown log level"],
-       "Fix the setting named in details; flags override environment variables, which override the file."),
+       "Fix the setting named in details; flags override environment variables, which override the file.",
+       extension="start-up settings other than the schema (the specification's schema-load-failed covers the schema)"),
     _e("storage-read-failed", 500, "server", "A document could not be read from storage.",
        ["a missing or corrupt content, meta or journal file", "file system permissions"],
        "Check the files named in details; `schemadoc replay DOC_ID` rebuilds a document from its journal."),
@@ -333,14 +383,25 @@ def catalog_markdown() -> str:
         "violation, each with `code` (one of the validation codes below), `message`, `path`,",
         "`constraint`, `expected`, `actual` and `schema_path`.",
         "",
-        "| code | HTTP | kind | description |",
-        "|---|---|---|---|",
+        "The *origin* column says whether the product specification's error catalog names the code",
+        "(`spec`) or this server adds it (`extension`). A code is added only for a situation the",
+        "specification's codes do not cover; a refinement of a covered situation goes into `details`",
+        "(a path the schema does not define is `path-not-found` with `details.deepest_valid_path` and",
+        "`details.allowed`; a refused merge patch is `validation-failed` listing every violation).",
+        "Each extension's section says why it exists. `schema://errors` (MCP) carries the same",
+        "`origin` and `extension` members.",
+        "",
+        "| code | HTTP | kind | origin | description |",
+        "|---|---|---|---|---|",
     ]
     for entry in _ENTRIES:
-        lines.append(f"| `{entry.code}` | {entry.status} | {entry.kind} | {entry.description} |")
+        origin = "spec" if entry.in_spec else "extension"
+        lines.append(f"| `{entry.code}` | {entry.status} | {entry.kind} | {origin} | {entry.description} |")
     lines.append("")
     for entry in _ENTRIES:
         lines += [f"## `{entry.code}`", "", f"HTTP {entry.status} ({entry.kind}). {entry.description}", ""]
+        if entry.extension:
+            lines += [f"Extension: {entry.extension}.", ""]
         lines.append("Causes:")
         lines += [f"- {cause}" for cause in entry.causes]
         lines += ["", f"Remediation: {entry.remediation}", ""]

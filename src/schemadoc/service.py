@@ -411,8 +411,11 @@ class DocumentService:
 
         def build(document: Any) -> CompiledWrite:
             node, concrete = resolve(document, tokens)
-            self._check_merge_patch(concrete, merge_patch)
-            return CompiledWrite(compile_merge_patch(node, merge_patch, concrete), format_pointer(concrete))
+            problems = self._merge_patch_problems(concrete, merge_patch)
+            compiled = CompiledWrite(compile_merge_patch(node, merge_patch, concrete), format_pointer(concrete))
+            if problems:
+                self._refuse_merge_patch(doc_id, version, document, compiled, problems)
+            return compiled
 
         return self._write(doc_id, version, "merge_patch", build, dry_run=dry_run, node_of=_node_at)
 
@@ -545,18 +548,42 @@ class DocumentService:
         self._publish(ChangeEvent(doc_id, meta.version, kind, entry))
         return meta
 
-    def _check_merge_patch(self, concrete: list[str | int], merge_patch: Any) -> None:
-        """``merge-patch-invalid`` listing every problem, with paths from the document root."""
+    def _merge_patch_problems(self, concrete: list[str | int], merge_patch: Any) -> list[dict[str, Any]]:
+        """What the node's merge-patch schema refuses in ``merge_patch``, with paths from the document root."""
         node_pointer = format_pointer(concrete)
         schema = self.schema.merge_patch_schema([str(token) for token in concrete])
         report = self.validator.validate_fragment(schema, merge_patch)
-        if not report.valid:
-            violations = [{**v.to_dict(), "path": node_pointer + v.path} for v in report.violations]
-            raise SchemaDocError(
-                "merge-patch-invalid",
-                f"The merge patch does not fit the node's schema ({len(report.violations)} problem(s)); "
-                "nothing was changed.",
-                {"path": node_pointer or "/", "violations": violations})
+        return [{**v.to_dict(), "path": node_pointer + v.path} for v in report.violations]
+
+    def _refuse_merge_patch(self, doc_id: str, version: Any, document: Any, compiled: CompiledWrite,
+                            problems: list[dict[str, Any]]) -> None:
+        """``validation-failed`` listing every violation the merge patch would cause, at once.
+
+        The merge-patch schema finds refused values and members; the resulting document's
+        validation finds what the patch's deletions break (a required member set to null). Both
+        are listed, each violation once: the result's own violations first, then what only the
+        merge-patch schema saw (its "null or a valid value" ``any-of-failed`` is left out where
+        the result already names the value's problem).
+        """
+        try:
+            resulting = self.validator.validate(apply_patch(document, compiled.patch).document)
+        except SchemaDocError:  # the result cannot even be built: what the schema check found is all there is
+            resulting = None
+        violations = [] if resulting is None else [v.to_dict() for v in resulting.violations]
+        seen = {(v["code"], v["path"]) for v in violations}
+        for problem in problems:
+            path = problem["path"]
+            covered = problem["code"] == "any-of-failed" and any(
+                v["path"] == path or v["path"].startswith(path + "/") for v in violations)
+            if (problem["code"], path) not in seen and not covered:
+                seen.add((problem["code"], path))
+                violations.append(problem)
+        count = len(violations)
+        raise SchemaDocError(
+            "validation-failed",
+            f"The merge patch would make the document invalid ({count} error{'s' if count != 1 else ''}); "
+            "nothing was changed.",
+            {"doc_id": doc_id, "version": version, "path": compiled.node_path or "/", "violations": violations})
 
     # -- history -----------------------------------------------------------------------------
 

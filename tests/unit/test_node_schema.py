@@ -46,7 +46,7 @@ def inline(tmp_path: Path, schema: dict[str, Any]) -> LoadedSchema:
 def not_found(schema: LoadedSchema, tokens: list[str]) -> dict[str, Any]:
     with pytest.raises(SchemaDocError) as caught:
         schema.node_schema(tokens)
-    assert caught.value.code == "schema-path-not-found"
+    assert caught.value.code == "path-not-found"
     return caught.value.details
 
 

@@ -261,7 +261,7 @@ def test_the_schema_endpoints_return_the_root_and_node_schemas(client: TestClien
     assert node["node_schema"]["type"] == "integer" and node["node_exists"] is True
     missing = client.get(f"{API}/schema/node", params={"path": "/metadata/isbn", "doc_id": doc_id}).json()
     assert missing["node_exists"] is False
-    error_of(client.get(f"{API}/schema/node", params={"path": "/nope"}), 404, "schema-path-not-found")
+    error_of(client.get(f"{API}/schema/node", params={"path": "/nope"}), 404, "path-not-found")
     error_of(client.get(f"{API}/schema", params={"dereferenced": "perhaps"}), 400, "invalid-request")
 
 

@@ -278,7 +278,7 @@ def test_a_merge_patch_that_does_not_fit_lists_every_problem_and_changes_nothing
     response = client.patch(url(doc_id), params={"path": "/metadata"},
                             content=b'{"colour": "red", "edition": "second", "status": "lost"}',
                             headers={**MERGE, "If-Match": '"1"'})
-    error = error_of(response, 422, "merge-patch-invalid")
+    error = error_of(response, 422, "validation-failed")
     assert error["details"]["path"] == "/metadata"
     problems = error["details"]["violations"]
     assert len(problems) == 3

@@ -189,7 +189,7 @@ def test_merge_patch_deletes_with_null_and_rejects_unknown_properties_before_app
     assert {"op": "remove", "path": "/metadata/isbn"} in result.patch
     assert service.read_node(doc_id, "/metadata/status").node == "review"
     code, details = code_of(lambda: service.merge_patch(doc_id, "/metadata", {"colour": "red", "edition": "x"}, 3))
-    assert code == "merge-patch-invalid"
+    assert code == "validation-failed"
     assert len(details["violations"]) >= 2
     assert service.version_of(doc_id) == 3
 

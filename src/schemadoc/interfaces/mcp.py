@@ -258,8 +258,9 @@ DESCRIPTIONS: dict[str, str] = {
         "(objects merge recursively), members set to null are removed, members left out stay as they "
         "are; arrays, and a merge_patch that is not an object, replace the value whole. Handy to change "
         "several members of an object at once without restating the rest. The merge patch is first "
-        "checked against the node's schema: members the schema does not allow and values of the wrong "
-        "type fail with merge-patch-invalid listing every problem (details.violations)." + _VERSION_NOTE
+        "checked against the node's schema and the result validated: a refusal is validation-failed listing "
+        "every violation at once (details.violations), values the schema refuses and required members "
+        "deleted alike." + _VERSION_NOTE
         + "\n"
         'Example: document_merge_patch {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/metadata", '
         '"merge_patch": {"status": "review", "isbn": null}, "version": 8}'),

@@ -110,12 +110,11 @@ class ErrorBody(BaseModel):
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     text = {
         400: "invalid-request, invalid-doc-id, path-invalid, patch-invalid, root-not-deletable, request-too-deep",
-        404: "document-not-found (details.deleted for a deleted document), path-not-found, "
-             "schema-path-not-found, version-not-found",
+        404: "document-not-found (details.deleted for a deleted document), path-not-found, version-not-found",
         408: "lock-timeout",
         409: "version-conflict, conflict, patch-test-failed",
         413: "request-too-large",
-        422: "validation-failed, merge-patch-invalid (details.violations lists every problem)",
+        422: "validation-failed (details.violations lists every violation), document-too-deep",
         500: "internal-error, storage-read-failed, storage-write-failed",
     }
     return {status: {"model": ErrorBody, "description": text[status]} for status in statuses}
@@ -527,8 +526,8 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                   summary="Apply an RFC 7396 JSON Merge Patch to a node",
                   description="The body is the merge patch itself (`Content-Type: application/merge-patch+json`); "
                               "the version comes from `If-Match`. The merge patch is checked against the node's "
-                              "schema first (`merge-patch-invalid` lists every problem), then the result is "
-                              "validated and journaled as an RFC 6902 patch.",
+                              "schema and the result validated (`validation-failed` lists every violation "
+                              "either finds), then journaled as an RFC 6902 patch.",
                   responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_merge_patch",
                   openapi_extra=_MERGE_PATCH_BODY)
     def merge_patch(request: Request, doc_id: str, raw: RawBody,

@@ -175,7 +175,7 @@ class LoadedSchema:
         ``dereferenced`` inlines every ``$ref`` except recursive ones, which stay as
         ``{"$ref": <absolute URI>}``; otherwise the subschema is returned as written.
 
-        Raises ``schema-path-not-found`` (``details: {"path", "deepest_valid_path", "allowed"}``)
+        Raises ``path-not-found`` (``details: {"path", "deepest_valid_path", "allowed"}``)
         when the schema allows nothing there, and ``path-invalid`` for an array position with a
         sign or leading zero.
         """

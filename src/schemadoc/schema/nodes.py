@@ -316,7 +316,7 @@ class NodeNavigator:
         deepest = format_pointer(tokens[:depth])
         allowed = self._allowed(parent, set())
         return SchemaDocError(
-            "schema-path-not-found",
+            "path-not-found",
             f"the schema allows nothing at {path}; {deepest} allows "
             + (", ".join(repr(each) for each in allowed) if allowed else "no children"),
             {"path": path, "deepest_valid_path": deepest, "allowed": allowed},

@@ -367,7 +367,7 @@ async def test_a_merge_patch_that_is_not_an_object_replaces_the_node(client: Cli
                                                                     "value": "Dune"}])
 
 
-async def test_a_merge_patch_that_does_not_fit_the_schema_is_merge_patch_invalid_listing_every_problem(
+async def test_a_merge_patch_that_does_not_fit_the_schema_is_validation_failed_listing_every_problem(
         client: Client, service: DocumentService) -> None:
     doc_id = await new_document(client)
 
@@ -375,7 +375,7 @@ async def test_a_merge_patch_that_does_not_fit_the_schema_is_merge_patch_invalid
         "doc_id": doc_id, "node_path": "/metadata", "version": 1,
         "merge_patch": {"status": "lost", "edition": "second", "colour": "red"}})
 
-    assert error["code"] == "merge-patch-invalid"
+    assert error["code"] == "validation-failed"
     assert error["details"]["path"] == "/metadata"
     problems = {(v["path"], v["code"]) for v in error["details"]["violations"]}
     assert len(error["details"]["violations"]) == 3

@@ -105,7 +105,7 @@ async def test_failed_and_dry_run_writes_add_nothing_to_the_feed(door: Door) -> 
     ok(await doc.revert(1, dry_run=True))
     failed(await doc.update("/title", 5), "validation-failed")
     failed(await doc.update("/title", "Stale", version=1), "version-conflict")
-    failed(await doc.merge("/", {"bogus": True}), "merge-patch-invalid")
+    failed(await doc.merge("/", {"bogus": True}), "validation-failed")
     failed(await doc.patch([{"op": "test", "path": "/title", "value": "Other"}]), "patch-test-failed")
     failed(await doc.delete_document(version=1), "version-conflict")
     failed(await door.call("document_undelete", {"doc_id": doc.doc_id}), "conflict")

@@ -81,7 +81,7 @@ async def test_a_merge_patch_that_does_not_fit_the_schema_lists_every_problem_an
     doc = await book_doc(door)
     before = await doc.snapshot()
     outcome = await doc.merge("/", {"bogus": 1, "title": 5, "metadata": {"edition": "two", "nope": True}})
-    error = failed(outcome, "merge-patch-invalid")
+    error = failed(outcome, "validation-failed")
     assert outcome.status == 422
     assert error["remediation"]
     problems = set(_problems(error["details"]["violations"]))
@@ -92,6 +92,19 @@ async def test_a_merge_patch_that_does_not_fit_the_schema_lists_every_problem_an
     assert ("/metadata/edition", "type-mismatch") in problems
     assert await doc.snapshot() == before
     assert len(await doc.history()) == before[0]
+
+
+async def test_a_merge_patch_is_refused_with_every_violation_it_would_cause_at_once(door: Door) -> None:
+    doc = await book_doc(door)
+    before = await doc.snapshot()
+    outcome = await doc.merge("/metadata", {"language": None, "title": None, "isbn": "12"})
+    error = failed(outcome, "validation-failed")
+    assert outcome.status == 422
+    found = [(violation["path"], violation["code"]) for violation in error["details"]["violations"]]
+    assert sorted(found) == [("/metadata", "additional-properties-forbidden"),  # title: metadata has none
+                             ("/metadata", "required-missing"),  # language deleted
+                             ("/metadata/isbn", "pattern-failed")], "every violation, each once"
+    assert await doc.snapshot() == before
 
 
 async def test_a_merge_patch_whose_result_breaks_the_schema_is_validation_failed(door: Door) -> None:
@@ -120,7 +133,7 @@ async def test_a_merge_patch_checks_the_version_and_the_path(door: Door) -> None
     assert error["details"]["actual_version"] == before[0]
     error = failed(await doc.merge("/metadata/homepage", "https://example.org"), "path-not-found")
     assert error["details"]["deepest_ancestor"] == "/metadata"
-    failed(await doc.merge("/", [1, 2]), "merge-patch-invalid")
+    failed(await doc.merge("/", [1, 2]), "validation-failed")
     failed(await door.call("document_merge_patch", {"doc_id": doc.doc_id, "node_path": "/",
                                                      "version": doc.version}), "invalid-request")
     assert await doc.snapshot() == before

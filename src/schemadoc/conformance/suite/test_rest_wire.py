@@ -162,7 +162,7 @@ async def test_patch_takes_a_merge_patch_and_the_version_from_if_match(rest: Res
            "invalid-request")
     outcome = await rest.request("PATCH", url, content=b'{"bogus": 1}',
                                  headers={**merge, "If-Match": f'"{doc.version}"'})
-    failed(outcome, "merge-patch-invalid")
+    failed(outcome, "validation-failed")
     assert outcome.status == 422
     assert (await doc.snapshot())[0] == doc.version
 

@@ -128,11 +128,14 @@ async def test_the_undereferenced_schema_of_a_node_keeps_its_references(door: Do
 
 @pytest.mark.parametrize("node_path", ["/publisher", "/metadata/publisher", "/chapters/0/summary", "/title/0",
                                        "/chapters/first"])
-async def test_a_path_the_schema_does_not_allow_is_schema_path_not_found(door: Door, node_path: str) -> None:
+async def test_a_path_the_schema_does_not_allow_is_path_not_found(door: Door, node_path: str) -> None:
     outcome = await door.call("schema_get_node", {"node_path": node_path})
-    error = failed(outcome, "schema-path-not-found")
+    error = failed(outcome, "path-not-found")
     assert outcome.status == 404
     assert error["remediation"]
+    deepest = error["details"]["deepest_valid_path"]
+    assert node_path.startswith(deepest) and deepest != node_path, "the deepest path the schema defines"
+    assert isinstance(error["details"]["allowed"], list), "what that node allows"
 
 
 async def test_a_malformed_schema_path_is_path_invalid(door: Door) -> None:

@@ -17,8 +17,8 @@ from .doors import OBSERVED, in_process
 
 REACHABLE = frozenset({
     "invalid-request", "invalid-doc-id", "path-invalid", "patch-invalid", "root-not-deletable",
-    "document-not-found", "path-not-found", "schema-path-not-found", "conflict", "version-conflict",
-    "patch-test-failed", "validation-failed", "document-too-deep", "version-not-found", "merge-patch-invalid",
+    "document-not-found", "path-not-found", "conflict", "version-conflict",
+    "patch-test-failed", "validation-failed", "document-too-deep", "version-not-found",
 })
 """Codes a client can provoke through every door with the bundled schema and default settings."""
 
