@@ -87,7 +87,7 @@ class Settings:
     log_level: str = "info"
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     max_body_bytes: int = 64 * 1024 * 1024
-    max_json_depth: int = 256
+    max_json_depth: int = 128
     snapshot_policy: str = "lazy"
     snapshot_inline_below_bytes: int = 1 << 20
     snapshot_lag_versions: int = 1000
@@ -201,7 +201,7 @@ def _convert(name: str, source: str, value: Any, base: Path | None) -> Any:
     if name == "max_body_bytes":
         return _as_int(name, where, value, 1)
     if name == "max_json_depth":
-        return _as_int(name, where, value, 1)
+        return _as_int(name, where, value, 1, 250)  # orjson stores at most 255 levels
     if name == "snapshot_policy":
         text = _as_str(name, where, value).lower()
         if text not in SNAPSHOT_POLICIES:

@@ -31,7 +31,7 @@ import orjson
 from ulid import ULID
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.ops.apply import apply_patch, check_patch
+from schemadoc.ops.apply import apply_patch, check_patch, check_written_depth
 from schemadoc.ops.compile import CompiledWrite, compile_create, compile_delete, compile_update
 from schemadoc.ops.history import CHECKPOINT_EVERY, Checkpoints, compile_merge_patch, diff, replay_from
 from schemadoc.ops.journal import JournalEntry, replay, utc_now
@@ -65,6 +65,11 @@ __all__ = [
 log = logging.getLogger("schemadoc.service")
 
 LOCK_TIMEOUT_SECONDS = 10.0
+MAX_JSON_DEPTH = 128
+"""Default nesting limit of stored documents (``document-too-deep`` beyond it). The official MCP
+Python client cannot parse a message nested more than 200 levels, and a history entry puts a
+document's content 7 levels down (message, result, structured content, entries, entry, patch,
+operation): 128 keeps every document readable through every result, with room to spare."""
 _FREEZE_ABOVE_BYTES = 1 << 20
 _MAX_CACHED_DOCUMENTS = 16
 PERSIST_CHECKPOINT_EVERY = 256
@@ -223,8 +228,10 @@ class DocumentService:
     """The engine behind every door. Thread-safe; one instance per server process."""
 
     def __init__(self, schema: LoadedSchema, store: DocumentStore, *,
-                 lock_timeout: float = LOCK_TIMEOUT_SECONDS, snapshot_policy: SnapshotPolicy | None = None) -> None:
+                 lock_timeout: float = LOCK_TIMEOUT_SECONDS, snapshot_policy: SnapshotPolicy | None = None,
+                 max_json_depth: int = MAX_JSON_DEPTH) -> None:
         self.schema = schema
+        self.max_json_depth = max_json_depth
         self.store = store
         self.validator = DocumentValidator(schema)
         self.lock_timeout = lock_timeout
@@ -477,6 +484,7 @@ class DocumentService:
             _check_current(doc_id, version, current)
             compiled = build(state.content)
             applied = apply_patch(state.content, compiled.patch)
+            check_written_depth(applied.document, applied.patch, self.max_json_depth)
             report = self.validator.validate_change(state.content, applied.document, patch=applied.patch,
                                                     keep=not dry_run)
             node_path = compiled.node_path

@@ -9,6 +9,7 @@ import pytest
 
 from schemadoc.config import Settings, load_settings
 from schemadoc.errors import SchemaDocError
+from schemadoc.service import MAX_JSON_DEPTH
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def test_defaults_apply_when_only_the_schema_is_given(workdir: Path) -> None:
     assert settings.log_level == "info"
     assert settings.cors_origins == ()
     assert settings.max_body_bytes == 64 * 1024 * 1024
-    assert settings.max_json_depth == 256
+    assert settings.max_json_depth == MAX_JSON_DEPTH == 128
     assert settings.config_file == Path("./config.json")
 
 

@@ -310,7 +310,11 @@ def test_deeply_nested_json_is_request_too_deep(make_client: Client) -> None:
     error_of(client.put(url, params={"path": "/title"}, content=beyond_any_parser), 400, "request-too-deep")
     error_of(client.post(f"{url}/patch", json=[{"op": "add", "path": "/tags/-", "value": nested}],
                          headers={"If-Match": '"1"'}), 400, "request-too-deep")
-    just_deep_enough = nested[0]  # 8 levels: accepted by the limit, refused by the schema
+    as_deep_as_allowed = nested[0]  # 8 levels: a request the limit accepts, but /title puts it 9 levels down
+    error = error_of(client.put(url, params={"path": "/title"}, json={"node_data": as_deep_as_allowed, "version": 1}),
+                     422, "document-too-deep")
+    assert error["details"] == {"path": "/title", "max_json_depth": 8}
+    just_deep_enough = nested[0][0]  # 7 levels: the document stays within the limit, the schema refuses it
     error_of(client.put(url, params={"path": "/title"}, json={"node_data": just_deep_enough, "version": 1}),
              422, "validation-failed")
 

@@ -10,12 +10,13 @@ import pytest
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.schema import load_schema
-from schemadoc.service import ChangeEvent, DocumentService
+from schemadoc.service import MAX_JSON_DEPTH, ChangeEvent, DocumentService
 from schemadoc.storage.files import FileDocumentStore
 from schemadoc.storage.memory import MemoryDocumentStore
 
 BOOK = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
 SCHEMA = load_schema(BOOK)
+ANY_OBJECT_SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "any_object.schema.json"
 
 CHAPTER = {"id": "ch-1", "title": "One", "sections": [{"title": "S", "paragraphs": [{"text": "p"}], "sections": []}]}
 
@@ -226,7 +227,7 @@ def test_values_json_cannot_store_exactly_are_refused_and_change_nothing(service
         deep = {"title": "Deep", "paragraphs": [], "sections": [deep]}
     chapter = {"id": "ch-1", "title": "One", "sections": [deep]}
     code, details = code_of(lambda: service.create_node(doc_id, "/chapters/-", chapter, 1))
-    assert code == "document-too-deep" and details["max_depth"] == 255
+    assert code == "document-too-deep" and details["max_json_depth"] == MAX_JSON_DEPTH
     code, _ = code_of(lambda: service.apply_patch(doc_id, [{"op": "replace", "path": "/title", "value": "x"},
                                                            {"op": "add", "path": "/metadata/n", "value": 2**70}], 1))
     assert code == "validation-failed"  # the schema speaks first: metadata allows no member "n"
@@ -287,3 +288,28 @@ def test_a_checkpoint_torn_by_a_crash_is_ignored_and_the_journal_replayed(tmp_pa
     restarted = DocumentService(SCHEMA, FileDocumentStore(tmp_path))
     restarted.open()
     assert restarted.read_version(doc_id, 280)["title"] == "t280"
+
+
+def _nested(levels: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("limit", [5, MAX_JSON_DEPTH])
+def test_a_write_may_nest_the_document_up_to_the_depth_limit_and_not_one_level_more(tmp_path: Path,
+                                                                                    limit: int) -> None:
+    service = DocumentService(load_schema(ANY_OBJECT_SCHEMA), MemoryDocumentStore(), max_json_depth=limit)
+    service.open()
+    doc_id, *_ = service.create_document()
+    service.create_node(doc_id, "/a", {"b": _nested(limit - 2)}, 1)  # root, /a, then limit - 2 arrays
+    assert service.version_of(doc_id) == 2
+    for write in (lambda: service.create_node(doc_id, "/c", {"b": _nested(limit - 1)}, 2),
+                  lambda: service.create_node(doc_id, "/c", {"b": _nested(limit - 1)}, 2, dry_run=True),
+                  # a shallow value written deep down: the path counts too
+                  lambda: service.create_node(doc_id, "/a/b" + "/0" * (limit - 3) + "/0", [], 2),
+                  lambda: service.apply_patch(doc_id, [{"op": "copy", "from": "/a", "path": "/a/b/0"}], 2)):
+        code, details = code_of(write)
+        assert (code, details["max_json_depth"]) == ("document-too-deep", limit)
+    assert service.version_of(doc_id) == 2

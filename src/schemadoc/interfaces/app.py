@@ -81,7 +81,8 @@ def create_service(settings: Settings) -> DocumentService:
                                          "or \"schema_path\" in the config file.")
     schema = load_schema(settings.schema_path)
     service = DocumentService(schema, store_for(settings.storage_dir, settings.storage_url),
-                              snapshot_policy=SnapshotPolicy.from_settings(settings))
+                              snapshot_policy=SnapshotPolicy.from_settings(settings),
+                              max_json_depth=settings.max_json_depth)
     service.open()
     return service
 

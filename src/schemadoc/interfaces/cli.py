@@ -177,7 +177,8 @@ def _open_service(settings: Settings) -> DocumentService:
 
     assert settings.schema_path is not None
     service = DocumentService(load_schema(settings.schema_path), store_for(settings.storage_dir, settings.storage_url),
-                              snapshot_policy=SnapshotPolicy.from_settings(settings))
+                              snapshot_policy=SnapshotPolicy.from_settings(settings),
+                              max_json_depth=settings.max_json_depth)
     service.open()
     return service
 

@@ -52,7 +52,6 @@ from mcp.types import (
 from pydantic import BaseModel, Field, ValidationError, WithJsonSchema
 
 from schemadoc import __version__
-from schemadoc.config import Settings
 from schemadoc.errors import CATALOG, SchemaDocError
 from schemadoc.interfaces.mcp_notify import ChangeNotifier, document_uri
 from schemadoc.interfaces.mcp_prompts import PromptArgumentError, fill_document_text, fix_validation_errors_text
@@ -460,17 +459,17 @@ def _validate_arguments(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]
 
 
 def build_mcp_server(service: DocumentService, *, bus: SubscriptionBus | None = None,
-                     max_json_depth: int = Settings.max_json_depth) -> SchemaDocMCPServer:
+                     max_json_depth: int | None = None) -> SchemaDocMCPServer:
     """The MCP server for ``service``: 17 tools, 4 resources (two templates), 2 prompts.
 
     The returned server listens to the service's changes (``server.notifier``) and publishes
     them to MCP subscribers of both eras; pass ``bus`` to share the modern-era subscription
     bus with other code (default: a fresh in-memory bus, ``server.bus``). ``node_data``,
     ``patch`` and ``merge_patch`` nested deeper than ``max_json_depth`` are refused with
-    ``request-too-deep``.
+    ``request-too-deep`` (default: the service's own limit).
     """
     server = SchemaDocMCPServer(service, bus if bus is not None else InMemorySubscriptionBus(),
-                                max_json_depth=max_json_depth)
+                                max_json_depth=service.max_json_depth if max_json_depth is None else max_json_depth)
     _add_tools(server, service)
     _add_resources(server, service)
     _add_prompts(server, service)

@@ -191,9 +191,15 @@ def _invalid(argument: str, message: str) -> SchemaDocError:
 
 
 class _Body:
-    """A write's JSON body: an object (or, for a patch, a bare array) with the arguments."""
+    """A write's JSON body: an object (or, for a patch, a bare array) with the arguments.
 
-    def __init__(self, raw: bytes, max_depth: int, *, required: bool) -> None:
+    ``members`` are the members the route accepts: any other is refused with ``invalid-request``
+    naming it, as the MCP door refuses unknown arguments (``None``: the body is content, e.g. a
+    merge patch).
+    """
+
+    def __init__(self, raw: bytes, max_depth: int, *, required: bool,
+                 members: tuple[str, ...] | None = ()) -> None:
         self.raw = raw
         self.max_depth = max_depth
         self.value: Any = None
@@ -202,6 +208,13 @@ class _Body:
             self.value = parse_json(raw)
         elif required:
             raise _invalid("body", "The request needs a JSON body.")
+        if members is not None and isinstance(self.value, dict):
+            unknown = sorted(name for name in self.value if name not in members)
+            if unknown:
+                raise SchemaDocError(
+                    "invalid-request", f"Unknown body member(s): {', '.join(unknown)}.",
+                    {"argument": unknown[0], "location": "body", "unknown": unknown, "accepted": sorted(members)},
+                    remediation="Send only the members the endpoint's request body declares (see /openapi.json).")
 
     def fields(self) -> dict[str, Any]:
         if not self.present:
@@ -298,15 +311,15 @@ def _request_body(schema: dict[str, Any], *, required: bool = True, example: Any
 
 
 _NODE_BODY = _request_body(
-    {"type": "object", "required": ["node_data"],
+    {"type": "object", "required": ["node_data"], "additionalProperties": False,
      "properties": {"node_data": {**_ANY_JSON, "description": "The new content of the node."},
                     "version": _VERSION, "dry_run": _DRY_RUN}},
     example={"node_data": "Updated Title", "version": 5})
 _DELETE_BODY = _request_body(
-    {"type": "object", "properties": {"version": _VERSION, "dry_run": _DRY_RUN}},
+    {"type": "object", "additionalProperties": False, "properties": {"version": _VERSION, "dry_run": _DRY_RUN}},
     required=False, example={"version": 5})
 _PATCH_BODY = _request_body(
-    {"oneOf": [{"type": "object", "required": ["patch"],
+    {"oneOf": [{"type": "object", "required": ["patch"], "additionalProperties": False,
                 "properties": {"patch": _PATCH, "version": _VERSION, "dry_run": _DRY_RUN}},
                {**_PATCH, "description": "A bare RFC 6902 array; the version then comes from If-Match."}]},
     example={"patch": [{"op": "replace", "path": "/title", "value": "New"}], "version": 5})
@@ -315,19 +328,22 @@ _MERGE_PATCH = {"description": "An RFC 7396 JSON Merge Patch: objects merge memb
                                "a member, anything else replaces the node."}
 _MERGE_EXAMPLE = {"title": "Dune", "metadata": {"status": "review", "isbn": None}}
 _REVERT_BODY = _request_body(
-    {"type": "object", "required": ["to_version"],
+    {"type": "object", "required": ["to_version"], "additionalProperties": False,
      "properties": {"to_version": {"type": "integer", "minimum": 1,
                                    "description": "The past version whose content the document gets back."},
                     "version": _VERSION, "dry_run": _DRY_RUN}},
     example={"to_version": 3, "version": 7})
 _MERGE_BODY = _request_body(
-    {"type": "object", "required": ["merge_patch"],
+    {"type": "object", "required": ["merge_patch"], "additionalProperties": False,
      "properties": {"merge_patch": _MERGE_PATCH, "version": _VERSION, "dry_run": _DRY_RUN}},
     example={"merge_patch": _MERGE_EXAMPLE, "version": 5})
 _MERGE_PATCH_BODY = {"requestBody": {"required": True, "content": {
     "application/merge-patch+json": {"schema": _MERGE_PATCH, "example": _MERGE_EXAMPLE}}}}
 _DOCUMENT_DELETE_BODY = _request_body(
-    {"type": "object", "properties": {"version": _VERSION}}, required=False, example={"version": 5})
+    {"type": "object", "additionalProperties": False,
+     "properties": {"version": _VERSION, "dry_run": {"type": "boolean", "description": "Refused when true: "
+                                                                                        "use undelete to undo."}}},
+    required=False, example={"version": 5})
 _SSE_EXAMPLE = ('id: 6\nevent: version\ndata: {"version":6,"op":"update_node",'
                 '"patch":[{"op":"replace","path":"/title","value":"Dune"}],'
                 '"at":"2025-01-01T12:00:00.000Z","info":{"node_path":"/title"}}\n\n: keepalive\n\n')
@@ -401,8 +417,10 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.post("/documents", status_code=201, response_model=results.CreateDocumentResult,
                  tags=["documents"], summary="Create a document from the schema's defaults",
                  responses=_errors(422, 500), operation_id="document_create",
-                 openapi_extra=_request_body({"type": "object"}, required=False, example={}))
-    def create_document(request: Request) -> JSONBody:
+                 openapi_extra=_request_body({"type": "object", "additionalProperties": False}, required=False,
+                                               example={}))
+    def create_document(request: Request, raw: RawBody) -> JSONBody:
+        _Body(raw, max_depth, required=False).fields()  # an object without members, or nothing
         doc_id, content, meta, report = service.create_document()
         uri = str(request.url_for("document_read_node", doc_id=doc_id))
         body = results.create_document_result(doc_id, content, meta, report, uri)
@@ -437,7 +455,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                     path: Annotated[str, Query(description=_PATH_WRITE)],
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=True)
+        body = _Body(raw, max_depth, required=True, members=("node_data", "version", "dry_run"))
         node_data = body.argument("node_data")
         version = versions.resolve(doc_id, body, if_match)
         result = service.update_node(doc_id, path, node_data, version, dry_run=body.dry_run(dry_run))
@@ -451,7 +469,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                     path: Annotated[str, Query(description=_PATH_WRITE + " End it in /- to append.")],
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=True)
+        body = _Body(raw, max_depth, required=True, members=("node_data", "version", "dry_run"))
         node_data = body.argument("node_data")
         version = versions.resolve(doc_id, body, if_match)
         result = service.create_node(doc_id, path, node_data, version, dry_run=body.dry_run(dry_run))
@@ -464,7 +482,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                     path: Annotated[str, Query(description=_PATH_WRITE)],
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=False)
+        body = _Body(raw, max_depth, required=False, members=("version", "dry_run"))
         version = versions.resolve(doc_id, body, if_match)
         result = service.delete_node(doc_id, path, version, dry_run=body.dry_run(dry_run))
         return _write_response(results.delete_node_result(result))
@@ -476,7 +494,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     def apply_patch(doc_id: str, raw: RawBody,
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=True)
+        body = _Body(raw, max_depth, required=True, members=("patch", "version", "dry_run"))
         if isinstance(body.value, list):
             patch: Any = body.value
             check_depth(patch, max_depth, "patch", raw)
@@ -495,7 +513,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     def delete_document(doc_id: str, raw: RawBody,
                         dry_run: Annotated[bool, Query(description=_NO_DRY_RUN)] = False,
                         if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=False)
+        body = _Body(raw, max_depth, required=False, members=("version", "dry_run"))
         _refuse_dry_run(dry_run, body, "Deleting a document", "it can be undone with POST .../undelete.")
         version = versions.resolve(doc_id, body, if_match)
         meta = service.delete_document(doc_id, version)
@@ -543,7 +561,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                 {"argument": "Content-Type", "value": media},
                 remediation="Send the merge patch as application/merge-patch+json, or an RFC 6902 patch "
                             "to POST /documents/{doc_id}/patch.")
-        body = _Body(raw, max_depth, required=True)
+        body = _Body(raw, max_depth, required=True, members=None)
         check_depth(body.value, max_depth, "merge_patch", raw)
         version = versions.from_if_match(doc_id, if_match)
         result = service.merge_patch(doc_id, path, body.value, version, dry_run=dry_run)
@@ -559,7 +577,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                          path: Annotated[str, Query(description=_PATH_READ)] = "/",
                          dry_run: Annotated[bool, Query(description=_DRY)] = False,
                          if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=True)
+        body = _Body(raw, max_depth, required=True, members=("merge_patch", "version", "dry_run"))
         patch = body.argument("merge_patch")
         version = versions.resolve(doc_id, body, if_match)
         result = service.merge_patch(doc_id, path, patch, version, dry_run=body.dry_run(dry_run))
@@ -602,7 +620,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     def revert(doc_id: str, raw: RawBody,
                dry_run: Annotated[bool, Query(description=_DRY)] = False,
                if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=True)
+        body = _Body(raw, max_depth, required=True, members=("to_version", "version", "dry_run"))
         to_version = _version_argument(body, "to_version")
         version = versions.resolve(doc_id, body, if_match)
         result = service.revert(doc_id, to_version, version, dry_run=body.dry_run(dry_run))

@@ -24,7 +24,7 @@ from typing import Any
 from schemadoc.errors import SchemaDocError
 from schemadoc.pointer import format_pointer, index_token, json_type, parse, resolve
 
-__all__ = ["AppliedPatch", "apply_patch", "check_patch", "json_equal"]
+__all__ = ["AppliedPatch", "apply_patch", "check_patch", "check_written_depth", "json_equal"]
 
 _REQUIRED_MEMBERS = {
     "add": ("path", "value"),
@@ -215,3 +215,32 @@ def _summary(value: Any) -> Any:
     if isinstance(value, list) and len(value) > 20:
         return f"<array of {len(value)} items>"
     return value
+
+
+def check_written_depth(document: Any, patch: list[dict[str, Any]], limit: int) -> None:
+    """``document-too-deep`` when what ``patch`` wrote nests ``document`` more than ``limit`` levels deep.
+
+    ``document`` is the patched document; a container is one level (``{"a": [1]}`` is 2 deep). Only
+    the written nodes are walked (their path's length plus their own depth), so the check costs
+    what the edit costs, not what the document's size does.
+    """
+    for operation in patch:
+        if operation["op"] not in ("add", "replace", "move", "copy"):
+            continue
+        tokens = parse(operation["path"])
+        try:
+            node, _ = resolve(document, tokens, allow_negative=False)
+        except SchemaDocError:  # removed or moved away by a later operation, which is checked itself
+            continue
+        room = limit - len(tokens)
+        stack: list[tuple[Any, int]] = [(node, 1)] if isinstance(node, dict | list) else []
+        while stack:
+            value, depth = stack.pop()
+            if depth > room:
+                raise SchemaDocError(
+                    "document-too-deep",
+                    f"The write would nest the document more than {limit} levels deep (at {operation['path']}).",
+                    {"path": operation["path"], "max_json_depth": limit})
+            for child in value.values() if isinstance(value, dict) else value:
+                if isinstance(child, dict | list):
+                    stack.append((child, depth + 1))

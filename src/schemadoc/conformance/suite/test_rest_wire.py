@@ -78,7 +78,7 @@ async def test_a_body_that_is_not_json_is_invalid_request(rest: RestDoor) -> Non
 
 async def test_json_nested_too_deep_is_request_too_deep(rest: RestDoor) -> None:
     doc = await book_doc(rest)
-    depth = 1100  # beyond the default max_json_depth (256) and any JSON parser's own limit
+    depth = 1100  # beyond the default max_json_depth (128) and any JSON parser's own limit
     body = b'{"node_data": ' + b"[" * depth + b"]" * depth + b', "version": %d}' % doc.version
     outcome = await rest.request("PUT", f"/api/v1/documents/{doc.doc_id}", params={"path": "/tags"},
                                  content=body, headers={"Content-Type": "application/json"})
@@ -231,3 +231,36 @@ async def test_an_event_stream_that_cannot_start_answers_with_the_error_object(r
             body = await stream.body()
             assert body["error"]["code"] == code, (params, headers, body)
             assert category_matches(body["error"]["category"], stream.status)
+
+
+_BODY_ROUTES = [
+    ("PUT", "", {"path": "/title"}, {"node_data": "x"}),
+    ("POST", "/nodes", {"path": "/tags/-"}, {"node_data": "x"}),
+    ("DELETE", "/nodes", {"path": "/tags/0"}, {}),
+    ("POST", "/patch", {}, {"patch": [{"op": "replace", "path": "/title", "value": "x"}]}),
+    ("POST", "/merge", {"path": "/"}, {"merge_patch": {"title": "x"}}),
+    ("POST", "/revert", {}, {"to_version": 1}),
+    ("DELETE", "", {}, {}),
+]
+
+
+@pytest.mark.parametrize(("method", "suffix", "params", "members"), _BODY_ROUTES,
+                         ids=[f"{method} {suffix or '/'}" for method, suffix, _, _ in _BODY_ROUTES])
+async def test_an_unknown_body_member_is_refused_naming_it_as_mcp_refuses_an_unknown_argument(
+        rest: RestDoor, method: str, suffix: str, params: dict[str, str], members: dict[str, Any]) -> None:
+    doc = await book_doc(rest)
+    before = await doc.snapshot()
+    body = {**members, "version": doc.version, "colour": "red", "Version": 2}
+    outcome = await rest.request(method, f"/api/v1/documents/{doc.doc_id}{suffix}", params=params, json_body=body)
+    error = failed(outcome, "invalid-request")
+    assert outcome.status == 400
+    assert error["details"]["unknown"] == ["Version", "colour"]
+    assert "version" in error["details"]["accepted"]
+    assert await doc.snapshot() == before
+
+
+async def test_creating_a_document_refuses_any_body_member(rest: RestDoor) -> None:
+    outcome = await rest.request("POST", "/api/v1/documents", json_body={"title": "Dune"})
+    error = failed(outcome, "invalid-request")
+    assert error["details"]["unknown"] == ["title"]
+    assert ok(await rest.request("POST", "/api/v1/documents", json_body={}))["version"] == 1
