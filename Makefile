@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: serve serve-stdio test lint crash bench bench-history bench-postgres bench-rest bench-validation docs clean
+.PHONY: serve serve-stdio test lint crash bench bench-history bench-postgres bench-rest bench-validation docs clean inspector
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,9 @@ bench-rest: $(VENV)/.installed  ## black box: a real server on 127.0.0.1, REST r
 
 docs: $(VENV)/.installed  ## regenerate docs/errors.md from the catalog
 	$(PY) -m schemadoc.errors > docs/errors.md
+
+inspector:  ## the MCP Inspector (TypeScript SDK) for the client-depth test, in .tools/npm
+	npm install --no-audit --no-fund --prefix .tools/npm @modelcontextprotocol/inspector@0.15.0
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
