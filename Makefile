@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: serve serve-stdio test lint crash bench bench-history bench-postgres bench-rest bench-validation docs clean inspector
+.PHONY: serve serve-stdio test lint crash bench-journal bench bench-history bench-postgres bench-rest bench-validation docs clean inspector
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,9 @@ test: lint  ## lint, types, then the whole suite
 .PHONY: conformance
 conformance: $(VENV)/.installed  ## the whole conformance suite through every door, and every broken variant
 	$(PY) -m pytest -m slow tests/conformance
+
+bench-journal: $(VENV)/.installed  ## every-write beside lazy snapshots: writes, open, reads during a snapshot, disk
+	$(PY) benchmarks/journal.py
 
 crash: $(VENV)/.installed  ## 1,000 kill -9 during writes, snapshots and recovery (SCHEMADOC_CRASH_KILLS)
 	$(PY) -m pytest -m slow -s -p no:randomly tests/e2e/test_crash_recovery.py::test_many_more_kills
