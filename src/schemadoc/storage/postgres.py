@@ -71,7 +71,7 @@ from schemadoc.storage.base import (
     version_conflict,
 )
 
-__all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "PostgresDocumentStore", "is_postgres_url", "redact_url"]
+__all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "PostgresDocumentStore", "redact_url"]
 
 log = logging.getLogger("schemadoc.storage.postgres")
 
@@ -196,11 +196,6 @@ counted as ours: that only delays the feed by one read."""
 _KINDS: Final = {"create": "created", "delete_document": "deleted", "undelete_document": "undeleted"}
 
 
-def is_postgres_url(url: str) -> bool:
-    """Whether ``url`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
-    return url.startswith(("postgresql://", "postgres://"))
-
-
 def redact_url(url: str) -> str:
     """``url`` without its password (for logs and messages)."""
     parts = urlsplit(url)
@@ -253,7 +248,7 @@ class PostgresDocumentStore:
     def __init__(self, url: str, *, schema: str | None = None, pool_size: int = 16) -> None:
         self.url, from_url = _split_schema(url)
         self.schema = schema or from_url or DEFAULT_SCHEMA
-        self.channel = f"schemadoc:{self.schema}"
+        self.channel = f"schemadoc:{self.schema}"[:63]  # PostgreSQL names are at most 63 bytes
         self.origin = f"{os.getpid()}-{id(self):x}-{time.time_ns():x}"
         self._writer_key = _lock_key(self.schema, "#writers")  # held (shared) by every writing session
         self._pool_size = max(pool_size, 2)
