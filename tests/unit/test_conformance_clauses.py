@@ -36,9 +36,14 @@ def test_every_mapped_test_exists_in_the_suite() -> None:
     assert set(TESTS) - existing == set()
 
 
-def test_the_shipped_schema_is_the_repositorys_book_schema() -> None:
-    repository = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
-    assert BOOK_SCHEMA.read_bytes() == repository.read_bytes()
+def test_the_shipped_schemas_are_the_repositorys() -> None:
+    repository = Path(__file__).resolve().parents[2]
+    assert BOOK_SCHEMA.read_bytes() == (repository / "schemas" / "book.schema.json").read_bytes()
+    shipped = sorted((BOOK_SCHEMA.parent / "schemas").glob("*.schema.json"))
+    assert [path.name for path in shipped] == [
+        "nested_defaults.schema.json", "nested_defaults_deep.schema.json", "nested_defaults_missing.schema.json"]
+    for path in shipped:
+        assert path.read_bytes() == (repository / "tests" / "schemas" / path.name).read_bytes(), path.name
 
 
 @pytest.mark.parametrize(("category", "status", "accepted"), [

@@ -226,6 +226,10 @@ TESTS: dict[str, tuple[str, ...]] = {
     "test_writes_through_each_door_show_in_the_history_and_feed_of_every_door": ("FR-065a", "X-changes"),
     "test_every_error_code_any_door_returned_is_in_the_catalog": ("FR-096",),
     "test_no_door_broke_the_shape_of_the_wire": ("FR-096", "FR-069"),
+    # defaults on other schemas (in process, or a server started by command)
+    "test_defaults_inside_a_defaulted_object_behind_ref_make_a_valid_document": ("US1.2",),
+    "test_two_levels_deep_the_outer_default_wins_and_recursion_terminates": ("US1.2",),
+    "test_required_fields_without_any_default_are_all_named": ("US1.3",),
     # restarts, durability, two processes (stdio command only)
     "test_documents_and_versions_survive_a_restart": ("FR-011", "FR-077"),
     "test_an_acknowledged_write_survives_kill_9": ("FR-011",),

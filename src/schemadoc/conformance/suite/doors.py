@@ -55,6 +55,7 @@ __all__ = [
     "RestDoor",
     "book_doc",
     "chapter",
+    "door_on_schema",
     "failed",
     "in_process",
     "in_process_service",
@@ -659,6 +660,8 @@ TARGET = current()
 REMOTE_URL = TARGET.rest_url
 """A running server's REST base URL, if any (kept for tests that ask whether the server is shared)."""
 DOOR_NAMES = TARGET.door_names
+TEST_SCHEMAS = BOOK_SCHEMA.parent / "schemas"
+"""Schemas some clauses need a server started on (defaults, required fields without defaults)."""
 
 
 def in_process(door_name: str) -> bool:
@@ -739,6 +742,28 @@ async def open_door(
             yield door
     else:  # pragma: no cover - a typo in DOOR_NAMES
         raise ValueError(f"unknown door {name!r}")
+
+
+@asynccontextmanager
+async def door_on_schema(door_name: str, schema_name: str, storage_dir: Path) -> AsyncIterator[Door]:
+    """A door onto a server of its own started on one of the shipped test schemas (``schemas/``): in process,
+    or by the command given (``--mcp-command``); not applicable for a server reached by URL."""
+    schema = TEST_SCHEMAS / schema_name
+    if in_process(door_name):
+        async with open_door(door_name, storage_dir, schema=schema) as door:
+            yield door
+        return
+    if not door_name.startswith("stdio-mcp-"):
+        not_applicable("needs a server started on another schema: give the command that starts it (--mcp-command)")
+    from ..stdio import StdioServer
+
+    server = StdioServer(TARGET.mcp_command, schema, storage_dir, mode=door_name.removeprefix("stdio-mcp-"),
+                         stderr_path=storage_dir.parent / f"{storage_dir.name}.stderr.log")
+    await anyio.to_thread.run_sync(server.start)
+    try:
+        yield McpDoor(door_name, server.client, status_from_category=True)
+    finally:
+        await anyio.to_thread.run_sync(server.stop)
 
 
 # -- helpers shared by the behaviour tests ---------------------------------------------------------

@@ -7,26 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from . import doors
-from .doors import failed, ok, open_door
+from .doors import door_on_schema, failed, ok
 
 pytestmark = pytest.mark.anyio
 
-SCHEMAS = Path(__file__).resolve().parents[4] / "tests" / "schemas"
-"""The test schemas of schemadoc's repository (these tests run only in process, on schemadoc itself)."""
-
-
-@pytest.fixture
-def in_process(door_name: str) -> None:
-    if not doors.in_process(door_name) or not SCHEMAS.is_dir():
-        pytest.skip("needs a server started on a test schema; a remote server serves the bundled book")
-
-
-@pytest.mark.usefixtures("in_process")
 async def test_defaults_inside_a_defaulted_object_behind_ref_make_a_valid_document(
     door_name: str, tmp_path: Path
 ) -> None:
-    async with open_door(door_name, tmp_path / "data", schema=SCHEMAS / "nested_defaults.schema.json") as door:
+    async with door_on_schema(door_name, "nested_defaults.schema.json", tmp_path / "data") as door:
         created = ok(await door.call("document_create", {}))
         assert created["initial_tree"] == {"metadata": {"title": "Untitled", "language": "en"}}
         assert created["validation_report"]["valid"] is True
@@ -34,9 +22,8 @@ async def test_defaults_inside_a_defaulted_object_behind_ref_make_a_valid_docume
         assert read["node_content"] == {"title": "Untitled", "language": "en"}
 
 
-@pytest.mark.usefixtures("in_process")
 async def test_two_levels_deep_the_outer_default_wins_and_recursion_terminates(door_name: str, tmp_path: Path) -> None:
-    async with open_door(door_name, tmp_path / "data", schema=SCHEMAS / "nested_defaults_deep.schema.json") as door:
+    async with door_on_schema(door_name, "nested_defaults_deep.schema.json", tmp_path / "data") as door:
         created = ok(await door.call("document_create", {}))
         assert created["initial_tree"] == {
             "settings": {"display": {"theme": "dark", "size": 12}, "locale": {"language": "en"}},
@@ -50,8 +37,7 @@ async def test_two_levels_deep_the_outer_default_wins_and_recursion_terminates(d
         assert ok(appended)["version"] == 2
 
 
-@pytest.mark.usefixtures("in_process")
 async def test_required_fields_without_any_default_are_all_named(door_name: str, tmp_path: Path) -> None:
-    async with open_door(door_name, tmp_path / "data", schema=SCHEMAS / "nested_defaults_missing.schema.json") as door:
+    async with door_on_schema(door_name, "nested_defaults_missing.schema.json", tmp_path / "data") as door:
         error = failed(await door.call("document_create", {}), "required-field-without-default")
         assert error["details"]["paths"] == ["/metadata/title", "/metadata/isbn", "/metadata/owner/name"]

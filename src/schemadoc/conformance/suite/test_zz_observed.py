@@ -26,7 +26,8 @@ REACHABLE_OVER_HTTP = frozenset({"route-not-found", "method-not-allowed", "reque
 """Codes only the REST door can produce (unknown URLs, wrong methods, over-deep bodies)."""
 
 REACHABLE_IN_PROCESS = frozenset({"required-field-without-default"})
-"""Codes only a server started on one of schemadoc's test schemas can produce (``test_nested_defaults``)."""
+"""Codes only a server started on one of the shipped test schemas can produce (``test_nested_defaults``: in
+process, or given the command that starts a server)."""
 
 NOT_PROVOKED = {
     "request-too-large": "needs a body over max_body_bytes (64 MiB by default); tested with a small limit elsewhere",
