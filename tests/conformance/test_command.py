@@ -162,3 +162,15 @@ def test_each_broken_variant_is_caught_on_the_clause_it_breaks(tmp_path: Path, n
                                        "-k", variant.keyword)
     assert status == 1, f"{name} ({variant.what}) was not caught: {statuses(report)}"
     assert statuses(report)[variant.clause] == "failed", statuses(report)
+
+
+@pytest.mark.slow
+def test_a_property_based_failure_reports_the_shrunk_steps_and_the_exchange(tmp_path: Path) -> None:
+    status, _out, report = conformance(tmp_path, "--mcp-command", launch("no-version-check"), "--clause", "US4.7",
+                                       "-k", "random_edits")
+    assert status == 1
+    failed = [test for clause in report["clauses"] for test in clause["tests"] if test["outcome"] == "failed"]
+    assert failed, statuses(report)
+    reason = failed[0]["reason"]
+    assert "state = DocumentMachine()" in reason and "state.stale_write(" in reason, reason
+    assert failed[0]["exchange"]["request"]["tool"] == "document_update_node"
