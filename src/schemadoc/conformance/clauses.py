@@ -134,7 +134,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "test_recursive_sections_have_a_schema_at_any_depth": ("US3.2",),
     "test_the_schema_with_a_doc_id_tells_whether_the_node_exists": ("US3.1",),
     "test_the_undereferenced_schema_of_a_node_keeps_its_references": ("US3.2",),
-    "test_a_path_the_schema_does_not_allow_is_schema_path_not_found": ("US3.5",),
+    "test_a_path_the_schema_does_not_allow_is_path_not_found": ("US3.5",),
     "test_a_malformed_schema_path_is_path_invalid": ("US3.5",),
     "test_the_schema_of_an_unknown_document_is_document_not_found": ("US2.4",),
     # stories 1, 2
