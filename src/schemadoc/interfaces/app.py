@@ -7,6 +7,10 @@
   ``method-not-allowed``; the session manager runs in this application's lifespan;
 - ``/health``, ``/docs``, ``/redoc``, ``/openapi.json`` (OpenAPI 3.1).
 
+The most frequent REST requests (reading a node, the node writes, a patch) are answered by
+:class:`~schemadoc.interfaces.rest_lane.RestLane` calling their endpoints directly, without
+FastAPI's per-request routing and parameter machinery; everything else goes through FastAPI.
+
 Every error leaves as the catalog's error object with the catalog's status: SchemaDocError,
 FastAPI's request validation (``invalid-request``), unknown routes and methods, bodies over
 ``max_body_bytes`` (``request-too-large``, checked from Content-Length and by counting the bytes
@@ -38,6 +42,7 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
 from schemadoc.interfaces.mcp import build_mcp_server
 from schemadoc.interfaces.rest import JSONBody, build_rest_router, check_depth, dump_body, error_response
+from schemadoc.interfaces.rest_lane import RestLane
 from schemadoc.service import DocumentService
 
 __all__ = ["API_PREFIX", "MCP_PATH", "build_app", "create_service"]
@@ -369,7 +374,8 @@ def build_app(service: DocumentService, settings: Settings, *,
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
 
-    app.include_router(build_rest_router(service, settings, heartbeat_seconds=heartbeat_seconds), prefix=API_PREFIX)
+    rest = build_rest_router(service, settings, heartbeat_seconds=heartbeat_seconds)
+    app.include_router(rest, prefix=API_PREFIX)
 
     @app.get("/health", tags=["health"], summary="Health check", operation_id="health")
     async def health() -> dict[str, str]:
@@ -378,7 +384,9 @@ def build_app(service: DocumentService, settings: Settings, *,
     # the MCP endpoint, answering every method at /mcp (POST: messages, GET: stream, DELETE: end a session)
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp_app, include_in_schema=False, name="mcp"))
 
-    # added inner to outer: the error guard sits innermost, CORS outermost (so errors carry CORS headers)
+    # added inner to outer: the lane for the frequent REST requests innermost, then the error guard,
+    # CORS outermost (so errors carry CORS headers)
+    app.add_middleware(RestLane, routes=rest.routes, prefix=API_PREFIX, on_error=_on_schemadoc_error)
     app.add_middleware(_ErrorGuard)
     app.add_middleware(_RequestLimits, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
     if settings.cors_origins:
