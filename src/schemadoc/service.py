@@ -73,7 +73,7 @@ operation): 128 keeps every document readable through every result, with room to
 _FREEZE_ABOVE_BYTES = 1 << 20
 _MAX_CACHED_DOCUMENTS = 16
 PERSIST_CHECKPOINT_EVERY = 256
-"""The store keeps the content of every 256th version, so no past read replays more than 255 patches."""
+"""The store is given the content of every 256th version (it keeps a bounded, log-spaced set of them)."""
 
 
 @dataclass(frozen=True)
