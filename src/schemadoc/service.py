@@ -618,7 +618,8 @@ class DocumentService:
         """The whole document as it was at ``version``.
 
         Rebuilt from the nearest checkpoint below it (in memory, persisted, or the current
-        content), so no read replays more than ``PERSIST_CHECKPOINT_EVERY - 1`` patches.
+        content); recent versions replay at most ``PERSIST_CHECKPOINT_EVERY - 1`` patches, older ones more
+        (persisted checkpoints thin out with age, see ``keep_checkpoints``).
         """
         doc_id = check_doc_id(doc_id)
         state = self._state(doc_id)
