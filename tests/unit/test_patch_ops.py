@@ -224,3 +224,30 @@ def test_our_patches_agree_with_jsonpatch_and_our_normalised_patch_replays_ident
         assert json_equal(applied.document, expected)
     replayed = jsonpatch.apply_patch(copy.deepcopy(document), applied.patch)
     assert json_equal(replayed, applied.document)
+
+
+_SCALAR = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5)
+_JSON = st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=8)
+_OPERATION = st.dictionaries(st.sampled_from(["op", "path", "from", "value"]), _JSON, max_size=4) | _JSON
+
+
+@given(st.lists(_OPERATION, max_size=4) | _JSON)
+@settings(max_examples=300, deadline=None)
+def test_any_json_as_a_patch_is_applied_or_refused_with_a_catalogued_code(patch: Any) -> None:
+    """An 'op' that is an object or an array once escaped as a TypeError (internal-error)."""
+    document = {"a": [1, {"b": 2}], "c": "x"}
+    try:
+        apply_patch(document, check_patch(patch))
+    except SchemaDocError as error:
+        assert error.code in {"patch-invalid", "path-not-found", "path-invalid", "patch-test-failed",
+                              "root-not-deletable", "conflict"}
+    assert document == {"a": [1, {"b": 2}], "c": "x"}
+
+
+@pytest.mark.parametrize("op", [{"a": 1}, ["add"], 7, None])
+def test_an_op_that_is_not_a_string_is_patch_invalid(op: Any) -> None:
+    with pytest.raises(SchemaDocError) as caught:
+        check_patch([{"op": op, "path": "/c", "value": 1}])
+    assert caught.value.code == "patch-invalid"
+    assert "'op' must be a string" in caught.value.details["problems"][0]["reason"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -402,3 +403,35 @@ def test_mcp_messages_are_held_to_the_same_size_and_depth_limits(make_client: Cl
     large = client.post("/mcp", content=b'{"jsonrpc": "2.0", "pad": "' + b"x" * 5000 + b'"}', headers=MCP_HEADERS)
     assert large.status_code == 413
     assert large.json()["error"]["data"]["error"]["code"] == "request-too-large"
+
+
+def test_the_openapi_document_declares_the_doc_id_pattern_and_the_bounds_the_server_checks(
+        make_client: Client) -> None:
+    client = make_client()
+    spec = client.get("/openapi.json").json()
+    parameters = [(path, parameter) for path, operations in spec["paths"].items()
+                  for operation in operations.values() for parameter in operation.get("parameters", [])]
+    doc_ids = [parameter["schema"] for path, parameter in parameters
+               if parameter["name"] == "doc_id" and parameter["in"] == "path"]
+    assert len(doc_ids) >= 15 and all("pattern" in schema for schema in doc_ids)
+    pattern = doc_ids[0]["pattern"]
+    created = client.post(f"{API}/documents").json()["doc_id"]
+    assert re.fullmatch(pattern, created) and not re.fullmatch(pattern, created[:-1] + "U")
+    bounds = {(path, parameter["name"]): parameter["schema"] for path, parameter in parameters
+              if parameter["name"] in ("version", "since_version", "limit", "offset", "since")}
+    assert bounds[("/api/v1/documents/{doc_id}/history", "since_version")]["minimum"] == 0
+    assert bounds[("/api/v1/documents/{doc_id}/versions/{version}", "version")]["minimum"] == 1
+    assert bounds[("/api/v1/documents", "limit")] | {} == {**bounds[("/api/v1/documents", "limit")],
+                                                          "minimum": 1, "maximum": 1000}
+    # the document only describes: a doc_id outside the pattern still gets the catalogued code
+    error_of(client.get(f"{API}/documents/{created[:-1]}U"), 400, "invalid-doc-id")
+
+
+@pytest.mark.parametrize("op", [{"op": "add"}, ["add"]])
+def test_a_patch_operation_whose_op_is_not_a_string_is_patch_invalid_not_an_internal_error(
+        make_client: Client, op: Any) -> None:
+    client = make_client()
+    doc_id = client.post(f"{API}/documents").json()["doc_id"]
+    error_of(client.post(f"{API}/documents/{doc_id}/patch",
+                         json={"patch": [{"op": op, "path": "/title", "value": "x"}], "version": 1}),
+             400, "patch-invalid")

@@ -401,6 +401,20 @@ async def _server_sent(events: AsyncIterator[feeds.FeedEvent]) -> AsyncIterator[
             yield ServerSentEvent(dump_body(item.body).decode(), event=item.kind, id=event_id, sep="\n")
 
 
+# -- parameters: documented exactly, checked by the service ---------------------------------------
+# The constraints are in the OpenAPI document only (json_schema_extra): FastAPI does not enforce
+# them, so a value outside them reaches the service and gets its catalogued code (invalid-doc-id,
+# invalid-request, version-not-found) instead of a framework message.
+
+_ULID = "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$"  # as storage.base.check_doc_id accepts
+DocIdPath = Annotated[str, Path(description="The document's id (a ULID returned by document_create).",
+                                json_schema_extra={"pattern": _ULID})]
+
+
+def _bounded(low: int, high: int | None = None) -> dict[str, Any]:
+    return {"minimum": low, **({"maximum": high} if high is not None else {})}
+
+
 # -- the router ------------------------------------------------------------------------------
 
 
@@ -429,8 +443,9 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.get("/documents", response_model=results.ListDocumentsResult, tags=["documents"],
                 summary="List documents", responses=_errors(400), operation_id="document_list")
     def list_documents(
-        limit: Annotated[int, Query(description="At most this many documents (1 to 1000).")] = 100,
-        offset: Annotated[int, Query(description="Skip this many documents.")] = 0,
+        limit: Annotated[int, Query(description="At most this many documents (1 to 1000).",
+                                           json_schema_extra=_bounded(1, 1000))] = 100,
+        offset: Annotated[int, Query(description="Skip this many documents.", json_schema_extra=_bounded(0))] = 0,
     ) -> JSONBody:
         listing = service.list_documents(limit=limit, offset=offset)
         return JSONBody(results.list_documents_result(listing, service.schema_uri))
@@ -438,7 +453,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.get("/documents/{doc_id}", response_model=results.ReadNodeResult, tags=["documents"],
                 summary="Read a node, now or at a past version", responses=_errors(400, 404),
                 operation_id="document_read_node", name="document_read_node")
-    async def read_node(doc_id: str,
+    async def read_node(doc_id: DocIdPath,
                         path: Annotated[str, Query(description=_PATH_READ)] = "/",
                         at_version: Annotated[int | None, Query(ge=1, description=_AT_VERSION)] = None) -> JSONBody:
         if at_version is None and service.reads_locally(doc_id):
@@ -451,7 +466,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.put("/documents/{doc_id}", response_model=results.UpdateNodeResult, tags=["documents"],
                 summary="Replace a node", responses=_errors(400, 404, 408, 409, 413, 422),
                 operation_id="document_update_node", openapi_extra=_NODE_BODY)
-    def update_node(doc_id: str, raw: RawBody,
+    def update_node(doc_id: DocIdPath, raw: RawBody,
                     path: Annotated[str, Query(description=_PATH_WRITE)],
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
@@ -465,7 +480,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                  tags=["documents"], summary="Create a node (a path ending in /- appends to an array)",
                  responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_create_node",
                  openapi_extra=_NODE_BODY)
-    def create_node(doc_id: str, raw: RawBody,
+    def create_node(doc_id: DocIdPath, raw: RawBody,
                     path: Annotated[str, Query(description=_PATH_WRITE + " End it in /- to append.")],
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
@@ -478,7 +493,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.delete("/documents/{doc_id}/nodes", response_model=results.DeleteNodeResult, tags=["documents"],
                    summary="Delete a node", responses=_errors(400, 404, 408, 409, 422),
                    operation_id="document_delete_node", openapi_extra=_DELETE_BODY)
-    def delete_node(doc_id: str, raw: RawBody,
+    def delete_node(doc_id: DocIdPath, raw: RawBody,
                     path: Annotated[str, Query(description=_PATH_WRITE)],
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
@@ -491,7 +506,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                  summary="Apply an RFC 6902 JSON Patch atomically",
                  responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_apply_patch",
                  openapi_extra=_PATCH_BODY)
-    def apply_patch(doc_id: str, raw: RawBody,
+    def apply_patch(doc_id: DocIdPath, raw: RawBody,
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
         body = _Body(raw, max_depth, required=True, members=("patch", "version", "dry_run"))
@@ -510,7 +525,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                    summary="Delete a document (restorable with undelete until purged)",
                    responses=_errors(400, 404, 408, 409), operation_id="document_delete",
                    openapi_extra=_DOCUMENT_DELETE_BODY)
-    def delete_document(doc_id: str, raw: RawBody,
+    def delete_document(doc_id: DocIdPath, raw: RawBody,
                         dry_run: Annotated[bool, Query(description=_NO_DRY_RUN)] = False,
                         if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
         body = _Body(raw, max_depth, required=False, members=("version", "dry_run"))
@@ -522,7 +537,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.post("/documents/{doc_id}/undelete", response_model=results.DocumentStateResult, tags=["documents"],
                  summary="Restore a deleted document with its whole history",
                  responses=_errors(400, 404, 408, 409), operation_id="document_undelete")
-    def undelete_document(doc_id: str,
+    def undelete_document(doc_id: DocIdPath,
                           dry_run: Annotated[bool, Query(description=_NO_DRY_RUN)] = False) -> JSONBody:
         _refuse_dry_run(dry_run, None, "Restoring a document", "it can be undone with DELETE.")
         meta = service.undelete_document(doc_id)
@@ -532,7 +547,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                  summary="Remove a deleted document for good (content, history and all)",
                  description="Only a deleted document can be purged (otherwise `conflict`). This cannot be undone.",
                  responses=_errors(400, 404, 408, 409), operation_id="document_purge")
-    def purge_document(doc_id: str,
+    def purge_document(doc_id: DocIdPath,
                        dry_run: Annotated[bool, Query(description=_NO_DRY_RUN)] = False) -> JSONBody:
         _refuse_dry_run(dry_run, None, "Purging a document", "it cannot be undone, so it is never done by accident.")
         service.purge_document(doc_id)
@@ -548,7 +563,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                               "either finds), then journaled as an RFC 6902 patch.",
                   responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_merge_patch",
                   openapi_extra=_MERGE_PATCH_BODY)
-    def merge_patch(request: Request, doc_id: str, raw: RawBody,
+    def merge_patch(request: Request, doc_id: DocIdPath, raw: RawBody,
                     path: Annotated[str, Query(description=_PATH_READ)] = "/",
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: Annotated[str | None, Header(description="The version to write against, e.g. "
@@ -573,7 +588,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                              "application/merge-patch+json.",
                  responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_merge_patch_post",
                  openapi_extra=_MERGE_BODY)
-    def merge_patch_post(doc_id: str, raw: RawBody,
+    def merge_patch_post(doc_id: DocIdPath, raw: RawBody,
                          path: Annotated[str, Query(description=_PATH_READ)] = "/",
                          dry_run: Annotated[bool, Query(description=_DRY)] = False,
                          if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
@@ -588,25 +603,28 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.get("/documents/{doc_id}/history", response_model=results.HistoryResult, tags=["history"],
                 summary="The journal: one entry per version, oldest first", responses=_errors(400, 404),
                 operation_id="document_history")
-    def history(doc_id: str,
+    def history(doc_id: DocIdPath,
                 since_version: Annotated[int, Query(description="Entries after this version (0: from the start); "
-                                                                "pass next_since_version to page on.")] = 0,
-                limit: Annotated[int, Query(description="At most this many entries (1 to 1000).")] = 100) -> JSONBody:
+                                                                "pass next_since_version to page on.",
+                                                    json_schema_extra=_bounded(0))] = 0,
+                limit: Annotated[int, Query(description="At most this many entries (1 to 1000).",
+                                         json_schema_extra=_bounded(1, 1000))] = 100) -> JSONBody:
         page = service.history(doc_id, since_version=since_version, limit=limit)
         return JSONBody(results.history_result(page), headers=_etag(page.current_version))
 
     @router.get("/documents/{doc_id}/versions/{version}", response_model=None, tags=["history"],
                 summary="The whole document at a past version", responses=_RAW_DOCUMENT_RESPONSES,
                 operation_id="document_read_version")
-    def read_version(doc_id: str,
-                     version: Annotated[int, Path(description="The version, from 1 to the current one.")]) -> JSONBody:
+    def read_version(doc_id: DocIdPath,
+                     version: Annotated[int, Path(description="The version, from 1 to the current one.",
+                                                             json_schema_extra=_bounded(1))]) -> JSONBody:
         content = service.read_version(doc_id, version)
         return JSONBody(content, headers=_etag(version))
 
     @router.get("/documents/{doc_id}/diff", response_model=results.DiffResult, tags=["history"],
                 summary="An RFC 6902 patch from one version to another (either direction)",
                 responses=_errors(400, 404), operation_id="document_diff")
-    def diff(doc_id: str,
+    def diff(doc_id: DocIdPath,
              from_version: Annotated[int, Query(ge=1, description="The version the patch applies to.")],
              to_version: Annotated[int, Query(ge=1, description="The version the patch produces.")]) -> JSONBody:
         patch = service.diff(doc_id, from_version, to_version)
@@ -617,7 +635,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                  description="Nothing in the history is rewritten: the revert is journaled as a new version.",
                  responses=_errors(400, 404, 408, 409, 422), operation_id="document_revert",
                  openapi_extra=_REVERT_BODY)
-    def revert(doc_id: str, raw: RawBody,
+    def revert(doc_id: DocIdPath, raw: RawBody,
                dry_run: Annotated[bool, Query(description=_DRY)] = False,
                if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
         body = _Body(raw, max_depth, required=True, members=("to_version", "version", "dry_run"))
@@ -637,8 +655,9 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                             "a purge ends it.",
                 responses=_EVENTS_RESPONSES, operation_id="document_events")
     async def document_events(
-        doc_id: str,
-        since: Annotated[int | None, Query(description="Send the versions after this one first.")] = None,
+        doc_id: DocIdPath,
+        since: Annotated[int | None, Query(description="Send the versions after this one first.",
+                                           json_schema_extra=_bounded(0))] = None,
         last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", description=_LAST_EVENT_ID)] = None,
     ) -> Response:
         start = await anyio.to_thread.run_sync(
@@ -652,8 +671,10 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                             "cursor never skips nor repeats a change, also across restarts.",
                 responses=_errors(400), operation_id="document_changes")
     def changes(
-        since: Annotated[int, Query(description="The cursor of the last change seen (0: from the start).")] = 0,
-        limit: Annotated[int, Query(description="At most this many changes (1 to 1000).")] = 100,
+        since: Annotated[int, Query(description="The cursor of the last change seen (0: from the start).",
+                                    json_schema_extra=_bounded(0))] = 0,
+        limit: Annotated[int, Query(description="At most this many changes (1 to 1000).",
+                                    json_schema_extra=_bounded(1, 1000))] = 100,
     ) -> JSONBody:
         return JSONBody(results.changes_result(service.changes(since=since, limit=limit)))
 

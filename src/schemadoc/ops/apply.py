@@ -68,9 +68,9 @@ def check_patch(patch: Any) -> list[dict[str, Any]]:
             problems.append({"index": index, "reason": "an operation must be an object"})
             continue
         op = operation.get("op")
-        if op not in _REQUIRED_MEMBERS:
-            problems.append({"index": index, "reason": f"unknown op {op!r}",
-                             "expected": sorted(_REQUIRED_MEMBERS)})
+        if not isinstance(op, str) or op not in _REQUIRED_MEMBERS:  # an object or array op is unhashable
+            what = f"unknown op {op!r}" if isinstance(op, str) else f"'op' must be a string, got {json_type(op)}"
+            problems.append({"index": index, "reason": what, "expected": sorted(_REQUIRED_MEMBERS)})
             continue
         for member in _REQUIRED_MEMBERS[op]:
             if member not in operation:
