@@ -37,6 +37,22 @@ from schemadoc.ops.history import CHECKPOINT_EVERY, Checkpoints, compile_merge_p
 from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.ops.sizes import patch_size, serialise
 from schemadoc.pointer import format_pointer, json_type, parse, parse_node_path, resolve
+from schemadoc.reading import (
+    BoundedView,
+    Hit,
+    Incomplete,
+    NodeCounts,
+    NodeSchemas,
+    Outline,
+    Rendered,
+    SizeCache,
+    bounded_view,
+    count_nodes,
+    next_incomplete,
+    outline,
+    render_markdown,
+    search,
+)
 from schemadoc.schema import LoadedSchema
 from schemadoc.snapshotter import SnapshotPolicy, Snapshotter
 from schemadoc.storage.base import (
@@ -58,6 +74,9 @@ __all__ = [
     "HistoryPage",
     "NodeRead",
     "NodeSchema",
+    "NodeView",
+    "SearchPage",
+    "Stats",
     "WriteResult",
     "check_doc_id",
 ]
@@ -92,6 +111,36 @@ class NodeRead:
     @property
     def node_type(self) -> str:
         return json_type(self.node)
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """A bounded read: where, which version, and the view (see :mod:`schemadoc.reading.views`)."""
+
+    doc_id: str
+    node_path: str
+    version: int
+    view: BoundedView
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    hits: list[Hit]
+    cursor: int
+    has_more: bool
+
+    @property
+    def next_cursor(self) -> int | None:
+        return self.cursor + len(self.hits) if self.has_more else None
+
+
+@dataclass(frozen=True)
+class Stats:
+    doc_id: str
+    version: int
+    size_bytes: int
+    counts: NodeCounts
+    journal_length: int
 
 
 @dataclass(frozen=True)
@@ -244,6 +293,10 @@ class DocumentService:
         self._shared: SharedStore | None = store if isinstance(store, SharedStore) else None
         self._unwatch: Callable[[], None] | None = None
         self.snapshots = Snapshotter(store, snapshot_policy or SnapshotPolicy(), self._snapshot_source)
+        self.sizes = SizeCache()
+        """Byte sizes of stored containers by identity (content is never mutated)."""
+        self._node_schemas = NodeSchemas(schema)
+        self._counts: dict[str, tuple[Any, NodeCounts]] = {}  # doc_id -> (content counted, its counts)
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -375,6 +428,108 @@ class DocumentService:
     def version_of(self, doc_id: str) -> int:
         return self._state(check_doc_id(doc_id)).meta.version
 
+    # -- reads for agents on large documents (the logic is in schemadoc.reading) ---------------
+
+    def read_view(self, doc_id: str, node_path: str, *, at_version: int | None = None,
+                  max_depth: int | None = None, offset: int = 0, limit: int | None = None,
+                  max_bytes: int | None = None) -> NodeView:
+        """A bounded read of a node: ``max_depth`` levels, a window of its children, within ``max_bytes``."""
+        _check_bounds(max_depth=max_depth, offset=offset, limit=limit, max_bytes=max_bytes)
+        read = self.read_node(doc_id, node_path, at_version=at_version)
+        view = bounded_view(read.node, read.node_path, self.sizes, max_depth=max_depth, offset=offset,
+                            limit=limit, max_bytes=max_bytes)
+        return NodeView(read.doc_id, read.node_path, read.version, view)
+
+    def outline(self, doc_id: str, node_path: str = "/", depth: int = 2, *, offset: int = 0,
+                limit: int | None = None, max_bytes: int | None = None) -> tuple[NodeRead, Outline]:
+        """The table of contents of a node, ``depth`` levels down, without the leaf values."""
+        _check_int("depth", depth, 0, _MAX_OUTLINE_DEPTH)
+        _check_bounds(offset=offset, limit=limit, max_bytes=max_bytes)
+        read, tokens = self._read_tokens(doc_id, node_path)
+        found = outline(read.node, tokens, read.node_path, self.sizes, self._node_schemas, depth=depth,
+                        offset=offset, limit=limit, max_bytes=max_bytes)
+        return read, found
+
+    def next_incomplete(self, doc_id: str, node_path: str = "/", limit: int = 10) -> tuple[NodeRead, list[Incomplete],
+                                                                                            bool]:
+        """The next places, breadth first, where the document is valid but not finished by the schema."""
+        _check_int("limit", limit, 1, _MAX_INCOMPLETE)
+        read, tokens = self._read_tokens(doc_id, node_path)
+        found, more = next_incomplete(read.node, tokens, read.node_path, self._node_schemas,
+                                      self._fits, limit=limit)
+        return read, found, more
+
+    def search(self, query: str, node_path: str | None = None, doc_ids: list[str] | None = None, *,
+               limit: int = 20, cursor: int = 0) -> SearchPage:
+        """String leaves containing ``query`` (case-insensitive) across documents, oldest document first."""
+        if not isinstance(query, str) or not query:
+            raise SchemaDocError("invalid-request", "query must be a non-empty string.", {"argument": "query"})
+        _check_int("limit", limit, 1, _MAX_SEARCH_HITS)
+        _check_int("cursor", cursor, 0, None)
+        tokens = parse_node_path(_path_arg(node_path)) if node_path is not None else []
+        if doc_ids is not None:
+            if not isinstance(doc_ids, list) or not all(isinstance(d, str) for d in doc_ids):
+                raise SchemaDocError("invalid-request", "doc_ids must be a list of document ids.",
+                                     {"argument": "doc_ids"})
+            ids = [check_doc_id(doc_id) for doc_id in doc_ids]
+            for doc_id in ids:  # unknown ids fail up front, as any read of them would
+                self._state(doc_id)
+        else:
+            ids = [meta.doc_id for meta in self.store.list_metas() if meta.deleted_at is None]
+
+        def documents() -> Iterator[tuple[str, Any, str]]:
+            for doc_id in ids:
+                try:
+                    content = self._state(doc_id).content
+                except SchemaDocError as error:
+                    if error.code == "document-not-found":  # deleted since the listing
+                        continue
+                    raise
+                if not tokens:
+                    yield doc_id, content, ""
+                    continue
+                try:
+                    node, concrete = resolve(content, tokens)
+                except SchemaDocError as error:
+                    if error.code == "path-not-found":
+                        continue
+                    raise
+                yield doc_id, node, format_pointer(concrete)
+
+        hits, more = search(documents(), query, skip=cursor, limit=limit)
+        return SearchPage(hits, cursor, more)
+
+    def stats(self, doc_id: str) -> Stats:
+        """Size, node counts by type, depth, version and journal length of a document."""
+        doc_id = check_doc_id(doc_id)
+        state = self._state(doc_id)
+        counted = self._counts.get(doc_id)
+        if counted is None or counted[0] is not state.content:
+            counted = self._counts[doc_id] = (state.content, count_nodes(state.content))
+        return Stats(doc_id, state.meta.version, self.sizes.size(state.content), counted[1], state.meta.version)
+
+    def render(self, doc_id: str, node_path: str = "/", format: str = "markdown", *, offset: int = 0,
+               limit: int | None = None, max_bytes: int | None = None) -> tuple[NodeRead, Rendered]:
+        """A readable rendering of a node driven by the schema (titles as headings, arrays as lists)."""
+        if format != "markdown":
+            raise SchemaDocError("invalid-request", f"format must be 'markdown', got {format!r}.",
+                                 {"argument": "format", "value": repr(format), "accepted": ["markdown"]})
+        _check_bounds(offset=offset, limit=limit, max_bytes=max_bytes)
+        read, tokens = self._read_tokens(doc_id, node_path)
+        rendered = render_markdown(read.node, tokens, self._node_schemas, offset=offset,
+                                   limit=limit, max_bytes=max_bytes)
+        return read, rendered
+
+    def _read_tokens(self, doc_id: str, node_path: str) -> tuple[NodeRead, list[str | int]]:
+        """``read_node`` and the concrete tokens of the node (array indices as integers)."""
+        doc_id = check_doc_id(doc_id)
+        state = self._state(doc_id)
+        node, concrete = resolve(state.content, parse_node_path(_path_arg(node_path)))
+        return NodeRead(doc_id, format_pointer(concrete), node, state.meta.version), concrete
+
+    def _fits(self, schema: dict[str, Any], value: Any) -> bool:
+        return self.validator.validate_fragment(schema, value).valid
+
     # -- writes ------------------------------------------------------------------------------
 
     def create_document(self) -> tuple[str, Any, DocumentMeta, ValidationReport]:
@@ -404,6 +559,26 @@ class DocumentService:
         path = _path_arg(node_path)
         return self._write(doc_id, version, "delete_node", lambda doc: compile_delete(doc, path),
                            dry_run=dry_run, node_of=_removed_node)
+
+    def move_node(self, doc_id: str, from_path: str, to_path: str, version: int, *,
+                  dry_run: bool = False) -> WriteResult:
+        """RFC 6902 ``move`` (also reordering inside an array; ``to_path`` may end in ``/-``), validated
+        like every write; the result's node is the moved node at its concrete new path."""
+        source, target = _path_arg(from_path), _path_arg(to_path)
+        if source in ("", "/"):
+            raise SchemaDocError("invalid-request", "The root cannot be moved.", {"argument": "from_path"})
+        if target == "/":
+            target = ""
+        source_tokens = parse(source)
+        operation = [{"op": "move", "from": source, "path": target}]
+
+        def build(document: Any) -> CompiledWrite:
+            resolve(document, source_tokens, allow_negative=False)  # path-not-found names what is missing
+            strict = apply_patch(document, check_patch(operation)).patch
+            return CompiledWrite(strict, strict[0]["path"])
+
+        return self._write(doc_id, version, "move_node", build, dry_run=dry_run, node_of=_node_at,
+                           info={"from_path": source, "node_path": target})
 
     def apply_patch(self, doc_id: str, patch: Any, version: int, *, dry_run: bool = False) -> WriteResult:
         """A raw RFC 6902 patch (all six ops) as one atomic write."""
@@ -776,6 +951,27 @@ def _check_int(name: str, value: Any, low: int, high: int | None) -> int:
         raise SchemaDocError("invalid-request", f"{name} must be an integer {bounds}, got {value!r}.",
                              {"argument": name, "value": repr(value)})
     return int(value)
+
+
+_MAX_OUTLINE_DEPTH = 32
+_MAX_INCOMPLETE = 100
+_MAX_SEARCH_HITS = 100
+
+
+def _check_bounds(*, max_depth: int | None = None, offset: int = 0, limit: int | None = None,
+                  max_bytes: int | None = None) -> None:
+    """The arguments of bounded reads: ``invalid-request`` naming the one out of range."""
+    if max_depth is not None:
+        _check_int("max_depth", max_depth, 0, 255)
+    _check_int("offset", offset, 0, None)
+    if limit is not None:
+        _check_int("limit", limit, 1, None)
+    if max_bytes is not None:
+        _check_int("max_bytes", max_bytes, MIN_MAX_BYTES, None)
+
+
+MIN_MAX_BYTES = 512
+"""The smallest ``max_bytes`` a bounded read accepts (room for a stub and its pointer)."""
 
 
 def _no_node(old: Any, new: Any, pointer: str) -> Any:

@@ -80,7 +80,7 @@ def test_a_line_that_is_not_an_entry_raises_value_error(line: bytes) -> None:
 
 def test_every_kind_of_write_is_a_known_op() -> None:
     assert {"create", "update_node", "create_node", "delete_node", "patch", "merge_patch", "revert",
-            "delete_document", "undelete_document"} == OPS
+            "delete_document", "undelete_document", "move_node"} == OPS
 
 
 def test_an_entry_cannot_be_built_with_a_wrong_version_or_op() -> None:

@@ -38,6 +38,7 @@ OPS: frozenset[str] = frozenset({
     "revert",
     "delete_document",
     "undelete_document",
+    "move_node",
 })
 """Every ``op`` a journal entry may record (what kind of write produced the version)."""
 

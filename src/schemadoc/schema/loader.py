@@ -181,6 +181,14 @@ class LoadedSchema:
         """
         return copy.deepcopy(self._node_cached(tuple(tokens), dereferenced))
 
+    def shared_node_schema(self, tokens: Sequence[str]) -> dict[str, Any]:
+        """:meth:`node_schema` (dereferenced) without the copy: a cached object the caller must not modify.
+
+        For read-side walks that look up the schema of many nodes (outline, next-incomplete, render).
+        """
+        schema: dict[str, Any] = self._node_cached(tuple(tokens), True)
+        return schema
+
     def dereferenced_root(self) -> dict[str, Any]:
         """``node_schema([], dereferenced=True)``."""
         return self.node_schema((), dereferenced=True)

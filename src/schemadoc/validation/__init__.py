@@ -18,6 +18,7 @@ import orjson
 
 from schemadoc.errors import KEYWORD_CODES, SchemaDocError, keyword_code
 from schemadoc.pointer import format_pointer, json_type
+from schemadoc.suggestions import suggest
 from schemadoc.validation.incremental import ChangeChecker
 
 if TYPE_CHECKING:
@@ -41,6 +42,10 @@ class Violation:
     actual: Any = None
     schema_path: str = ""
     alternatives: list[list[dict[str, Any]]] | None = None
+    schema_excerpt: dict[str, Any] | None = None
+    """The failing keyword(s) as the node's schema states them (see :mod:`schemadoc.suggestions`)."""
+    suggested_fix: list[dict[str, Any]] | None = None
+    """An RFC 6902 patch that repairs this violation, where one follows mechanically."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -54,6 +59,10 @@ class Violation:
         }
         if self.alternatives is not None:
             out["alternatives"] = self.alternatives
+        if self.schema_excerpt is not None:
+            out["schema_excerpt"] = self.schema_excerpt
+        if self.suggested_fix is not None:
+            out["suggested_fix"] = self.suggested_fix
         return out
 
 
@@ -120,7 +129,7 @@ class DocumentValidator:
         return bool(self._validator.is_valid(document))
 
     def validate(self, document: Any) -> ValidationReport:
-        report = _report(self._validator, document)
+        report = _report(self._validator, document, self._schema)
         if report.valid:
             self._remember(document, None)
         return report
@@ -143,7 +152,7 @@ class DocumentValidator:
             if keep:
                 self._remember(after, before)
             return VALID
-        return _report(self._validator, after)
+        return _report(self._validator, after, self._schema)
 
     def change_is_valid(self, before: Any, after: Any, patch: Sequence[Any] | None = None) -> bool:
         """The verdict alone (see :meth:`validate_change`); nothing is remembered."""
@@ -166,7 +175,7 @@ class DocumentValidator:
                 known.popitem(last=False)
 
 
-def _report(validator: Any, instance: Any) -> ValidationReport:
+def _report(validator: Any, instance: Any, schema: LoadedSchema | None = None) -> ValidationReport:
     if validator.is_valid(instance):
         return VALID
     violations: list[Violation] = []
@@ -175,7 +184,10 @@ def _report(validator: Any, instance: Any) -> ValidationReport:
         if len(violations) >= _MAX_VIOLATIONS:
             truncated = True
             break
-        violations.append(_violation(error))
+        violation = _violation(error)
+        if schema is not None:  # whole documents: paths are the schema's own, so fixes can be suggested
+            violation = suggest(violation, error.instance, schema)
+        violations.append(violation)
     return ValidationReport(False, tuple(violations), truncated)
 
 

@@ -1,0 +1,245 @@
+"""Example values built from a node schema: what an agent could write there.
+
+Taken from the schema's own words first (``examples``, ``const``, ``enum``, ``default``), else
+built from the type and its constraints (required members, ``minItems``, ``minimum``, string
+``format`` and ``pattern``). The caller checks the example against the schema; here we only try
+to make one that should pass. ``avoid`` asks for a value different from it (replacing a default).
+"""
+
+from __future__ import annotations
+
+import re
+import re._parser as _sre  # type: ignore[import-not-found]  # the standard library's own regular-expression parser (Python 3.11+)
+from typing import Any
+
+__all__ = ["example_for"]
+
+_FORMATS: dict[str, str] = {
+    "date-time": "2025-01-01T12:00:00Z",
+    "date": "2025-01-01",
+    "time": "12:00:00Z",
+    "email": "author@example.org",
+    "idn-email": "author@example.org",
+    "uri": "https://example.org/",
+    "iri": "https://example.org/",
+    "uri-reference": "https://example.org/",
+    "hostname": "example.org",
+    "idn-hostname": "example.org",
+    "ipv4": "192.0.2.1",
+    "ipv6": "2001:db8::1",
+    "uuid": "123e4567-e89b-42d3-a456-426614174000",
+    "duration": "P1D",
+}
+_TEXT = "Example text"
+_MAX_DEPTH = 12
+
+
+def example_for(schema: Any, avoid: Any = None, *, _depth: int = 0) -> tuple[bool, Any]:
+    """(found, value): an example for ``schema`` different from ``avoid`` (when ``avoid`` is given)."""
+    if _depth > _MAX_DEPTH or not isinstance(schema, dict):
+        return (schema is True and avoid is None, None) if isinstance(schema, bool) else (False, None)
+    different = _Different(avoid)
+    for candidate in schema.get("examples", []) if isinstance(schema.get("examples"), list) else []:
+        if different(candidate):
+            return True, candidate
+    if "const" in schema:
+        return different(schema["const"]), schema["const"]
+    if isinstance(schema.get("enum"), list):
+        options = [option for option in schema["enum"] if different(option)]
+        if avoid is not None:  # prefer a replacement at least as long as what it replaces
+            longer = [o for o in options if len(repr(o)) >= len(repr(avoid))]
+            options = longer or options
+        return (True, options[0]) if options else (False, None)
+    if "default" in schema and different(schema["default"]):
+        return True, schema["default"]
+    for combinator in ("oneOf", "anyOf"):
+        branches = schema.get(combinator)
+        if isinstance(branches, list):
+            for branch in branches:
+                found, value = example_for(branch, avoid, _depth=_depth + 1)
+                if found:
+                    return True, value
+            return False, None
+    if isinstance(schema.get("allOf"), list):
+        merged = {k: v for k, v in schema.items() if k != "allOf"}
+        for part in schema["allOf"]:
+            if isinstance(part, dict):
+                for key, value in part.items():
+                    if key == "properties" and isinstance(value, dict):
+                        merged["properties"] = {**merged.get("properties", {}), **value}
+                    elif key == "required" and isinstance(value, list):
+                        merged["required"] = [*merged.get("required", []), *value]
+                    else:
+                        merged.setdefault(key, value)
+        return example_for(merged, avoid, _depth=_depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
+    if kind is None:
+        kind = "object" if "properties" in schema else "array" if "items" in schema else "string"
+    if kind == "object":
+        return _object(schema, _depth)
+    if kind == "array":
+        return _array(schema, _depth)
+    if kind == "string":
+        return _string(schema, different)
+    if kind in ("integer", "number"):
+        return _number(schema, kind, different)
+    if kind == "boolean":
+        value = avoid is not True
+        return True, value
+    if kind == "null":
+        return different(None), None
+    return False, None
+
+
+class _Different:
+    def __init__(self, avoid: Any) -> None:
+        self.avoid = avoid
+
+    def __call__(self, value: Any) -> bool:
+        return self.avoid is None or value != self.avoid
+
+
+def _object(schema: dict[str, Any], depth: int) -> tuple[bool, Any]:
+    found = schema.get("properties")
+    properties: dict[str, Any] = found if isinstance(found, dict) else {}
+    out: dict[str, Any] = {}
+    for name in schema.get("required", []) if isinstance(schema.get("required"), list) else []:
+        found, value = example_for(properties.get(name, {"type": "string"}), _depth=depth + 1)
+        if not found:
+            return False, None
+        out[name] = value
+    return True, out
+
+
+def _array(schema: dict[str, Any], depth: int) -> tuple[bool, Any]:
+    need = schema.get("minItems", 0)
+    if not isinstance(need, int) or need <= 0:
+        return True, []
+    given = schema.get("prefixItems")
+    prefix: list[Any] = given if isinstance(given, list) else []
+    out: list[Any] = []
+    for index in range(need):
+        item_schema = prefix[index] if index < len(prefix) else schema.get("items", {})
+        found, value = example_for(item_schema, _depth=depth + 1)
+        if not found:
+            return False, None
+        out.append(value)
+    return True, out
+
+
+def _string(schema: dict[str, Any], different: _Different) -> tuple[bool, Any]:
+    candidates: list[str] = []
+    fmt = schema.get("format")
+    if isinstance(fmt, str) and fmt in _FORMATS:
+        candidates.append(_FORMATS[fmt])
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        generated = _from_pattern(pattern)
+        if generated is not None:
+            candidates.append(generated)
+    low = schema.get("minLength", 0) if isinstance(schema.get("minLength"), int) else 0
+    high = schema.get("maxLength") if isinstance(schema.get("maxLength"), int) else None
+    text = _TEXT if different(_TEXT) else _TEXT + " (revised)"
+    text = text + "x" * max(low - len(text), 0)
+    candidates.append(text if high is None else text[:high])
+    for candidate in candidates:
+        if not different(candidate) or len(candidate) < low or (high is not None and len(candidate) > high):
+            continue
+        if isinstance(pattern, str) and not _matches(pattern, candidate):
+            continue
+        return True, candidate
+    return False, None
+
+
+def _matches(pattern: str, value: str) -> bool:
+    try:
+        return re.search(pattern, value) is not None
+    except re.error:
+        return False
+
+
+def _number(schema: dict[str, Any], kind: str, different: _Different) -> tuple[bool, Any]:
+    low = schema.get("minimum")
+    if not isinstance(low, int | float) or isinstance(low, bool):
+        exclusive = schema.get("exclusiveMinimum")
+        low = exclusive + 1 if isinstance(exclusive, int | float) and not isinstance(exclusive, bool) else 1
+    high = schema.get("maximum")
+    step = schema.get("multipleOf")
+    value: Any = low
+    if isinstance(step, int | float) and not isinstance(step, bool) and step > 0:
+        value = -(-low // step) * step
+    for candidate in (value, value + (step if isinstance(step, int | float) else 1)):
+        candidate = int(candidate) if kind == "integer" and float(candidate).is_integer() else candidate
+        if different(candidate) and (not isinstance(high, int | float) or candidate <= high):
+            return True, candidate
+    return False, None
+
+
+# -- strings from a regular expression -------------------------------------------------------
+
+
+
+def _from_pattern(pattern: str) -> str | None:
+    """A short string matching ``pattern`` (searched, as JSON Schema does), or None."""
+    try:
+        parsed = _sre.parse(pattern)
+        out = _emit(list(parsed))
+    except (re.error, _Unsupported, RecursionError, TypeError, ValueError):
+        return None
+    return out if out is not None and _matches(pattern, out) else None
+
+
+class _Unsupported(Exception):
+    pass
+
+
+_CATEGORY_CHARS = {
+    "CATEGORY_DIGIT": "0", "CATEGORY_NOT_DIGIT": "a", "CATEGORY_SPACE": " ", "CATEGORY_NOT_SPACE": "a",
+    "CATEGORY_WORD": "a", "CATEGORY_NOT_WORD": "-",
+}
+
+
+def _emit(items: list[tuple[Any, Any]]) -> str:
+    out: list[str] = []
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(arg))
+        elif name == "NOT_LITERAL":
+            out.append("a" if chr(arg) != "a" else "b")
+        elif name == "ANY":
+            out.append("a")
+        elif name == "IN":
+            out.append(_in(arg))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, _high, sub = arg
+            out.append(_emit(list(sub)) * max(int(low), 0))
+        elif name == "SUBPATTERN":
+            out.append(_emit(list(arg[-1])))
+        elif name == "BRANCH":
+            out.append(_emit(list(arg[1][0])))
+        elif name in ("AT", "ASSERT", "ASSERT_NOT"):
+            continue
+        elif name == "CATEGORY":
+            out.append(_CATEGORY_CHARS.get(str(arg), "a"))
+        else:
+            raise _Unsupported(name)
+    return "".join(out)
+
+
+def _in(items: list[tuple[Any, Any]]) -> str:
+    if items and str(items[0][0]) == "NEGATE":
+        excluded = {chr(a) for op, a in items[1:] if str(op) == "LITERAL"}
+        return next(ch for ch in "aA0-_x" if ch not in excluded)
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            return chr(arg)
+        if name == "RANGE":
+            return chr(arg[0])
+        if name == "CATEGORY":
+            return _CATEGORY_CHARS.get(str(arg), "a")
+    raise _Unsupported("IN")
+

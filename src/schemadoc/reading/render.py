@@ -1,0 +1,141 @@
+"""A readable Markdown rendering of a node, driven by the schema.
+
+Objects with a ``title`` (or ``name``) member become headings one level below their parent; other
+members follow as paragraphs (long text) or ``**Label**: value`` lines, labelled by the schema's
+``title`` or the member name; arrays of scalars become bullet lists, arrays of objects a sequence
+of sub-sections. Rendering stops before the byte budget; ``next_offset`` says which child of the
+node to render from next.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from schemadoc.reading.schemas import NodeSchemas
+from schemadoc.reading.views import Window
+
+__all__ = ["Rendered", "render_markdown"]
+
+_HEADING_MEMBERS = ("title", "name")
+_PARAGRAPH_FROM = 80
+
+
+@dataclass(frozen=True)
+class Rendered:
+    text: str
+    truncated: bool
+    window: Window | None
+
+
+def _label(schemas: NodeSchemas, tokens: list[str | int], name: str) -> str:
+    return schemas.title(tokens) or name.replace("_", " ").capitalize()
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _render(value: Any, tokens: list[str | int], level: int, schemas: NodeSchemas, out: list[str]) -> None:
+    """``value`` with its heading (if it has one) at ``level``."""
+    if isinstance(value, dict):
+        heading = next((value[m] for m in _HEADING_MEMBERS if isinstance(value.get(m), str)), None)
+        if heading is not None:
+            out.append(f"{'#' * min(level, 6)} {heading}\n\n")
+        inner = level + 1 if heading is not None else level
+        for name, member in value.items():
+            if heading is not None and member is heading:
+                continue
+            _member(name, member, [*tokens, name], inner, schemas, out)
+    elif isinstance(value, list):
+        if all(not isinstance(item, dict | list) for item in value):
+            out.extend(f"- {_scalar(item)}\n" for item in value)
+            if value:
+                out.append("\n")
+        else:
+            for index, item in enumerate(value):
+                _render(item, [*tokens, index], level, schemas, out)
+    else:
+        out.append(f"{_scalar(value)}\n\n")
+
+
+def _member(name: str, member: Any, tokens: list[str | int], level: int, schemas: NodeSchemas,
+            out: list[str]) -> None:
+    """A member of an object whose own members are at heading ``level``."""
+    if isinstance(member, str) and (len(member) >= _PARAGRAPH_FROM or "\n" in member):
+        out.append(f"{member}\n\n")
+    elif not isinstance(member, dict | list):
+        out.append(f"**{_label(schemas, tokens, name)}**: {_scalar(member)}\n\n")
+    elif isinstance(member, dict) and not any(isinstance(member.get(m), str) for m in _HEADING_MEMBERS):
+        out.append(f"**{_label(schemas, tokens, name)}**\n\n")
+        _render(member, tokens, level, schemas, out)
+    elif isinstance(member, list) and all(not isinstance(item, dict | list) for item in member):
+        if member:
+            out.append(f"**{_label(schemas, tokens, name)}**\n\n")
+            _render(member, tokens, level, schemas, out)
+    else:
+        _render(member, tokens, level, schemas, out)
+
+
+def render_markdown(node: Any, tokens: list[str | int], schemas: NodeSchemas, *, offset: int = 0,
+                    limit: int | None = None, max_bytes: int | None = None) -> Rendered:
+    """Markdown of ``node`` (of its children from ``offset``, at most ``limit`` of them)."""
+    if not isinstance(node, dict | list):
+        text = f"{_scalar(node)}\n"
+        return Rendered(_cut(text, max_bytes), max_bytes is not None and len(text.encode()) > max_bytes, None)
+    total = len(node)
+    stop = None if limit is None else offset + limit
+    pieces: list[str] = []
+    used = 0
+    shown = 0
+    truncated = False
+    if isinstance(node, dict):
+        heading = next((node[m] for m in _HEADING_MEMBERS if isinstance(node.get(m), str)), None)
+        children: Any = itertools.islice(node.items(), offset, stop)
+        if heading is not None and offset == 0:
+            pieces.append(f"# {heading}\n\n")
+            used = len(pieces[0].encode())
+        for name, member in children:
+            part: list[str] = []
+            if not (heading is not None and member is heading):
+                _member(name, member, [*tokens, name], 2 if heading is not None else 1, schemas, part)
+            chunk = "".join(part)
+            size = len(chunk.encode())
+            if max_bytes is not None and used + size > max_bytes:
+                truncated = True
+                if shown == 0:  # one child larger than the budget: its beginning, cut
+                    pieces.append(_cut(chunk, max_bytes - used))
+                break
+            pieces.append(chunk)
+            used += size
+            shown += 1
+    else:
+        for index, item in enumerate(node[offset:stop], start=offset):
+            part = []
+            _render(item, [*tokens, index], 1, schemas, part) if isinstance(item, dict | list) \
+                else part.append(f"- {_scalar(item)}\n")
+            chunk = "".join(part)
+            size = len(chunk.encode())
+            if max_bytes is not None and used + size > max_bytes:
+                truncated = True
+                if shown == 0:
+                    pieces.append(_cut(chunk, max_bytes - used))
+                break
+            pieces.append(chunk)
+            used += size
+            shown += 1
+    return Rendered("".join(pieces), truncated, Window(total, offset, shown))
+
+
+def _cut(text: str, max_bytes: int | None) -> str:
+    if max_bytes is None:
+        return text
+    data = text.encode()
+    if len(data) <= max_bytes:
+        return text
+    return data[: max(max_bytes - 3, 0)].decode(errors="ignore") + "…"

@@ -1,0 +1,218 @@
+"""Bounded views of a node: what fits in a byte budget, breadth first, never silently cut.
+
+A bounded view is the node's JSON where containers that were not expanded are replaced by a
+*stub* ``{"$stub": true, "type": "array", "count": 12, "size_bytes": 5321, "pointer": "/a/b"}``
+(strings cut for the budget: ``"length"`` instead of ``"count"``). ``offset``/``limit`` choose
+a window of the node's members or items (of its characters for a string). Under ``max_bytes``
+the window's children are expanded level by level, in document order, while the view fits; a
+window whose stubs alone do not fit is shortened, and ``next_offset`` says where to go on.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemadoc.pointer import escape, json_type
+from schemadoc.reading.sizes import SizeCache, json_size
+
+__all__ = ["BoundedView", "Window", "bounded_view", "child_pointer", "is_stub", "stub"]
+
+_MIN_INLINE_STRING = 256
+_MAX_CONTINUE_AT = 20
+
+
+@dataclass(frozen=True)
+class Window:
+    """Which members, items or characters of the node the view holds."""
+
+    total: int
+    offset: int
+    count: int
+
+    @property
+    def next_offset(self) -> int | None:
+        end = self.offset + self.count
+        return end if end < self.total else None
+
+
+@dataclass(frozen=True)
+class BoundedView:
+    content: Any
+    node_type: str
+    size_bytes: int
+    """Bytes of the whole node as compact JSON."""
+    truncated: bool
+    """True when the view is not the whole (windowed) node: stubs stand in for parts, or the budget
+    shortened the window."""
+    window: Window | None = None
+    continue_at: list[str] = field(default_factory=list)
+    """Pointers of the stubs (shallowest first, at most 20): read them to go on."""
+
+
+def child_pointer(pointer: str, key: str | int) -> str:
+    return f"{pointer}/{escape(key) if isinstance(key, str) else key}"
+
+
+def stub(value: Any, pointer: str, sizes: SizeCache) -> dict[str, Any]:
+    """What stands in for ``value`` (a container, or a string too long to show) in a bounded view."""
+    kind = json_type(value)
+    out: dict[str, Any] = {"$stub": True, "type": kind}
+    out["length" if kind == "string" else "count"] = len(value)
+    out["size_bytes"] = sizes.size(value)
+    out["pointer"] = pointer or "/"
+    return out
+
+
+def is_stub(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("$stub") is True and "pointer" in value
+
+
+def _entries(node: Any, offset: int, limit: int | None) -> list[tuple[str | int, Any]]:
+    stop = None if limit is None else offset + limit
+    if isinstance(node, dict):
+        return list(itertools.islice(node.items(), offset, stop))
+    return list(enumerate(node[offset:stop], start=offset))
+
+
+def _frame(is_object: bool, entries: int) -> int:
+    return 2 + max(entries - 1, 0)
+
+
+def _key_size(is_object: bool, key: str | int) -> int:
+    return json_size(key) + 1 if is_object else 0
+
+
+def bounded_view(node: Any, pointer: str, sizes: SizeCache, *, max_depth: int | None = None,
+                 offset: int = 0, limit: int | None = None, max_bytes: int | None = None) -> BoundedView:
+    """The view of ``node`` (found at ``pointer``) under the given bounds; see the module docstring.
+
+    ``max_depth``: how many container levels below the node are shown (0: the node itself is a stub).
+    ``max_bytes``: the view's compact JSON stays within it (unless one stub alone is larger).
+    """
+    kind = json_type(node)
+    if isinstance(node, str):
+        return _string_view(node, pointer, offset, limit, max_bytes)
+    if not isinstance(node, dict | list):
+        return BoundedView(node, kind, json_size(node), False)
+    size = sizes.size(node)
+    is_object = isinstance(node, dict)
+    total = len(node)
+    whole_window = offset == 0 and (limit is None or limit >= total)
+    entries = None if whole_window else _entries(node, offset, limit)
+    count = total if entries is None else len(entries)
+    if max_depth == 0:
+        return BoundedView(stub(node, pointer, sizes), kind, size, True, Window(total, offset, count), [pointer or "/"])
+    if max_depth is None:
+        # the fast path: the window fits whole, so the stored content is returned without a copy
+        if entries is None:
+            window_size = size
+        else:
+            window_size = _frame(is_object, count) + sum(_key_size(is_object, k) + sizes.size(v) for k, v in entries)
+        if max_bytes is None or window_size <= max_bytes:
+            content = node if entries is None else (dict(entries) if is_object else [v for _, v in entries])
+            return BoundedView(content, kind, size, False, Window(total, offset, count))
+    if entries is None:
+        entries = _entries(node, offset, limit)
+    return _Builder(sizes, max_depth, max_bytes).build(node, pointer, entries, total, offset, size)
+
+
+def _string_view(node: str, pointer: str, offset: int, limit: int | None, max_bytes: int | None) -> BoundedView:
+    size = json_size(node)
+    stop = None if limit is None else offset + limit
+    part = node[offset:stop]
+    truncated = False
+    if max_bytes is not None and json_size(part) > max_bytes:
+        keep = max(max_bytes - 2, 0)
+        part = part[:keep]
+        while part and json_size(part) > max_bytes:  # escapes and multi-byte characters take more room
+            part = part[: max(len(part) * max_bytes // json_size(part) - 1, 0)]
+        truncated = True
+    return BoundedView(part, "string", size, truncated, Window(len(node), offset, len(part)))
+
+
+class _Builder:
+    """Breadth-first expansion of stubs while the view fits."""
+
+    def __init__(self, sizes: SizeCache, max_depth: int | None, max_bytes: int | None) -> None:
+        self.sizes = sizes
+        self.max_depth = max_depth
+        self.max_bytes = max_bytes
+        self.inline_cap = None if max_bytes is None else max(_MIN_INLINE_STRING, max_bytes // 16)
+        self.stubs: dict[str, None] = {}  # pointers of the stubs in the view, in insertion order
+
+    def _repr(self, value: Any, pointer: str) -> tuple[Any, bool]:
+        """(what shows ``value`` at the first level, whether it is an expandable stub)."""
+        if isinstance(value, dict | list):
+            self.stubs[pointer or "/"] = None
+            return stub(value, pointer, self.sizes), True
+        if isinstance(value, str) and self.inline_cap is not None and json_size(value) > self.inline_cap:
+            self.stubs[pointer or "/"] = None
+            return stub(value, pointer, self.sizes), False
+        return value, False
+
+    def _level(self, entries: list[tuple[str | int, Any]], pointer: str,
+               is_object: bool) -> tuple[list[tuple[str | int, Any, bool, int]], int]:
+        shown = []
+        size = _frame(is_object, len(entries))
+        for key, value in entries:
+            child = child_pointer(pointer, key)
+            view, expandable = self._repr(value, child)
+            entry_size = _key_size(is_object, key) + json_size(view)
+            shown.append((key, view, expandable, entry_size))
+            size += entry_size
+        return shown, size
+
+    def build(self, node: Any, pointer: str, entries: list[tuple[str | int, Any]], total: int, offset: int,
+              size: int) -> BoundedView:
+        is_object = isinstance(node, dict)
+        kind = json_type(node)
+        shown, used = self._level(entries, pointer, is_object)
+        shortened = False
+        if self.max_bytes is not None and used > self.max_bytes:
+            kept = _frame(is_object, 0)
+            keep = 0
+            for _, _, _, entry_size in shown:
+                if kept + entry_size + (1 if keep else 0) > self.max_bytes:
+                    break
+                kept += entry_size + (1 if keep else 0)
+                keep += 1
+            for _key, view, _, _ in shown[keep:]:
+                if isinstance(view, dict) and view.get("$stub") is True:
+                    self.stubs.pop(view["pointer"], None)
+            shown, used, shortened = shown[:keep], kept, True
+            if keep == 0:
+                whole = stub(node, pointer, self.sizes)
+                return BoundedView(whole, kind, size, True, Window(total, offset, 0), [pointer or "/"])
+        root: Any = {key: view for key, view, _, _ in shown} if is_object else [view for _, view, _, _ in shown]
+        queue: deque[tuple[Any, str | int, Any, str, int]] = deque()
+        for key, _, expandable, _ in shown:
+            if expandable:
+                value = node[key]
+                slot = key if isinstance(key, str) else key - offset
+                queue.append((root, slot, value, child_pointer(pointer, key), 1))
+        while queue:
+            parent, slot, value, here, depth = queue.popleft()
+            if self.max_depth is not None and depth >= self.max_depth:
+                continue
+            child_is_object = isinstance(value, dict)
+            level, level_size = self._level(_entries(value, 0, None), here, child_is_object)
+            cost = level_size - json_size(parent[slot])
+            if self.max_bytes is not None and used + cost > self.max_bytes:
+                for _, view, _, _ in level:
+                    if isinstance(view, dict) and view.get("$stub") is True:
+                        self.stubs.pop(view["pointer"], None)
+                continue
+            expanded: Any = ({key: view for key, view, _, _ in level} if child_is_object
+                             else [view for _, view, _, _ in level])
+            parent[slot] = expanded
+            used += cost
+            self.stubs.pop(here or "/", None)
+            for key, _, expandable, _ in level:
+                if expandable:
+                    queue.append((expanded, key, value[key], child_pointer(here, key), depth + 1))
+        window = Window(total, offset, len(shown))
+        truncated = shortened or bool(self.stubs)
+        return BoundedView(root, kind, size, truncated, window, list(itertools.islice(self.stubs, _MAX_CONTINUE_AT)))
