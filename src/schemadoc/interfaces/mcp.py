@@ -53,6 +53,14 @@ from pydantic import BaseModel, Field, ValidationError, WithJsonSchema
 
 from schemadoc import __version__
 from schemadoc.errors import CATALOG, SchemaDocError
+from schemadoc.interfaces.budget import (
+    MCP_RESULT_BUDGET_BYTES,
+    fit_error,
+    fit_model,
+    fit_result,
+    fit_write,
+    read_budget,
+)
 from schemadoc.interfaces.mcp_notify import ChangeNotifier, document_uri
 from schemadoc.interfaces.mcp_prompts import PromptArgumentError, fill_document_text, fix_validation_errors_text
 from schemadoc.interfaces.results import (
@@ -66,11 +74,17 @@ from schemadoc.interfaces.results import (
     HistoryResult,
     ListDocumentsResult,
     MergePatchResult,
+    MoveNodeResult,
+    NextIncompleteResult,
     NodeSchemaResult,
+    OutlineResult,
     PurgeResult,
     ReadNodeResult,
+    RenderResult,
     RevertResult,
     RootSchemaResult,
+    SearchResult,
+    StatsResult,
     UpdateNodeResult,
     changes_result,
     create_document_result,
@@ -81,12 +95,18 @@ from schemadoc.interfaces.results import (
     history_result,
     list_documents_result,
     merge_patch_result,
+    move_node_result,
+    next_incomplete_result,
     node_schema_result,
+    outline_result,
     patch_result,
     purge_result,
-    read_node_result,
+    read_view_result,
+    render_result,
     revert_result,
     root_schema_result,
+    search_result,
+    stats_result,
     update_node_result,
 )
 from schemadoc.service import DocumentService, check_doc_id
@@ -170,6 +190,33 @@ Cursor = Annotated[int, Field(
     description="Return the changes committed after this cursor: 0 for everything, else the next_cursor of "
                 "your previous call.")]
 ChangesLimit = Annotated[int, Field(strict=True, ge=1, le=1000, description="How many changes to return (1-1000).")]
+MaxDepth = Annotated[int | None, Field(
+    strict=True, ge=0, le=255,
+    description="Show this many container levels below the node; deeper containers become stubs "
+                '{"$stub": true, "type", "count", "size_bytes", "pointer"} (0: the node itself is a stub).')]
+WindowOffset = Annotated[int, Field(
+    strict=True, ge=0, description="Skip this many of the node's members, items (or characters of a string).")]
+WindowLimit = Annotated[int | None, Field(
+    strict=True, ge=1, description="Show at most this many of the node's members, items or characters.")]
+MaxBytes = Annotated[int | None, Field(
+    strict=True, ge=512,
+    description="Keep the view within this many bytes of JSON (capped by the 40,000-byte result budget).")]
+OutlineDepth = Annotated[int, Field(strict=True, ge=0, le=32,
+                                    description="How many levels of members and items to list (0-32).")]
+IncompleteLimit = Annotated[int, Field(strict=True, ge=1, le=100, description="How many places to return (1-100).")]
+OptionalNodePath = Annotated[str | None, Field(
+    strict=True, description="Only search below this JSON Pointer (in each document that has it).")]
+DocIds = Annotated[list[str] | None, Field(description="Only search these documents (default: all).")]
+Query = Annotated[str, Field(strict=True, min_length=1, description="Text to find in string values "
+                                                                     "(case-insensitive).")]
+SearchLimit = Annotated[int, Field(strict=True, ge=1, le=100, description="How many hits to return (1-100).")]
+SearchCursor = Annotated[int, Field(strict=True, ge=0, description="0 for the first page, else the next_cursor "
+                                                                  "of the previous one.")]
+RenderFormat = Annotated[str, Field(strict=True, description="Only 'markdown'.")]
+FromPath = Annotated[str, Field(strict=True, description="RFC 6901 JSON Pointer of the node to move.")]
+ToPath = Annotated[str, Field(
+    strict=True, description="Where it goes: a new member, an array index to insert at, or '/-' to append "
+                             "(inside the same array this reorders).")]
 
 # -- tool descriptions (written for agents) -----------------------------------------------------
 
@@ -289,6 +336,48 @@ DESCRIPTIONS: dict[str, str] = {
         'Example: document_changes {"since": 0, "limit": 50}'),
 }
 
+_BUDGET_NOTE = (f" Results stay within {MCP_RESULT_BUDGET_BYTES:,} bytes of JSON: what does not fit is "
+                "replaced by stubs or left for the next page, with truncated: true and where to go on.")
+
+DESCRIPTIONS.update({
+    "document_outline": (
+        "The table of contents of a node: its members and items `depth` levels down, each with its pointer, "
+        "type, member or item count, size in bytes, the schema's title and, for objects with a title or name "
+        "member, that label; no other leaf values. Start here on a big document, then read the part you "
+        "need with document_read_node." + _BUDGET_NOTE + "\n"
+        'Example: document_outline {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/", "depth": 2}'),
+    "document_next_incomplete": (
+        "Where the document is valid but not finished by the schema's own words, breadth first in a stable "
+        "order: optional properties that are absent, empty arrays whose items the schema describes, values "
+        "still equal to their default. Each comes with its pointer, the schema of the value to write and, "
+        "when one can be built, an example_call (document_create_node or document_update_node) that would "
+        "fill it. Call it, fill the first place, repeat.\n"
+        'Example: document_next_incomplete {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "limit": 5}'),
+    "document_move_node": (
+        "Move a node (RFC 6902 move): to another member or array position, or within one array to reorder "
+        "it ('/chapters/-' appends)." + _VERSION_NOTE + "\n"
+        'Example: document_move_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "from_path": "/chapters/3", '
+        '"to_path": "/chapters/0", "version": 7}'),
+    "document_search": (
+        "Find text in the string values of documents (case-insensitive): each hit is a doc_id, the pointer "
+        "of the string and a snippet around the match, oldest document first. Page with cursor = next_cursor."
+        "\n"
+        'Example: document_search {"query": "lighthouse", "limit": 10}'),
+    "document_stats": (
+        "Measure a document: its size in bytes, node counts by JSON type, depth, version and journal length.\n"
+        'Example: document_stats {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"}'),
+    "document_render": (
+        "A readable Markdown rendering of a node driven by the schema (titles as headings, arrays as lists), "
+        "to review a draft. offset/limit choose which children of the node to render." + _BUDGET_NOTE + "\n"
+        'Example: document_render {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/chapters/0"}'),
+})
+DESCRIPTIONS["document_read_node"] += (
+    "\nBig nodes: max_depth shows that many levels (deeper containers become stubs with their type, count, "
+    "size_bytes and pointer), offset/limit a window of the node's members or items, max_bytes a size cap."
+    + _BUDGET_NOTE + "\n"
+    'Example: document_read_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/chapters", '
+    '"offset": 20, "limit": 10, "max_depth": 1}')
+
 _READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 _REPLACE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
@@ -368,15 +457,28 @@ class SchemaDocMCPServer(MCPServer[Any]):
         except SchemaDocError as error:
             return error_result(error)
         try:
-            body: BaseModel = await anyio.to_thread.run_sync(lambda: tool.fn(**kwargs))
+            body: BaseModel = await anyio.to_thread.run_sync(lambda: self._within_budget(tool.fn(**kwargs), kwargs))
             return success_result(body)
         except SchemaDocError as error:
             log.info("tool %s failed: %s", name, error)
-            return error_result(error)
+            return error_result(SchemaDocError(error.code, error.message,
+                                               fit_error(error.to_dict())["error"]["details"], error.remediation))
         except Exception:
             log.exception("tool %s raised an unexpected exception", name)
             return error_result(SchemaDocError(
                 "internal-error", f"{name} failed unexpectedly; the server log has the details.", {"tool": name}))
+
+    def _within_budget(self, body: BaseModel, arguments: dict[str, Any]) -> BaseModel:
+        """The result, fitted to the MCP budget (see :mod:`schemadoc.interfaces.budget`)."""
+        if "patch" in type(body).model_fields and "validation_report" in type(body).model_fields:
+            body = fit_write(body, self.service.sizes)
+        else:
+            body = fit_model(body, self.service.sizes)
+        structured = body.model_dump(mode="json")
+        fitted = fit_result(structured, arguments)
+        if fitted is structured:
+            return body
+        return type(body).model_validate(fitted)
 
     async def list_resources(self) -> list[Resource]:
         """The static resources, then one resource per document."""
@@ -460,7 +562,7 @@ def _validate_arguments(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]
 
 def build_mcp_server(service: DocumentService, *, bus: SubscriptionBus | None = None,
                      max_json_depth: int | None = None) -> SchemaDocMCPServer:
-    """The MCP server for ``service``: 17 tools, 4 resources (two templates), 2 prompts.
+    """The MCP server for ``service``: 23 tools, 4 resources (two templates), 2 prompts.
 
     The returned server listens to the service's changes (``server.notifier``) and publishes
     them to MCP subscribers of both eras; pass ``bus`` to share the modern-era subscription
@@ -491,8 +593,43 @@ def _add_tools(server: MCPServer[Any], service: DocumentService) -> None:
         doc_id, content, meta, report = service.create_document()
         return create_document_result(doc_id, content, meta, report, document_uri(doc_id))
 
-    def document_read_node(doc_id: DocId, node_path: NodePath, at_version: AtVersion = None) -> ReadNodeResult:
-        return read_node_result(service.read_node(doc_id, node_path, at_version=at_version))
+    def document_read_node(doc_id: DocId, node_path: NodePath, at_version: AtVersion = None,
+                           max_depth: MaxDepth = None, offset: WindowOffset = 0, limit: WindowLimit = None,
+                           max_bytes: MaxBytes = None) -> ReadNodeResult:
+        bounded = max_depth is not None or offset != 0 or limit is not None or max_bytes is not None
+        view = service.read_view(doc_id, node_path, at_version=at_version, max_depth=max_depth, offset=offset,
+                                 limit=limit, max_bytes=read_budget(max_bytes))
+        return read_view_result(view, bounded)
+
+    def document_outline(doc_id: DocId, node_path: NodePath = "/", depth: OutlineDepth = 2,
+                         offset: WindowOffset = 0, limit: WindowLimit = None,
+                         max_bytes: MaxBytes = None) -> OutlineResult:
+        read, found = service.outline(doc_id, node_path, depth, offset=offset, limit=limit,
+                                      max_bytes=read_budget(max_bytes))
+        return outline_result(read, found)
+
+    def document_next_incomplete(doc_id: DocId, node_path: NodePath = "/",
+                                 limit: IncompleteLimit = 10) -> NextIncompleteResult:
+        return next_incomplete_result(*service.next_incomplete(doc_id, node_path, limit))
+
+    def document_move_node(doc_id: DocId, from_path: FromPath, to_path: ToPath, version: Version,
+                           dry_run: DryRun = False) -> MoveNodeResult:
+        result = service.move_node(doc_id, from_path, to_path, version, dry_run=dry_run)
+        return move_node_result(result, from_path)
+
+    def document_search(query: Query, node_path: OptionalNodePath = None, doc_ids: DocIds = None,
+                        limit: SearchLimit = 20, cursor: SearchCursor = 0) -> SearchResult:
+        return search_result(query, service.search(query, node_path, doc_ids, limit=limit, cursor=cursor))
+
+    def document_stats(doc_id: DocId) -> StatsResult:
+        return stats_result(service.stats(doc_id))
+
+    def document_render(doc_id: DocId, node_path: NodePath = "/", format: RenderFormat = "markdown",
+                        offset: WindowOffset = 0, limit: WindowLimit = None,
+                        max_bytes: MaxBytes = None) -> RenderResult:
+        read, rendered = service.render(doc_id, node_path, format, offset=offset, limit=limit,
+                                        max_bytes=read_budget(max_bytes))
+        return render_result(read, rendered, format)
 
     def document_update_node(doc_id: DocId, node_path: NodePath, node_data: NodeData, version: Version,
                              dry_run: DryRun = False) -> UpdateNodeResult:
@@ -567,6 +704,12 @@ def _add_tools(server: MCPServer[Any], service: DocumentService) -> None:
     _register(server, document_undelete, "Restore a deleted document", _WRITE)
     _register(server, document_purge, "Erase a deleted document", _REPLACE)
     _register(server, document_changes, "Changes of all documents", _READ)
+    _register(server, document_outline, "Outline a node", _READ)
+    _register(server, document_next_incomplete, "Find what is not finished", _READ)
+    _register(server, document_move_node, "Move a node", _REPLACE)
+    _register(server, document_search, "Search documents", _READ)
+    _register(server, document_stats, "Measure a document", _READ)
+    _register(server, document_render, "Render a node as Markdown", _READ)
 
 
 def _not_found(uri: str, error: SchemaDocError) -> MCPError:

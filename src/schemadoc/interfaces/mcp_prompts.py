@@ -161,6 +161,12 @@ def _step(doc_id: str, version: int, violation: dict[str, Any]) -> list[_Step]:
     actual = violation.get("actual")
     message = violation.get("message") or code
     head = f"[{code}] at {where}: {message}"
+    fix = violation.get("suggested_fix")
+    if isinstance(fix, list) and fix and all(isinstance(op, dict) for op in fix):
+        kinds = {op.get("op") for op in fix}
+        rank = 0 if kinds & {"remove", "move"} else 1 if "add" in kinds else 2
+        return [_Step(rank, depth, f"{head}\n  Fix (suggested from the schema; several may go in one call): "
+                      + _call("document_apply_patch", doc_id=doc_id, patch=fix, version=version))]
     if code in ("required-missing", "dependent-required") and isinstance(expected, str):
         target = _child(path, expected)
         return [_Step(1, depth, f"{head}\n  Fix: add the member '{expected}'. Check its schema with "

@@ -283,7 +283,7 @@ def _etag(version: int) -> dict[str, str]:
 
 
 _WriteBody = (results.UpdateNodeResult | results.CreateNodeResult | results.DeleteNodeResult
-              | results.ApplyPatchResult | results.RevertResult | results.MergePatchResult)
+              | results.ApplyPatchResult | results.RevertResult | results.MergePatchResult | results.MoveNodeResult)
 
 
 def _write_response(body: _WriteBody, status: int = 200) -> JSONBody:
@@ -339,6 +339,12 @@ _MERGE_BODY = _request_body(
     example={"merge_patch": _MERGE_EXAMPLE, "version": 5})
 _MERGE_PATCH_BODY = {"requestBody": {"required": True, "content": {
     "application/merge-patch+json": {"schema": _MERGE_PATCH, "example": _MERGE_EXAMPLE}}}}
+_MOVE_BODY = _request_body(
+    {"type": "object", "required": ["from_path", "to_path"],
+     "properties": {"from_path": {"type": "string", "description": "JSON Pointer of the node to move."},
+                    "to_path": {"type": "string", "description": "Where it goes ('/-' at the end appends)."},
+                    "version": _VERSION, "dry_run": _DRY_RUN}},
+    example={"from_path": "/chapters/3", "to_path": "/chapters/0", "version": 5})
 _DOCUMENT_DELETE_BODY = _request_body(
     {"type": "object", "additionalProperties": False,
      "properties": {"version": _VERSION, "dry_run": {"type": "boolean", "description": "Refused when true: "
@@ -366,6 +372,11 @@ _PATH_WRITE = "RFC 6901 JSON Pointer of the node."
 _DRY = "Validate and return the patch and preview without writing anything."
 _IF_MATCH = 'The version to write against as an ETag, e.g. "5" (a "version" in the body wins).'
 _AT_VERSION = "Read the document as it was at this past version (default: the current version)."
+_MAX_DEPTH = ("Show this many container levels below the node; deeper containers become stubs "
+              '{"$stub": true, "type", "count", "size_bytes", "pointer"} (0 to 255).')
+_OFFSET = "Skip this many of the node's members or items (characters of a string)."
+_LIMIT = "Show at most this many of the node's members or items (characters of a string)."
+_MAX_BYTES = "Keep the result's node within this many bytes of JSON (512 or more)."
 _NO_DRY_RUN = "Not supported here: true is refused with invalid-request rather than ignored."
 _LAST_EVENT_ID = "Sent by EventSource clients when they reconnect: resume after this version (wins over since)."
 
@@ -450,12 +461,23 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
         listing = service.list_documents(limit=limit, offset=offset)
         return JSONBody(results.list_documents_result(listing, service.schema_uri))
 
-    @router.get("/documents/{doc_id}", response_model=results.ReadNodeResult, tags=["documents"],
-                summary="Read a node, now or at a past version", responses=_errors(400, 404),
+    @router.get("/documents/{doc_id}", response_model=results.ReadNodeResult | results.BoundedReadNodeResult,
+                tags=["documents"], summary="Read a node, now or at a past version (bounded when asked)",
+                responses=_errors(400, 404),
                 operation_id="document_read_node", name="document_read_node")
     async def read_node(doc_id: DocIdPath,
                         path: Annotated[str, Query(description=_PATH_READ)] = "/",
-                        at_version: Annotated[int | None, Query(ge=1, description=_AT_VERSION)] = None) -> JSONBody:
+                        at_version: Annotated[int | None, Query(ge=1, description=_AT_VERSION)] = None,
+                        max_depth: Annotated[int | None, Query(description=_MAX_DEPTH)] = None,
+                        offset: Annotated[int, Query(description=_OFFSET)] = 0,
+                        limit: Annotated[int | None, Query(description=_LIMIT)] = None,
+                        max_bytes: Annotated[int | None, Query(description=_MAX_BYTES)] = None) -> JSONBody:
+        bounded = max_depth is not None or offset != 0 or limit is not None or max_bytes is not None
+        if bounded:  # a walk of the node (sizes measured once per container): in the thread pool
+            view = await anyio.to_thread.run_sync(functools.partial(
+                service.read_view, doc_id, path, at_version=at_version, max_depth=max_depth, offset=offset,
+                limit=limit, max_bytes=max_bytes))
+            return JSONBody(results.read_view_result(view, True), headers=_etag(view.version))
         if at_version is None and service.reads_locally(doc_id):
             read = service.read_node(doc_id, path)
         else:  # it may load a document, replay its journal or ask a database: not on the event loop
@@ -698,5 +720,76 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
         local = doc_id is None or service.reads_locally(doc_id)
         node = look_up() if local else await anyio.to_thread.run_sync(look_up)
         return JSONBody(results.node_schema_result(node))
+
+    # -- agents on large documents ---------------------------------------------------------------
+
+    @router.get("/documents/{doc_id}/outline", response_model=results.OutlineResult, tags=["navigation"],
+                summary="The table of contents of a node: members and items with type, count, size and title",
+                responses=_errors(400, 404), operation_id="document_outline")
+    def outline(doc_id: str,
+                path: Annotated[str, Query(description=_PATH_READ)] = "/",
+                depth: Annotated[int, Query(description="Levels of members and items to list (0 to 32).")] = 2,
+                offset: Annotated[int, Query(description=_OFFSET)] = 0,
+                limit: Annotated[int | None, Query(description=_LIMIT)] = None,
+                max_bytes: Annotated[int | None, Query(description="Keep the outline within this many bytes.")]
+                = None) -> JSONBody:
+        read, found = service.outline(doc_id, path, depth, offset=offset, limit=limit, max_bytes=max_bytes)
+        return JSONBody(results.outline_result(read, found), headers=_etag(read.version))
+
+    @router.get("/documents/{doc_id}/incomplete", response_model=results.NextIncompleteResult, tags=["navigation"],
+                summary="Where the document is valid but not finished by the schema, breadth first",
+                responses=_errors(400, 404), operation_id="document_next_incomplete")
+    def next_incomplete(doc_id: str,
+                        path: Annotated[str, Query(description=_PATH_READ)] = "/",
+                        limit: Annotated[int, Query(description="At most this many places (1 to 100).")] = 10,
+                        ) -> JSONBody:
+        read, items, more = service.next_incomplete(doc_id, path, limit)
+        return JSONBody(results.next_incomplete_result(read, items, more), headers=_etag(read.version))
+
+    @router.get("/search", response_model=results.SearchResult, tags=["navigation"],
+                summary="Text search over the string values of documents", responses=_errors(400, 404),
+                operation_id="document_search")
+    def search(query: Annotated[str, Query(description="Text to find (case-insensitive).")],
+               path: Annotated[str | None, Query(description="Only below this JSON Pointer.")] = None,
+               doc_ids: Annotated[list[str] | None, Query(description="Only these documents (repeat the "
+                                                                      "parameter).")] = None,
+               limit: Annotated[int, Query(description="At most this many hits (1 to 100).")] = 20,
+               cursor: Annotated[int, Query(description="0, else the next_cursor of the previous page.")] = 0,
+               ) -> JSONBody:
+        page = service.search(query, path, doc_ids, limit=limit, cursor=cursor)
+        return JSONBody(results.search_result(query, page))
+
+    @router.get("/documents/{doc_id}/stats", response_model=results.StatsResult, tags=["navigation"],
+                summary="Size, node counts by type, depth, version and journal length",
+                responses=_errors(400, 404), operation_id="document_stats")
+    def stats(doc_id: str) -> JSONBody:
+        found = service.stats(doc_id)
+        return JSONBody(results.stats_result(found), headers=_etag(found.version))
+
+    @router.get("/documents/{doc_id}/render", response_model=results.RenderResult, tags=["navigation"],
+                summary="A readable Markdown rendering of a node, driven by the schema",
+                responses=_errors(400, 404), operation_id="document_render")
+    def render(doc_id: str,
+               path: Annotated[str, Query(description=_PATH_READ)] = "/",
+               format: Annotated[str, Query(description="Only markdown.")] = "markdown",
+               offset: Annotated[int, Query(description="Render from this child of the node.")] = 0,
+               limit: Annotated[int | None, Query(description="At most this many children of the node.")] = None,
+               max_bytes: Annotated[int | None, Query(description="Stop before this many bytes of text.")] = None,
+               ) -> JSONBody:
+        read, rendered = service.render(doc_id, path, format, offset=offset, limit=limit, max_bytes=max_bytes)
+        return JSONBody(results.render_result(read, rendered, format), headers=_etag(read.version))
+
+    @router.post("/documents/{doc_id}/move", response_model=results.MoveNodeResult, tags=["documents"],
+                 summary="Move a node (RFC 6902 move; also reorders inside an array)",
+                 responses=_errors(400, 404, 408, 409, 422), operation_id="document_move_node",
+                 openapi_extra=_MOVE_BODY)
+    def move_node(doc_id: str, raw: RawBody,
+                  dry_run: Annotated[bool, Query(description=_DRY)] = False,
+                  if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
+        body = _Body(raw, max_depth, required=True)
+        from_path, to_path = body.argument("from_path"), body.argument("to_path")
+        version = versions.resolve(doc_id, body, if_match)
+        result = service.move_node(doc_id, from_path, to_path, version, dry_run=body.dry_run(dry_run))
+        return _write_response(results.move_node_result(result, from_path))
 
     return router

@@ -12,12 +12,24 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemadoc.ops.journal import JournalEntry
-from schemadoc.service import ChangesPage, DocumentList, HistoryPage, NodeRead, NodeSchema, WriteResult
+from schemadoc.reading import Incomplete, Outline, Rendered, Window
+from schemadoc.service import (
+    ChangesPage,
+    DocumentList,
+    HistoryPage,
+    NodeRead,
+    NodeSchema,
+    NodeView,
+    SearchPage,
+    Stats,
+    WriteResult,
+)
 from schemadoc.storage.base import DocumentMeta
 from schemadoc.validation import ValidationReport
 
 __all__ = [
     "ApplyPatchResult",
+    "BoundedReadNodeResult",
     "ChangesResult",
     "CreateDocumentResult",
     "CreateNodeResult",
@@ -26,13 +38,20 @@ __all__ = [
     "DocumentStateResult",
     "DocumentSummary",
     "HistoryResult",
+    "IncompleteItem",
     "ListDocumentsResult",
     "MergePatchResult",
+    "MoveNodeResult",
+    "NextIncompleteResult",
     "NodeSchemaResult",
+    "OutlineResult",
     "PurgeResult",
     "ReadNodeResult",
+    "RenderResult",
     "RevertResult",
     "RootSchemaResult",
+    "SearchResult",
+    "StatsResult",
     "UpdateNodeResult",
     "ValidationReportBody",
     "changes_result",
@@ -45,13 +64,20 @@ __all__ = [
     "journal_entry_body",
     "list_documents_result",
     "merge_patch_result",
+    "move_node_result",
+    "next_incomplete_result",
     "node_schema_result",
+    "outline_result",
     "patch_result",
     "purge_result",
     "read_node_result",
+    "read_view_result",
+    "render_result",
     "report_body",
     "revert_result",
     "root_schema_result",
+    "search_result",
+    "stats_result",
     "update_node_result",
 ]
 
@@ -68,6 +94,11 @@ class ViolationBody(_Body):
     expected: Any = Field(default=None, description="What the schema requires.")
     actual: Any = Field(default=None, description="What was found (big values are summarised).")
     schema_path: str | None = Field(default=None, description="JSON Pointer into the schema.")
+    schema_excerpt: dict[str, Any] | None = Field(default=None, description="The failing keyword(s) as the node's "
+                                                                            "schema states them.")
+    suggested_fix: list[dict[str, Any]] | None = Field(
+        default=None, description="An RFC 6902 patch that repairs this violation (send it with "
+                                  "document_apply_patch), where one follows mechanically.")
 
 
 class ValidationReportBody(_Body):
@@ -320,3 +351,169 @@ def purge_result(doc_id: str) -> PurgeResult:
 def changes_result(page: ChangesPage) -> ChangesResult:
     return ChangesResult(changes=[ChangeBody(cursor=c.cursor, doc_id=c.doc_id, version=c.version, op=c.op, at=c.at)
                                   for c in page.changes], next_cursor=page.next_cursor)
+
+
+# -- agents on large documents: bounded reads, outline, guided building, search, stats, render ----
+
+
+class BoundedReadNodeResult(ReadNodeResult):
+    """A read with bounds (max_depth, offset/limit, max_bytes, or the MCP budget that cut it)."""
+
+    truncated: bool = Field(description="true when node_content is not the whole node: stubs "
+                                        '({"$stub": true, "type", "count" or "length", "size_bytes", "pointer"}) '
+                                        "stand in for parts, or the budget shortened the window.")
+    node_size_bytes: int = Field(description="Bytes of the whole node as compact JSON.")
+    total_count: int | None = Field(default=None, description="Members, items or characters the node has.")
+    offset: int | None = Field(default=None, description="The first member, item or character shown.")
+    returned_count: int | None = Field(default=None, description="How many members, items or characters are shown.")
+    next_offset: int | None = Field(default=None, description="Read again with this offset to see what follows.")
+    continue_at: list[str] = Field(default_factory=list,
+                                   description="Pointers of the stubs, shallowest first (at most 20): read them "
+                                               "to see what they stand for.")
+
+
+class OutlineResult(_Body):
+    success: bool = True
+    doc_id: str
+    version: int
+    node_path: str
+    outline: dict[str, Any] = Field(description='The node\'s entry: {"pointer", "type", "count", "size_bytes", '
+                                                '"title" (the schema\'s), "label" (its title or name member), '
+                                                '"children": [entries], "more": {"count", "next_offset"}}.')
+    truncated: bool = Field(description="true when some children were left out for the budget (see 'more').")
+    total_count: int | None = Field(default=None, description="Members or items of the node.")
+    offset: int | None = None
+    returned_count: int | None = None
+    next_offset: int | None = Field(default=None, description="Ask again with this offset for the next children.")
+    continue_at: list[str] = Field(default_factory=list, description="Entries with more children than shown.")
+
+
+class ExampleCall(_Body):
+    tool: str = Field(description="document_create_node or document_update_node.")
+    arguments: dict[str, Any] = Field(description="Arguments that would fill the place (checked against its schema).")
+
+
+class IncompleteItem(_Body):
+    pointer: str
+    reason: str = Field(description="absent (an optional property not there yet), empty-array (items the schema "
+                                    "describes), or default-value (still equal to the schema default).")
+    node_schema: dict[str, Any] = Field(description="The schema of the value to write (for empty-array: of one item).")
+    example_call: ExampleCall | None = Field(default=None, description="A call that would fill it, when one "
+                                                                       "could be built from the schema.")
+
+
+class NextIncompleteResult(_Body):
+    success: bool = True
+    doc_id: str
+    version: int
+    node_path: str
+    items: list[IncompleteItem] = Field(description="Breadth first, in a stable order; empty when finished.")
+    has_more: bool
+
+
+class SearchHitBody(_Body):
+    doc_id: str
+    pointer: str
+    snippet: str
+
+
+class SearchResult(_Body):
+    success: bool = True
+    query: str
+    hits: list[SearchHitBody]
+    has_more: bool
+    next_cursor: int | None = Field(default=None, description="Pass as cursor for the next page.")
+
+
+class StatsResult(_Body):
+    success: bool = True
+    doc_id: str
+    version: int
+    size_bytes: int = Field(description="The document as compact JSON.")
+    node_counts: dict[str, int] = Field(description="Nodes by JSON type (object, array, string, number, boolean, "
+                                                    "null), the root included.")
+    node_total: int
+    depth: int = Field(description="Container levels: 1 for a flat object.")
+    journal_length: int = Field(description="Versions in the journal.")
+
+
+class RenderResult(_Body):
+    success: bool = True
+    doc_id: str
+    version: int
+    node_path: str
+    format: str
+    text: str
+    truncated: bool = Field(description="true when the budget stopped the rendering before the window's end.")
+    total_count: int | None = None
+    offset: int | None = None
+    returned_count: int | None = Field(default=None, description="Children of the node rendered (whole).")
+    next_offset: int | None = Field(default=None, description="Render again from this child to go on.")
+
+
+class MoveNodeResult(_WriteBody):
+    from_path: str
+    node_path: str = Field(description="The concrete new path of the moved node.")
+    moved_node: Any
+
+
+def _window_fields(window: Window | None) -> dict[str, Any]:
+    if window is None:
+        return {}
+    return {"total_count": window.total, "offset": window.offset, "returned_count": window.count,
+            "next_offset": window.next_offset}
+
+
+def read_view_result(read: NodeView, bounded: bool) -> ReadNodeResult:
+    """The plain read when nothing bounded it, else the bounded read with its window and stubs."""
+    view = read.view
+    if not bounded and not view.truncated:
+        return ReadNodeResult(doc_id=read.doc_id, node_path=read.node_path or "/", node_content=view.content,
+                              version=read.version, node_type=view.node_type)
+    return BoundedReadNodeResult(doc_id=read.doc_id, node_path=read.node_path or "/", node_content=view.content,
+                                 version=read.version, node_type=view.node_type, truncated=view.truncated,
+                                 node_size_bytes=view.size_bytes, continue_at=view.continue_at,
+                                 **_window_fields(view.window))
+
+
+def outline_result(read: NodeRead, found: Outline) -> OutlineResult:
+    return OutlineResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/",
+                         outline=found.root, truncated=found.truncated, continue_at=found.continue_at,
+                         **_window_fields(found.window))
+
+
+def next_incomplete_result(read: NodeRead, items: list[Incomplete], has_more: bool) -> NextIncompleteResult:
+    bodies = []
+    for item in items:
+        call = None
+        if item.has_example:
+            arguments = {"doc_id": read.doc_id, "node_path": item.node_path, "node_data": item.example,
+                         "version": read.version}
+            call = ExampleCall(tool=item.tool, arguments=arguments)
+        bodies.append(IncompleteItem(pointer=item.pointer, reason=item.reason, node_schema=item.node_schema,
+                                     example_call=call))
+    return NextIncompleteResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/",
+                                items=bodies, has_more=has_more)
+
+
+def search_result(query: str, page: SearchPage) -> SearchResult:
+    return SearchResult(query=query, hits=[SearchHitBody(doc_id=h.doc_id, pointer=h.pointer, snippet=h.snippet)
+                                           for h in page.hits],
+                        has_more=page.has_more, next_cursor=page.next_cursor)
+
+
+def stats_result(stats: Stats) -> StatsResult:
+    counts = stats.counts
+    return StatsResult(doc_id=stats.doc_id, version=stats.version, size_bytes=stats.size_bytes,
+                       node_counts=counts.by_type, node_total=sum(counts.by_type.values()), depth=counts.depth,
+                       journal_length=stats.journal_length)
+
+
+def render_result(read: NodeRead, rendered: Rendered, format: str) -> RenderResult:
+    return RenderResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/", format=format,
+                        text=rendered.text, truncated=rendered.truncated, **_window_fields(rendered.window))
+
+
+def move_node_result(result: WriteResult, from_path: str) -> MoveNodeResult:
+    return MoveNodeResult(from_path=from_path, node_path=result.node_path or "/", moved_node=result.node,
+                          **_write_fields(result))

@@ -41,6 +41,12 @@ TOOLS = {
     "document_undelete": ["doc_id"],
     "document_purge": ["doc_id"],
     "document_changes": [],
+    "document_outline": ["doc_id"],
+    "document_next_incomplete": ["doc_id"],
+    "document_move_node": ["doc_id", "from_path", "to_path", "version"],
+    "document_search": ["query"],
+    "document_stats": ["doc_id"],
+    "document_render": ["doc_id"],
 }
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
@@ -473,8 +479,10 @@ async def test_fix_validation_errors_turns_a_report_into_one_step_per_violation(
     steps = [line for line in text.splitlines() if line[:1].isdigit()]
     assert len(steps) == len(error["details"]["violations"]) == 4
     assert "[additional-properties-forbidden]" in steps[0]  # removals come first
-    assert f'document_delete_node {{"doc_id":"{doc_id}","node_path":"/chapters/0/color"' in text
-    assert '"node_path":"/chapters/0/title"' in text and "document_create_node" in text
+    # fixes that follow from the schema come as patches to apply as they are
+    assert f'document_apply_patch {{"doc_id":"{doc_id}","patch":[{{"op":"remove","path":"/chapters/0/color"}}]' \
+        in text
+    assert '{"op":"add","path":"/chapters/0/title","value":' in text
     assert "document_update_node" in text and "^ch-[0-9]+$" in text
 
 

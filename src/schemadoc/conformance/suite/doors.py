@@ -91,6 +91,12 @@ TOOLS = (
     "document_undelete",
     "document_purge",
     "document_changes",
+    "document_outline",
+    "document_next_incomplete",
+    "document_move_node",
+    "document_search",
+    "document_stats",
+    "document_render",
 )
 
 CORE_TOOLS = frozenset({
@@ -288,10 +294,32 @@ def _rest_request(tool: str, args: dict[str, Any]) -> tuple[str, str, dict[str, 
     if tool == "document_changes":
         query_from(("since", "since"), ("limit", "limit"))
         return "GET", "/changes", query, None
+    if tool == "document_search":
+        query_from(("query", "query"), ("node_path", "path"), ("limit", "limit"), ("cursor", "cursor"))
+        doc_ids = args.get("doc_ids")
+        if doc_ids is not None:
+            if not isinstance(doc_ids, list) or not all(isinstance(d, str) for d in doc_ids):
+                raise NotRepresentable(f"doc_ids={doc_ids!r} cannot be repeated query parameters")
+            query["doc_ids"] = doc_ids  # type: ignore[assignment]  # httpx repeats a list parameter
+        return "GET", "/search", query, None
     doc = _segment(args)
     if tool == "document_read_node":
-        query_from(("node_path", "path"), ("at_version", "at_version"))
+        query_from(("node_path", "path"), ("at_version", "at_version"), ("max_depth", "max_depth"),
+                   ("offset", "offset"), ("limit", "limit"), ("max_bytes", "max_bytes"))
         return "GET", f"/documents/{doc}", query, None
+    if tool == "document_outline":
+        query_from(("node_path", "path"), ("depth", "depth"), ("offset", "offset"), ("limit", "limit"),
+                   ("max_bytes", "max_bytes"))
+        return "GET", f"/documents/{doc}/outline", query, None
+    if tool == "document_next_incomplete":
+        query_from(("node_path", "path"), ("limit", "limit"))
+        return "GET", f"/documents/{doc}/incomplete", query, None
+    if tool == "document_stats":
+        return "GET", f"/documents/{doc}/stats", query, None
+    if tool == "document_render":
+        query_from(("node_path", "path"), ("format", "format"), ("offset", "offset"), ("limit", "limit"),
+                   ("max_bytes", "max_bytes"))
+        return "GET", f"/documents/{doc}/render", query, None
     if tool == "document_history":
         query_from(("since_version", "since_version"), ("limit", "limit"))
         return "GET", f"/documents/{doc}/history", query, None
@@ -329,6 +357,9 @@ def _rest_request(tool: str, args: dict[str, Any]) -> tuple[str, str, dict[str, 
     if tool == "document_delete":
         take("version", into=body)
         return "DELETE", f"/documents/{doc}", query, body
+    if tool == "document_move_node":
+        take("from_path", "to_path", "version", into=body)
+        return "POST", f"/documents/{doc}/move", query, body
     raise NotRepresentable(f"no REST route for tool {tool!r}")
 
 
