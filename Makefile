@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: serve serve-stdio test lint crash bench-journal bench bench-history bench-postgres bench-rest bench-validation docs clean inspector
+.PHONY: serve serve-stdio test lint crash bench-journal bench bench-history bench-postgres bench-rest bench-validation bench-agents docs clean inspector
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,9 @@ bench-postgres: $(VENV)/.installed  ## the PostgreSQL store beside the files sto
 
 bench-rest: $(VENV)/.installed  ## black box: a real server on 127.0.0.1, REST reads and writes (10 KB to 100 MB)
 	$(PY) benchmarks/rest.py
+
+bench-agents: $(VENV)/.installed  ## MCP tools on 10 and 100 MiB books, search over 100 documents
+	$(PY) benchmarks/agents.py
 
 docs: $(VENV)/.installed  ## regenerate docs/errors.md from the catalog
 	$(PY) -m schemadoc.errors > docs/errors.md
