@@ -52,7 +52,7 @@ def fit_write(body: BaseModel, sizes: SizeCache, budget: int = MCP_RESULT_BUDGET
     node_size = sizes.size(node)
     patch_size = sizes.size(patch)
     light = body.model_copy(update={"patch": [], **({field: None} if field else {})})
-    envelope = len(orjson.dumps(light.model_dump(mode="json")))
+    envelope = len(_dumps(light.model_dump(mode="json")))
     if envelope + node_size + patch_size <= budget:
         return body
     update: dict[str, Any] = {"truncated": True}
