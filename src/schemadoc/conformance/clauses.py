@@ -93,6 +93,7 @@ _EXTENSIONS = {
     "X-changes": "the cross-document change feed",
     "X-rest-wire": "REST details: ETag / If-Match, catalogued HTTP errors, request limits, the event stream",
     "X-mcp-wire": "MCP details: structured results, error results, resources",
+    "X-agents": "agents on large documents: bounded reads, outline, next-incomplete, move, search, stats, render",
 }
 
 CLAUSES: dict[str, Clause] = {
@@ -108,6 +109,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "test_delete_node": ("US6.1",),
     "test_list_and_export": ("US7.1",),
     "test_patch_and_dry_run": ("X-patch",),
+    "test_large_documents": ("X-agents",),
     "test_history": ("X-history",),
     "test_history_property": ("X-history", "X-diff", "X-revert", "X-changes"),
     "test_revert_and_delete": ("X-revert",),
