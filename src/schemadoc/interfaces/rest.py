@@ -786,7 +786,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     def move_node(doc_id: str, raw: RawBody,
                   dry_run: Annotated[bool, Query(description=_DRY)] = False,
                   if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=True)
+        body = _Body(raw, max_depth, required=True, members=("from_path", "to_path", "version", "dry_run"))
         from_path, to_path = body.argument("from_path"), body.argument("to_path")
         version = versions.resolve(doc_id, body, if_match)
         result = service.move_node(doc_id, from_path, to_path, version, dry_run=body.dry_run(dry_run))
