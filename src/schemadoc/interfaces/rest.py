@@ -726,7 +726,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.get("/documents/{doc_id}/outline", response_model=results.OutlineResult, tags=["navigation"],
                 summary="The table of contents of a node: members and items with type, count, size and title",
                 responses=_errors(400, 404), operation_id="document_outline")
-    def outline(doc_id: str,
+    def outline(doc_id: DocIdPath,
                 path: Annotated[str, Query(description=_PATH_READ)] = "/",
                 depth: Annotated[int, Query(description="Levels of members and items to list (0 to 32).")] = 2,
                 offset: Annotated[int, Query(description=_OFFSET)] = 0,
@@ -739,7 +739,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.get("/documents/{doc_id}/incomplete", response_model=results.NextIncompleteResult, tags=["navigation"],
                 summary="Where the document is valid but not finished by the schema, breadth first",
                 responses=_errors(400, 404), operation_id="document_next_incomplete")
-    def next_incomplete(doc_id: str,
+    def next_incomplete(doc_id: DocIdPath,
                         path: Annotated[str, Query(description=_PATH_READ)] = "/",
                         limit: Annotated[int, Query(description="At most this many places (1 to 100).")] = 10,
                         ) -> JSONBody:
@@ -762,14 +762,14 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.get("/documents/{doc_id}/stats", response_model=results.StatsResult, tags=["navigation"],
                 summary="Size, node counts by type, depth, version and journal length",
                 responses=_errors(400, 404), operation_id="document_stats")
-    def stats(doc_id: str) -> JSONBody:
+    def stats(doc_id: DocIdPath) -> JSONBody:
         found = service.stats(doc_id)
         return JSONBody(results.stats_result(found), headers=_etag(found.version))
 
     @router.get("/documents/{doc_id}/render", response_model=results.RenderResult, tags=["navigation"],
                 summary="A readable Markdown rendering of a node, driven by the schema",
                 responses=_errors(400, 404), operation_id="document_render")
-    def render(doc_id: str,
+    def render(doc_id: DocIdPath,
                path: Annotated[str, Query(description=_PATH_READ)] = "/",
                format: Annotated[str, Query(description="Only markdown.")] = "markdown",
                offset: Annotated[int, Query(description="Render from this child of the node.")] = 0,
@@ -783,7 +783,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                  summary="Move a node (RFC 6902 move; also reorders inside an array)",
                  responses=_errors(400, 404, 408, 409, 422), operation_id="document_move_node",
                  openapi_extra=_MOVE_BODY)
-    def move_node(doc_id: str, raw: RawBody,
+    def move_node(doc_id: DocIdPath, raw: RawBody,
                   dry_run: Annotated[bool, Query(description=_DRY)] = False,
                   if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
         body = _Body(raw, max_depth, required=True, members=("from_path", "to_path", "version", "dry_run"))
