@@ -31,7 +31,7 @@ import orjson
 from ulid import ULID
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.ops.apply import apply_patch, check_patch, check_written_depth
+from schemadoc.ops.apply import apply_patch, apply_patches, check_patch, check_written_depth
 from schemadoc.ops.compile import CompiledWrite, compile_create, compile_delete, compile_update
 from schemadoc.ops.history import CHECKPOINT_EVERY, Checkpoints, compile_merge_patch, diff, replay_from
 from schemadoc.ops.journal import JournalEntry, utc_now
@@ -907,21 +907,23 @@ class DocumentService:
 
     def _load(self, doc_id: str) -> DocState:
         stored = self.store.load(doc_id)  # the store reads snapshot, meta and journal tail under the write lock
+        big = len(stored.content) > _FREEZE_ABOVE_BYTES
         try:
             content = orjson.loads(stored.content)
         except orjson.JSONDecodeError as error:
             raise SchemaDocError("storage-read-failed", f"Document {doc_id} is not valid JSON on disk: {error}.",
                                  {"doc_id": doc_id}) from None
-        if stored.entries:  # the journal after the snapshot (ops.apply: ~2.5x faster than jsonpatch here)
+        if big:
+            gc.freeze()  # long-lived document: keep the collector from rescanning it (halves parse time)
+        if stored.entries:  # the journal after the snapshot, in one workspace (each path copied once)
             try:
-                for entry in stored.entries:
-                    content = apply_patch(content, entry.patch).document
+                content = apply_patches(content, [entry.patch for entry in stored.entries])
             except SchemaDocError as error:
                 raise SchemaDocError("storage-read-failed",
                                      f"The journal of document {doc_id} does not replay onto its snapshot: "
                                      f"{error.message}", {"doc_id": doc_id, "reason": error.message}) from None
-        if len(stored.content) > _FREEZE_ABOVE_BYTES:
-            gc.freeze()  # long-lived document: keep the collector from rescanning it (halves parse time)
+            if big:
+                gc.freeze()
         state = DocState(stored.meta, content)
         self._states[doc_id] = state
         self.snapshots.lagging(doc_id, len(stored.entries))

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.ops.apply import apply_patch, check_patch, json_equal
+from schemadoc.ops.apply import apply_patch, apply_patches, check_patch, json_equal
 from schemadoc.ops.compile import compile_create, compile_delete, compile_update
 
 
@@ -224,6 +224,40 @@ def test_our_patches_agree_with_jsonpatch_and_our_normalised_patch_replays_ident
         assert json_equal(applied.document, expected)
     replayed = jsonpatch.apply_patch(copy.deepcopy(document), applied.patch)
     assert json_equal(replayed, applied.document)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(document_and_patch(), min_size=1, max_size=4))
+def test_patches_applied_in_one_workspace_give_what_applying_them_one_by_one_gives(
+        cases: list[tuple[Any, list[dict[str, Any]]]]) -> None:
+    """Replaying a journal copies each container once; the result and the untouched input agree."""
+    document = cases[0][0]
+    frozen = copy.deepcopy(document)
+    patches: list[list[dict[str, Any]]] = []
+    expected = document
+    for _, patch in cases:  # keep the patches that apply in turn: a journal holds only those
+        try:
+            expected = apply_patch(expected, patch).document
+        except SchemaDocError:
+            continue
+        patches.append(patch)
+    kept = copy.deepcopy(patches)
+    assert json_equal(apply_patches(document, patches), expected)
+    assert document == frozen and patches == kept
+
+
+def test_one_workspace_copies_a_shared_container_once_and_leaves_the_original_alone() -> None:
+    original = doc()
+    result = apply_patches(original, [[{"op": "replace", "path": "/a/c/d", "value": str(i)}] for i in range(5)]
+                           + [[{"op": "add", "path": "/a/b/-", "value": 9}]])
+    assert result["a"]["c"]["d"] == "4" and result["a"]["b"] == [1, 2, 3, 9]
+    assert original == doc() and result["e"] is original["e"]
+
+
+def test_a_patch_that_does_not_apply_in_a_replay_names_its_operation() -> None:
+    with pytest.raises(SchemaDocError) as caught:
+        apply_patches(doc(), [[{"op": "remove", "path": "/g"}], [{"op": "test", "path": "/g", "value": "h"}]])
+    assert caught.value.code == "path-not-found" and caught.value.details["operation_index"] == 0
 
 
 _SCALAR = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5)

@@ -22,6 +22,8 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, replay, utc_now
 from schemadoc.storage.base import DocumentMeta
 from schemadoc.storage.files import FileDocumentStore
+from schemadoc.storage.journal import Tail, encode_line, fold
+from schemadoc.storage.layout import Corrupt
 from schemadoc.storage.testing import commit_patch, create_document, current_content, new_doc_id
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -479,6 +481,8 @@ def test_a_create_that_fails_leaves_no_document(
 HOLD_LOCK = """
 import sys, time
 from schemadoc.storage.files import FileDocumentStore
+from schemadoc.storage.journal import Tail, encode_line, fold
+from schemadoc.storage.layout import Corrupt
 store = FileDocumentStore(sys.argv[1])
 with store.write_lock(sys.argv[2]):
     print("locked", flush=True)
@@ -511,6 +515,8 @@ COMMIT_IN_A_LOOP = """
 import sys, time
 from pathlib import Path
 from schemadoc.storage.files import FileDocumentStore
+from schemadoc.storage.journal import Tail, encode_line, fold
+from schemadoc.storage.layout import Corrupt
 from schemadoc.storage.testing import commit_patch
 store = FileDocumentStore(sys.argv[1])
 store.open()
@@ -615,3 +621,58 @@ def test_readers_revalidating_while_a_writer_appends_never_fold_a_line_twice(sto
     assert seen == []
     assert store.read_meta(meta.doc_id).version == 150
     assert current_content(store, meta.doc_id) == {"n": 149}
+
+
+# -- folding journal lines into the current meta ---------------------------------------------------
+
+
+def _tail_at_1() -> Tail:
+    snapshot = DocumentMeta(new_doc_id(), 1, "urn:s", "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z", 2)
+    return Tail(snapshot, 0, (0, 0, 0), 0, 0)
+
+
+def _line(version: int, value: Any, meta: DocumentMeta, *, info: dict[str, Any] | None = None) -> bytes:
+    entry = JournalEntry(version, "update_node", [{"op": "replace", "path": "/a", "value": value}], meta.modified_at,
+                         info or {})
+    return encode_line(meta.doc_id, entry, meta)
+
+
+@pytest.mark.parametrize("filler", [0, 10_000], ids=["short line", "long line"])
+def test_folding_reads_the_meta_of_the_line_not_a_meta_inside_its_patch_or_info(filler: int) -> None:
+    tail = _tail_at_1()
+    decoy = {"meta": {"modified_at": "decoy", "content_size_bytes": 1, "deleted_at": None}}
+    meta = replace(tail.snapshot, version=2, modified_at="2026-02-02T00:00:00.000Z", content_size_bytes=12_345)
+    second = replace(meta, version=3, modified_at="2026-03-03T00:00:00.000Z", deleted_at="2026-03-03T00:00:00.000Z")
+    data = (_line(2, {"x": "y" * filler, **decoy}, meta, info=decoy)
+            + _line(3, ["z" * filler, decoy], second))
+    fold(tail, data, Path("j"))
+    assert [(m.version, m.modified_at, m.content_size_bytes, m.deleted_at) for m in tail.marks] == [
+        (2, "2026-02-02T00:00:00.000Z", 12_345, None),
+        (3, "2026-03-03T00:00:00.000Z", 12_345, "2026-03-03T00:00:00.000Z")]
+    assert tail.offset == len(data) and tail.marks[0].end == data.index(b"\n") + 1
+
+
+def test_folding_a_line_written_by_another_tool_parses_it_whole() -> None:
+    tail = _tail_at_1()
+    pretty = orjson.loads(_line(2, "v" * 10_000, replace(tail.snapshot, version=2, content_size_bytes=7)))
+    data = orjson.dumps(pretty, option=orjson.OPT_INDENT_2).replace(b"\n", b" ") + b"\n"
+    legacy = orjson.dumps({"version": 3, "op": "delete_document", "patch": [],
+                           "at": "2026-04-04T00:00:00.000Z"}) + b"\n"
+    decoy = {"meta": {"modified_at": "decoy", "content_size_bytes": 1, "deleted_at": None}}
+    nested = orjson.dumps({"version": 4, "op": "update_node",
+                           "patch": [{"op": "add", "path": "/b", "value": "w" * 5000}],
+                           "at": "2026-05-05T00:00:00.000Z", "info": decoy}) + b"\n"
+    fold(tail, data + legacy + nested, Path("j"))
+    assert [(m.version, m.modified_at, m.content_size_bytes, m.deleted_at) for m in tail.marks] == [
+        (2, tail.snapshot.modified_at, 7, None), (3, "2026-04-04T00:00:00.000Z", -1, "2026-04-04T00:00:00.000Z"),
+        (4, "2026-05-05T00:00:00.000Z", -1, "2026-04-04T00:00:00.000Z")]
+
+
+@pytest.mark.parametrize("line", [
+    b'{"version":2,"op":"update_node","patch":[{"op":"replace","path":"/a","value":' + b"1" * 5000 + b'],"meta":{}}',
+    b"not json at all",
+    b'{"version":3,"op":"update_node","patch":[],"at":"x"}',
+], ids=["long line torn inside", "garbage", "version gap"])
+def test_folding_a_line_that_cannot_be_read_or_skips_a_version_is_corrupt(line: bytes) -> None:
+    with pytest.raises(Corrupt):
+        fold(_tail_at_1(), line + b"\n", Path("j"))

@@ -24,7 +24,7 @@ from typing import Any
 from schemadoc.errors import SchemaDocError
 from schemadoc.pointer import format_pointer, index_token, json_type, parse, resolve
 
-__all__ = ["AppliedPatch", "apply_patch", "check_patch", "check_written_depth", "json_equal"]
+__all__ = ["AppliedPatch", "apply_patch", "apply_patches", "check_patch", "check_written_depth", "json_equal"]
 
 _REQUIRED_MEMBERS = {
     "add": ("path", "value"),
@@ -145,6 +145,23 @@ def apply_patch(document: Any, patch: list[dict[str, Any]]) -> AppliedPatch:
             error.details.setdefault("operation_index", index)
             raise
     return AppliedPatch(work.root, applied)
+
+
+def apply_patches(document: Any, patches: Sequence[list[dict[str, Any]]]) -> Any:
+    """The document after every patch in turn, without touching ``document`` (replaying a journal).
+
+    One workspace for all of them: a container on the patched paths is copied once, not once per
+    patch (the intermediate versions are never seen). Raises what :func:`apply_patch` raises.
+    """
+    work = _Workspace(document)
+    for patch in patches:
+        for index, operation in enumerate(patch):
+            try:
+                _apply_one(work, operation)
+            except SchemaDocError as error:
+                error.details.setdefault("operation_index", index)
+                raise
+    return work.root
 
 
 def _apply_one(work: _Workspace, operation: dict[str, Any]) -> dict[str, Any]:

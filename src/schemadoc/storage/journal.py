@@ -99,39 +99,97 @@ class Tail:
         self.meta_key = meta_key
 
 
+_META_MEMBER = b',"meta":{'
+_SLICE_ABOVE_BYTES = 4096  # longer lines are read from their ends (their patch is not parsed)
+
+
+def _line_meta(line: bytes) -> tuple[int, dict[str, Any]] | None:
+    """The version and ``meta`` member of a line as :func:`encode_line` writes it, or ``None``.
+
+    A long line is read from its ends: ``version`` is its first member and ``meta`` its last, and
+    the slice from ``,"meta":`` to the line's closing brace parses as one JSON object only for that
+    member (a ``meta`` nested in the patch or ``info`` leaves unbalanced brackets behind it, and a
+    quote inside a string is escaped). A short line is parsed whole, which is cheaper. ``None``
+    when the line is written differently; the caller then reads it as a journal entry.
+    """
+    if len(line) > _SLICE_ABOVE_BYTES:
+        version = peek_version(line[:64])
+        start = line.rfind(_META_MEMBER)
+        if version is None or start < 0 or not line.endswith(b"}}"):
+            return None
+        try:
+            meta = orjson.loads(line[start + 8:-1])
+        except orjson.JSONDecodeError:
+            return None
+    else:
+        try:
+            data = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(data, dict):
+            return None
+        version, meta = data.get("version"), data.get("meta")
+        if not isinstance(version, int) or isinstance(version, bool):
+            return None
+    if (isinstance(meta, dict) and isinstance(meta.get("modified_at"), str)
+            and isinstance(meta.get("content_size_bytes"), int) and not isinstance(meta["content_size_bytes"], bool)
+            and (meta.get("deleted_at") is None or isinstance(meta["deleted_at"], str))):
+        return version, meta
+    return None
+
+
 def fold(tail: Tail, data: bytes, path: Path) -> None:
     """Add the complete lines in ``data`` (the journal from ``tail.offset``) to ``tail``.
 
-    Raises :class:`Corrupt` when a complete line cannot be read or versions are not consecutive.
+    A line is read as far as its version and meta go (its patch is parsed by whoever replays
+    it); a line written otherwise is parsed whole. Raises :class:`Corrupt` when a complete line
+    cannot be read or versions are not consecutive.
     """
     position = 0
-    last = tail.current
+    version = tail.version
+    last = tail.marks[-1] if tail.marks else None
+    size_before = last.content_size_bytes if last is not None else tail.snapshot.content_size_bytes
+    deleted_before = last.deleted_at if last is not None else tail.snapshot.deleted_at
     while True:
         end = data.find(b"\n", position)
         if end < 0:
             break
-        try:
-            line = orjson.loads(data[position:end])
-            entry = JournalEntry.from_dict(line)
-        except ValueError as error:
-            raise Corrupt(f"journal line {tail.version + 1} cannot be read: {error}", path.name) from None
-        if entry.version != tail.version + 1:
-            raise Corrupt(f"journal versions are not consecutive: version {entry.version} after {tail.version}",
+        line = data[position:end]
+        quick = _line_meta(line)
+        if quick is not None:
+            found, meta = quick
+            mark = Mark(found, tail.offset + end + 1, meta["modified_at"], meta["content_size_bytes"],
+                        meta.get("deleted_at"))
+        else:
+            mark = _parsed_mark(line, tail.offset + end + 1, version, size_before, deleted_before, path)
+        if mark.version != version + 1:
+            raise Corrupt(f"journal versions are not consecutive: version {mark.version} after {version}",
                           path.name)
-        meta = line.get("meta") if isinstance(line, dict) else None
-        if isinstance(meta, dict):
-            size = meta.get("content_size_bytes")
-            mark = Mark(entry.version, tail.offset + end + 1, str(meta.get("modified_at", entry.at)),
-                        size if isinstance(size, int) else last.content_size_bytes,
-                        meta.get("deleted_at") if isinstance(meta.get("deleted_at"), str) else None)
-        else:  # a line written before lines carried their meta
-            deleted_at = (entry.at if entry.op == "delete_document"
-                          else None if entry.op == "undelete_document" else last.deleted_at)
-            mark = Mark(entry.version, tail.offset + end + 1, entry.at, -1, deleted_at)
         tail.marks.append(mark)
-        last = tail.current
+        version, size_before, deleted_before = mark.version, mark.content_size_bytes, mark.deleted_at
         position = end + 1
     tail.offset += position
+
+
+def _parsed_mark(line: bytes, end: int, version: int, size_before: int, deleted_before: str | None,
+                 path: Path) -> Mark:
+    """The mark of a line parsed whole (written by another tool, or before lines carried their meta)."""
+    try:
+        data = orjson.loads(line)
+        entry = JournalEntry.from_dict(data)
+    except ValueError as error:
+        raise Corrupt(f"journal line {version + 1} cannot be read: {error}", path.name) from None
+    meta = data.get("meta")
+    if isinstance(meta, dict):
+        size = meta.get("content_size_bytes")
+        deleted_at = meta.get("deleted_at")
+        return Mark(entry.version, end, str(meta.get("modified_at", entry.at)),
+                    size if isinstance(size, int) else size_before,
+                    deleted_at if isinstance(deleted_at, str) else None)
+    # a line written before lines carried their meta
+    deleted = (entry.at if entry.op == "delete_document"
+               else None if entry.op == "undelete_document" else deleted_before)
+    return Mark(entry.version, end, entry.at, -1, deleted)
 
 
 def find_line_end(path: Path, version: int, hint: int) -> int:
