@@ -5,7 +5,9 @@
   eras on one URL. Its route is added to the FastAPI router itself (not ``Mount("/")``), so that
   unknown URLs and wrong methods still get the catalogued ``route-not-found`` and
   ``method-not-allowed``; the session manager runs in this application's lifespan;
-- ``/health``, ``/docs``, ``/redoc``, ``/openapi.json`` (OpenAPI 3.1).
+- ``/health``, ``/openapi.json`` (OpenAPI 3.1), and ``/docs`` (Swagger UI) and ``/redoc`` (ReDoc) with
+  their assets served by this application (:mod:`schemadoc.interfaces.apidocs`: no CDN, so they
+  render offline).
 
 The most frequent REST requests (reading a node, the node writes, a patch) are answered by
 :class:`~schemadoc.interfaces.rest_lane.RestLane` calling their endpoints directly, without
@@ -39,6 +41,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import schemadoc
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.apidocs import add_api_docs
 from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
 from schemadoc.interfaces.mcp import build_mcp_server
 from schemadoc.interfaces.rest import JSONBody, build_rest_router, check_depth, dump_body, error_response
@@ -51,6 +54,7 @@ log = logging.getLogger("schemadoc.http")
 
 API_PREFIX = "/api/v1"
 MCP_PATH = "/mcp"
+_OPENAPI_URL = "/openapi.json"
 _MCP_ENVELOPE_DEPTH = 3  # message -> params -> arguments -> the argument value
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -367,9 +371,10 @@ def build_app(service: DocumentService, settings: Settings, *,
             server.notifier.close()
 
     app = FastAPI(title="schemadoc", version=schemadoc.__version__, description=_DESCRIPTION,
-                  docs_url="/docs", redoc_url="/redoc", openapi_url="/openapi.json", lifespan=lifespan,
+                  docs_url=None, redoc_url=None, openapi_url=_OPENAPI_URL, lifespan=lifespan,
                   default_response_class=JSONBody)
     app.openapi = _openapi_without_fastapi_422(app)  # type: ignore[method-assign]
+    add_api_docs(app, title=app.title, openapi_url=_OPENAPI_URL)  # /docs, /redoc: assets served here, no CDN
     app.add_exception_handler(SchemaDocError, _on_schemadoc_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
