@@ -158,3 +158,19 @@ def test_assets_refuse_writes_naming_get_and_head(client: TestClient) -> None:
 def test_the_documentation_routes_stay_out_of_the_openapi_document(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert not [path for path in paths if path.startswith(("/docs", "/redoc", "/static"))]
+
+
+def test_without_the_assets_package_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from schemadoc.interfaces import apidocs
+
+    monkeypatch.setattr(apidocs, "_ASSETS_PACKAGE", "fastapi_offline_not_installed")
+    with pytest.raises(RuntimeError, match=r"pip install 'fastapi-offline>=1\.7,<2'"):
+        apidocs.assets_directory()
+
+
+def test_a_missing_asset_is_named_at_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    from schemadoc.interfaces import apidocs
+
+    monkeypatch.setattr(apidocs, "ASSETS", (*apidocs.ASSETS, "swagger-ui-standalone-preset.js"))
+    with pytest.raises(RuntimeError, match=r"lacks swagger-ui-standalone-preset\.js"):
+        apidocs.assets_directory()

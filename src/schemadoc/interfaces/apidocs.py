@@ -42,6 +42,7 @@ ASSETS = (SWAGGER_JS, SWAGGER_CSS, REDOC_JS, FAVICON)
 """Every file the pages load from :data:`ASSETS_PATH`."""
 
 _ASSETS_PACKAGE = "fastapi_offline"
+_INSTALL = "pip install 'fastapi-offline>=1.7,<2'"
 
 # Swagger UI asks validator.swagger.io for a badge unless validatorUrl is null
 _SWAGGER_UI_PARAMETERS: dict[str, Any] = {"validatorUrl": None}
@@ -49,11 +50,15 @@ _SWAGGER_UI_PARAMETERS: dict[str, Any] = {"validatorUrl": None}
 
 def assets_directory() -> Path:
     """The directory holding :data:`ASSETS`; ``RuntimeError`` naming what is missing if the package lacks one."""
-    directory = Path(str(resources.files(_ASSETS_PACKAGE) / "static"))
+    try:
+        directory = Path(str(resources.files(_ASSETS_PACKAGE) / "static"))
+    except ModuleNotFoundError:
+        raise RuntimeError(f"the API documentation pages need the {_ASSETS_PACKAGE} package: "
+                           f"{_INSTALL}, or reinstall schemadoc") from None
     missing = [name for name in ASSETS if not (directory / name).is_file()]
     if missing:
         raise RuntimeError(f"the {_ASSETS_PACKAGE} package at {directory} lacks {', '.join(missing)}: "
-                           f"reinstall it (pip install 'fastapi-offline>=1.7,<2')")
+                           f"reinstall it ({_INSTALL})")
     return directory
 
 
