@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: serve serve-stdio test lint crash docs-browser bench-journal bench bench-history bench-postgres bench-rest bench-validation bench-agents docs clean inspector
+.PHONY: serve serve-stdio test lint crash docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-rest bench-validation bench-agents docs clean inspector
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,9 @@ docs-browser: $(VENV)/.installed  ## /docs and /redoc rendered offline by headle
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium; fi; }
 	$(PY) -m pytest -m slow -p no:randomly tests/e2e/test_api_docs_browser.py
+
+bench-docs: $(VENV)/.installed  ## the API documentation pages: asset sizes, render time in headless Chromium
+	$(PY) benchmarks/api_docs.py
 
 inspector:  ## the MCP Inspector (TypeScript SDK) for the client-depth test, in .tools/npm
 	npm install --no-audit --no-fund --prefix .tools/npm @modelcontextprotocol/inspector@0.15.0
