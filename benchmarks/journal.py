@@ -1,13 +1,22 @@
 """Journal-first writes: every-write beside lazy snapshots (``make bench-journal``).
 
-Per document size (MiB): leaf update and array append (median and p99 over ``--writes``
-writes; validation included), opening a document with 1,000 journal entries after its
-snapshot against opening it with a current snapshot, deep-read latency while a snapshot of the
-document is serialised and written by each candidate mechanism (a thread with one
-``orjson.dumps``, a thread with ``dumps_chunked``, a forked child), disk use per document and
-peak RSS. Figures, not pass/fail; on a shared machine compare the ratios within one run.
+Per document size (MiB), in three sections (``--only``):
+
+- ``writes``: leaf update and array append (median and p99 over ``--writes`` writes; validation
+  included) and a rejected update, with ``every-write`` and ``lazy`` snapshots; disk use per document;
+- ``open``: opening a document with 1,000 journal entries after its snapshot against opening it
+  with a current snapshot (ABBA, min and median);
+- ``snapshot``: deep reads (one due every 0.5 ms) and writes to a small document while a snapshot
+  of the document is serialised and written by each candidate mechanism: a thread with one
+  ``orjson.dumps``; a thread with ``dumps_chunked`` (pieces joined, then written) pausing with
+  ``sleep(0)`` or with a 0.1 ms sleep; the store writing ``iter_chunked`` pieces as they come (what
+  the snapshotter does); a forked child serialising the copy-on-write document. Each prints the
+  read and write latencies, the snapshot's wall time and the memory it added.
+
+Peak RSS after each size. Figures, not pass/fail; on a shared machine compare within one run.
 
     .venv/bin/python benchmarks/journal.py --sizes 1 10 100 --writes 200
+    .venv/bin/python benchmarks/journal.py --sizes 100 --only snapshot --rounds 3
 """
 
 from __future__ import annotations
@@ -32,12 +41,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 import orjson
 from generate import make_book, mid_paragraph_path
 
+from schemadoc.errors import SchemaDocError
 from schemadoc.schema import LoadedSchema, load_schema
 from schemadoc.service import DocumentService
-from schemadoc.snapshotter import SnapshotPolicy, dumps_chunked
+from schemadoc.snapshotter import SnapshotPolicy, dumps_chunked, hand_over, iter_chunked
 from schemadoc.storage.files import FileDocumentStore
 
 BOOK = Path(__file__).resolve().parents[1] / "schemas" / "book.schema.json"
+SECTIONS = ("writes", "open", "snapshot")
 POLICIES = {
     "every-write": SnapshotPolicy(mode="every-write"),
     "lazy": SnapshotPolicy(mode="lazy"),
@@ -87,19 +98,30 @@ def writes(schema: LoadedSchema, base: Path, book: dict[str, Any], policy_name: 
     def append(i: int) -> None:
         version[0] = service.create_node(doc_id, f"{parent}/-", {"text": f"new {i}"}, version[0]).version
 
+    def rejected(i: int) -> None:
+        try:
+            service.update_node(doc_id, f"{leaf}/style", "not-a-style", version[0])
+        except SchemaDocError as error:
+            if error.code != "validation-failed":
+                raise
+        else:
+            raise SystemExit("a style outside the enum was accepted")
+
     update_samples = timed(update, runs)
     append_samples = timed(append, runs)
+    rejected_samples = timed(rejected, min(runs, 20))
     service.close()
     usage = FileDocumentStore(directory).disk_usage(doc_id)
     print(f"  {policy_name:11}  leaf update {summary(update_samples)}   append {summary(append_samples)}   "
-          f"disk {sum(usage.values()) / 2**20:.1f} MiB {usage}", flush=True)
+          f"rejected (to validation-failed, whole report included, {len(rejected_samples)} runs) "
+          f"{summary(rejected_samples)}   disk {sum(usage.values()) / 2**20:.1f} MiB {usage}", flush=True)
 
 
-def opening(schema: LoadedSchema, base: Path, book: dict[str, Any], leaf: str, rounds: int = 5) -> None:
+def opening(schema: LoadedSchema, base: Path, book: dict[str, Any], leaf: str, rounds: int = 6) -> None:
     """A cold open (a new service: recovery, then the first read) of a document whose snapshot is
     followed by 1,000 journal entries, against the same document with a current snapshot.
 
-    The two are opened in turn, ``rounds`` times each, so that the machine's load strikes both.
+    The two are opened in turn (ABBA), ``rounds`` times each, so that the machine's load strikes both.
     """
     tail, current = base / "open-tail", base / "open-current"
     lag = SnapshotPolicy(mode="lazy", inline_below_bytes=0, lag_versions=10**9, lag_bytes=2**62,
@@ -129,9 +151,9 @@ def opening(schema: LoadedSchema, base: Path, book: dict[str, Any], leaf: str, r
         return took
 
     samples: dict[Path, list[float]] = {tail: [], current: []}
-    for _ in range(rounds):
-        for directory, taken in samples.items():
-            taken.append(cold(directory))
+    for round_ in range(rounds):  # in turn, first one then the other first, so that neither always follows
+        for directory in (tail, current) if round_ % 2 == 0 else (current, tail):
+            samples[directory].append(cold(directory))
     with_tail, snapshot_only = samples[tail], samples[current]
     print(f"  open: snapshot + 1,000 journal entries min {ms(min(with_tail))} median "
           f"{ms(statistics.median(with_tail))}; snapshot alone min {ms(min(snapshot_only))} median "
@@ -139,87 +161,198 @@ def opening(schema: LoadedSchema, base: Path, book: dict[str, Any], leaf: str, r
           f"{statistics.median(with_tail) / statistics.median(snapshot_only):.2f} (median)", flush=True)
 
 
-def _fork_snapshot(content: Any, target: Path) -> Callable[[], None]:
+def _rss() -> int:
+    """This process's resident set size now, in bytes (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm", "rb") as file:
+            return int(file.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+def _private_bytes() -> int:
+    """Memory this process does not share (its own pages and those copied on write since a fork)."""
+    try:
+        with open("/proc/self/smaps_rollup", "rb") as file:
+            return sum(int(line.split()[1]) * 1024 for line in file if line.startswith(b"Private_"))
+    except OSError:
+        return 0
+
+
+class Mechanism:
+    """One way of writing a snapshot of ``content`` to ``target`` while the service keeps serving."""
+
+    def __init__(self, name: str, start: Callable[[], Callable[[], int]]) -> None:
+        self.name = name
+        self.start = start  # starts it; returns a function that waits for the end and returns extra bytes
+
+
+def _write(target: Path, data: bytes) -> None:
+    with open(target, "wb") as file:
+        file.write(data)
+        os.fsync(file.fileno())
+
+
+def _in_thread(serialise: Callable[[], bytes], target: Path) -> Callable[[], int]:
+    def work() -> None:
+        _write(target, serialise())
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+
+    def wait() -> int:
+        thread.join()
+        return 0  # a thread's memory shows in this process's RSS, sampled by the caller
+
+    return wait
+
+
+def _in_store(service: DocumentService, doc_id: str, leaf: str) -> Callable[[], int]:
+    """What the snapshotter does: the store writes the pieces of ``iter_chunked`` as they come, then switches.
+
+    A leaf update first (untimed), so that there is a newer version to snapshot.
+    """
+    version = service.version_of(doc_id)
+    version = service.update_node(doc_id, f"{leaf}/text", f"snapshot of {version + 1}", version).version
+    content = service.read_node(doc_id, "").node
+    store = service.store
+    assert isinstance(store, FileDocumentStore)
+    thread = threading.Thread(
+        target=lambda: store.write_snapshot_pieces(doc_id, version, iter_chunked(content, hand_over)), daemon=True)
+    thread.start()
+
+    def wait() -> int:
+        thread.join()
+        return 0
+
+    return wait
+
+
+def _forked(content: Any, target: Path) -> Callable[[], int]:
+    """A child serialises the (immutable, copy-on-write) document; it reports the memory it did not share."""
+    reader, writer = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: serialise the immutable document, write it, leave without cleanup
+    if pid == 0:  # the child: serialise, write, report, leave without cleanup
+        code = 1
         try:
+            os.close(reader)
             data = orjson.dumps(content)
-            with open(target, "wb") as file:
-                file.write(data)
-                os.fsync(file.fileno())
+            _write(target, data)
+            os.write(writer, str(_private_bytes()).encode())  # while the serialised bytes are still held
+            code = 0
         finally:
-            os._exit(0)
-    return lambda: os.waitpid(pid, 0) and None
+            os._exit(code)
+    os.close(writer)
+
+    def wait() -> int:
+        os.waitpid(pid, 0)
+        with os.fdopen(reader, "rb") as pipe:
+            return int(pipe.read() or 0)
+
+    return wait
 
 
-def reads_during_snapshot(schema: LoadedSchema, base: Path, book: dict[str, Any], leaf: str) -> None:
+def _finish(wait: Callable[[], int], extra: list[int], done: threading.Event) -> None:
+    extra[0] = wait()
+    done.set()
+
+
+def reads_during_snapshot(schema: LoadedSchema, base: Path, book: dict[str, Any], leaf: str,
+                          names: list[str] | None = None, rounds: int = 1) -> None:
+    """Deep reads of the document and writes to another one while a snapshot of it is written.
+
+    A read is due every 0.5 ms and its latency counts from when it was due (so a stall counts
+    once per read it delays); every 20th turn a leaf of a small document is written instead.
+    Per mechanism: read and write latencies during the snapshot, the snapshot's wall time, and
+    the memory it added (a thread: this process's RSS peak above its level before; a forked
+    child: what it did not share with this process, plus this process's growth).
+    """
     directory = base / "reads"
     service = service_on(schema, directory, SnapshotPolicy(mode="lazy", inline_below_bytes=0))
     doc_id = service.create_document()[0]
     service.update_node(doc_id, "/", book, 1)
+    small = service.create_document()[0]
+    small_version = [service.version_of(small)]
     content = service.read_node(doc_id, "").node
     target = directory / "probe.json"
-
-    def write(data: bytes) -> None:
-        with open(target, "wb") as file:
-            file.write(data)
-            os.fsync(file.fileno())
-
-    mechanisms: dict[str, Callable[[], Callable[[], None]]] = {
-        "thread, one orjson.dumps": lambda: _thread(lambda: write(orjson.dumps(content))),
-        "thread, dumps_chunked": lambda: _thread(lambda: write(dumps_chunked(content))),
-        "forked child": lambda: _fork_snapshot(content, target),
-    }
+    mechanisms = [
+        Mechanism("thread, one orjson.dumps", lambda: _in_thread(lambda: orjson.dumps(content), target)),
+        Mechanism("thread, dumps_chunked", lambda: _in_thread(lambda: dumps_chunked(content), target)),
+        Mechanism("thread, dumps_chunked, sleep 0.1 ms",
+                  lambda: _in_thread(lambda: dumps_chunked(content, lambda: time.sleep(0.0001)), target)),
+        Mechanism("thread, pieces written as they come (chosen)", lambda: _in_store(service, doc_id, leaf)),
+        Mechanism("forked child, orjson.dumps", lambda: _forked(content, target)),
+    ]
     baseline = timed(lambda i: service.read_node(doc_id, f"{leaf}/text"), 2000)
     print(f"  deep read, idle: {summary(baseline)}", flush=True)
-    for name, start in mechanisms.items():
-        samples: list[float] = []
-        begun = time.perf_counter()
-        wait = start()
+
+    def write_small(i: int) -> None:
+        small_version[0] = service.update_node(small, "/title", f"t{i}", small_version[0]).version
+
+    print(f"  write to a small document, idle: {summary(timed(write_small, 100))}", flush=True)
+    chosen = [mechanism for mechanism in mechanisms if not names or any(name in mechanism.name for name in names)]
+    for mechanism in chosen * rounds:  # in turn, so that the machine's load strikes each
+        gc.collect()
+        reads: list[float] = []
+        writes_: list[float] = []
+        before = peak = _rss()
+        begun = due = time.perf_counter()  # the first read is due as the snapshot starts: a stall starting it counts
+        wait = mechanism.start()
         done = threading.Event()
-        threading.Thread(target=_then, args=(wait, done.set), daemon=True).start()
-        while not done.is_set():  # a read is due every 0.5 ms: its latency counts from when it was due
-            due = time.perf_counter() + 0.0005
-            time.sleep(0.0005)
-            service.read_node(doc_id, f"{leaf}/text")
-            samples.append(max(time.perf_counter() - due, 0.0))
+        extra = [0]
+        threading.Thread(target=_finish, args=(wait, extra, done), daemon=True).start()
+        turn = 0
+        while not done.is_set():
+            if turn:
+                due = time.perf_counter() + 0.0005
+                time.sleep(0.0005)
+            if turn % 20 == 19:
+                write_small(turn)
+                writes_.append(max(time.perf_counter() - due, 0.0))
+            else:
+                service.read_node(doc_id, f"{leaf}/text")
+                reads.append(max(time.perf_counter() - due, 0.0))
+            peak = max(peak, _rss())
+            turn += 1
         took = time.perf_counter() - begun
-        print(f"  deep read during a snapshot by {name:26}: {summary(samples)}  max {ms(max(samples))}"
-              f"  ({len(samples)} reads; the snapshot took {took:.2f} s)", flush=True)
+        added = (peak - before) + extra[0]
+        print(f"  during a snapshot by {mechanism.name:52}: deep read {summary(reads)} max {ms(max(reads))} "
+              f"({len(reads)} reads); small write {summary(writes_) if writes_ else '-'}; snapshot {took:.2f} s; "
+              f"memory added {added / 2**20:.0f} MiB", flush=True)
+        target.unlink(missing_ok=True)
     service.snapshots.stop()
-
-
-def _then(first: Callable[[], None], second: Callable[[], None]) -> None:
-    first()
-    second()
-
-
-def _thread(work: Callable[[], None]) -> Callable[[], None]:
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
-    return thread.join
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=float, nargs="+", default=[1, 10, 100])
     parser.add_argument("--writes", type=int, default=200)
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS),
+                        help="the sections to run (default all)")
+    parser.add_argument("--mechanisms", nargs="+", default=None,
+                        help="snapshot mechanisms to compare, by part of their name (thread, chunked, fork)")
+    parser.add_argument("--rounds", type=int, default=1, help="snapshots per mechanism (taken in turn)")
     options = parser.parse_args()
     schema = load_schema(BOOK)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     for size in options.sizes:
         book = make_book(size)
         leaf = mid_paragraph_path(book)
-        print(f"\n== {size:g} MiB ({len(orjson.dumps(book)):,} bytes) ==", flush=True)
+        print(f"\n== {size:g} MiB ({len(orjson.dumps(book)):,} bytes), load average {os.getloadavg()[0]:.1f} ==",
+              flush=True)
         base = Path(tempfile.mkdtemp(prefix="schemadoc-journal-bench-"))
         try:
-            for policy_name in POLICIES:
-                writes(schema, base, book, policy_name, options.writes)
-            opening(schema, base, book, leaf)
-            reads_during_snapshot(schema, base, book, leaf)
+            if "writes" in options.only:
+                for policy_name in POLICIES:
+                    writes(schema, base, book, policy_name, options.writes)
+            if "open" in options.only:
+                opening(schema, base, book, leaf)
+            if "snapshot" in options.only:
+                reads_during_snapshot(schema, base, book, leaf, options.mechanisms, options.rounds)
         finally:
             shutil.rmtree(base, ignore_errors=True)
-        print(f"  peak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB", flush=True)
+        print(f"  peak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB, "
+              f"load average {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 
 

@@ -12,11 +12,19 @@ Small documents keep their snapshot current inline (:class:`SnapshotPolicy`): be
 1 MiB serialising and writing the snapshot costs about what the journal append costs, and
 people who read ``{doc_id}.json`` directly see the current version.
 
-Serialising a 100 MiB document with one ``orjson.dumps`` call holds the GIL for ~0.3 s and
-would stall every request. :func:`dumps_chunked` produces the very same bytes in pieces and
-lets other threads run between them; ``benchmarks/snapshots.py`` measured the alternatives.
-The service's documents are immutable (structural sharing), so the snapshot thread reads a
-version while writers build newer ones.
+Serialising a 100 MiB document with one ``orjson.dumps`` call holds the GIL for 0.1-0.2 s and
+stalls every request. The mechanism was chosen by measurement (``make bench-journal``, section
+``snapshot``: deep reads every 0.5 ms and writes to another document while a 100 MiB snapshot is
+written): :func:`iter_chunked` produces the very same bytes in pieces of ~256 KiB, the files store
+writes each piece as it comes (:class:`~schemadoc.storage.base.StreamedSnapshots`), and between
+pieces the thread sleeps 0.1 ms, which really hands the GIL over (``time.sleep(0)`` lets the
+thread take it back at once, so a waiting reader waits out the 5 ms switch interval). Measured
+beside it: one ``orjson.dumps`` in a thread (a stall of the whole serialisation), the pieces
+joined before writing (twice the document's size in memory, reads p99 3-15 ms), and a forked
+child serialising the copy-on-write document (``fork`` itself holds the GIL for 10-50 ms on a
+process holding 0.5-1 GiB, and the child's buffer adds the document's size). Stores that take
+only whole bytes get them joined. The service's documents are immutable (structural sharing),
+so the snapshot thread reads a version while writers build newer ones.
 """
 
 from __future__ import annotations
@@ -24,16 +32,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.storage.base import DocumentStore
+from schemadoc.storage.base import DocumentStore, StreamedSnapshots
 
-__all__ = ["POLICIES", "SnapshotPolicy", "Snapshotter", "dumps_chunked"]
+__all__ = ["POLICIES", "SnapshotPolicy", "Snapshotter", "dumps_chunked", "hand_over", "iter_chunked"]
 
 log = logging.getLogger("schemadoc.snapshots")
 
@@ -43,6 +51,12 @@ _CHUNK_DESCEND_ITEMS = 32   # containers with at least this many members are ser
 _CHUNK_DESCEND_DEPTH = 2    # ...and so are the top levels, whatever their size
 _CHUNK_MAX_DEPTH = 8
 _YIELD_EVERY_BYTES = 256 << 10
+_HAND_OVER_SECONDS = 0.0001
+
+
+def hand_over() -> None:
+    """Let any thread waiting for the GIL run: a real sleep (``sleep(0)`` may take the GIL straight back)."""
+    time.sleep(_HAND_OVER_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -88,41 +102,55 @@ def dumps_chunked(value: Any, pause: Callable[[], None] = lambda: time.sleep(0))
     every ~256 KiB ``pause`` runs (by default ``time.sleep(0)``, which hands the GIL to any thread
     waiting for it). Raises ``orjson.JSONEncodeError`` as ``orjson.dumps`` would.
     """
+    return b"".join(iter_chunked(value, pause))
+
+
+def iter_chunked(value: Any, pause: Callable[[], None] = lambda: time.sleep(0)) -> Iterator[bytes]:
+    """The bytes of ``orjson.dumps(value)`` as pieces of about 256 KiB, calling ``pause`` after each.
+
+    Their concatenation is ``orjson.dumps(value)``; a consumer that writes each piece as it
+    comes never holds the whole serialisation. Raises ``orjson.JSONEncodeError`` as
+    ``orjson.dumps`` would (possibly after some pieces were produced).
+    """
     parts: list[bytes] = []
-    pending = [0]
+    pending = 0
 
-    def emit(data: bytes) -> None:
-        parts.append(data)
-        pending[0] += len(data)
-        if pending[0] >= _YIELD_EVERY_BYTES:
-            pending[0] = 0
-            pause()
-
-    def walk(node: Any, depth: int) -> None:
+    def walk(node: Any, depth: int) -> Iterator[bytes]:
+        nonlocal parts, pending
         big = depth < _CHUNK_DESCEND_DEPTH or (
             isinstance(node, dict | list) and len(node) >= _CHUNK_DESCEND_ITEMS)
         if depth >= _CHUNK_MAX_DEPTH or not big or not isinstance(node, dict | list) or not node:
-            emit(orjson.dumps(node))
+            yield from emit(orjson.dumps(node))
             return
         if isinstance(node, dict):
-            emit(b"{")
+            yield from emit(b"{")
             for index, (key, member) in enumerate(node.items()):
                 if not isinstance(key, str):  # let orjson raise its own error
-                    emit(orjson.dumps(node))
-                    return
-                emit((b"," if index else b"") + orjson.dumps(key) + b":")
-                walk(member, depth + 1)
-            emit(b"}")
+                    orjson.dumps(node)
+                yield from emit((b"," if index else b"") + orjson.dumps(key) + b":")
+                yield from walk(member, depth + 1)
+            yield from emit(b"}")
         else:
-            emit(b"[")
+            yield from emit(b"[")
             for index, item in enumerate(node):
                 if index:
-                    emit(b",")
-                walk(item, depth + 1)
-            emit(b"]")
+                    yield from emit(b",")
+                yield from walk(item, depth + 1)
+            yield from emit(b"]")
 
-    walk(value, 0)
-    return b"".join(parts)
+    def emit(data: bytes) -> Iterator[bytes]:
+        nonlocal parts, pending
+        parts.append(data)
+        pending += len(data)
+        if pending >= _YIELD_EVERY_BYTES:
+            piece = b"".join(parts)
+            parts, pending = [], 0
+            yield piece
+            pause()
+
+    yield from walk(value, 0)
+    if parts:
+        yield b"".join(parts)
 
 
 @dataclass
@@ -298,14 +326,18 @@ class Snapshotter:
             return
         version, content = state
         try:
-            data = dumps_chunked(content) if chunked else orjson.dumps(content)
-            if self.store.write_snapshot(doc_id, version, data):
+            if chunked and isinstance(self.store, StreamedSnapshots):
+                written = self.store.write_snapshot_pieces(doc_id, version, iter_chunked(content, hand_over))
+            else:
+                data = dumps_chunked(content, hand_over) if chunked else orjson.dumps(content)
+                written = self.store.write_snapshot(doc_id, version, data)
+            if written:
                 self.written += 1
         except (SchemaDocError, ValueError, OSError) as error:
             log.warning("document %s: snapshot of version %d not written: %s", doc_id, version, error)
 
     def _write_checkpoint(self, doc_id: str, version: int, content: Any) -> None:
         try:
-            self.store.write_checkpoint(doc_id, version, dumps_chunked(content))
+            self.store.write_checkpoint(doc_id, version, dumps_chunked(content, hand_over))
         except (OSError, SchemaDocError) as error:  # a cache: losing one only makes old reads replay more
             log.warning("document %s: checkpoint of version %d not written: %s", doc_id, version, error)

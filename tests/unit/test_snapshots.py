@@ -17,7 +17,7 @@ from schemadoc.ops.sizes import patch_size
 from schemadoc.pointer import format_pointer
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService
-from schemadoc.snapshotter import SnapshotPolicy, dumps_chunked
+from schemadoc.snapshotter import SnapshotPolicy, dumps_chunked, iter_chunked
 from schemadoc.storage.files import FileDocumentStore
 
 BOOK = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
@@ -98,6 +98,77 @@ def test_chunked_serialisation_pauses_between_pieces_of_a_big_document() -> None
     pauses: list[int] = []
     assert dumps_chunked(document, pause=lambda: pauses.append(1)) == orjson.dumps(document)
     assert len(pauses) >= 7  # ~2 MB in pieces of 256 KiB
+
+
+def test_pieces_of_the_serialisation_are_about_256_kib_and_the_pause_comes_after_each() -> None:
+    document = {"chapters": [{"title": f"c{i}", "text": "x" * 1000} for i in range(2000)]}
+    events: list[int] = []
+    pieces = []
+    for piece in iter_chunked(document, pause=lambda: events.append(-1)):
+        events.append(len(piece))
+        pieces.append(piece)
+    assert b"".join(pieces) == orjson.dumps(document)
+    assert all(256 << 10 <= size < 260 << 10 for size in events[:-1:2]) and len(pieces) >= 7
+    assert events[1::2] == [-1] * (len(events) // 2)  # a pause after every full piece, none after the last
+
+
+def test_pieces_refuse_what_orjson_refuses() -> None:
+    with pytest.raises(orjson.JSONEncodeError):
+        b"".join(iter_chunked({"a": [1, {2: "non-string key"}] * 40}))
+
+
+def test_the_files_store_writes_a_snapshot_from_pieces_drawn_only_when_it_writes(tmp_path: Path) -> None:
+    service = lazy_service(tmp_path, lag_versions=1000, interval_seconds=3600)
+    doc_id, *_ = service.create_document()
+    service.update_node(doc_id, "/title", "piece by piece", 1)
+    content = service.read_document(doc_id)[0]
+    store = service.store
+    assert isinstance(store, FileDocumentStore)
+    drawn: list[bytes] = []
+
+    def pieces() -> Any:
+        for piece in iter_chunked(content):
+            drawn.append(piece)
+            yield piece
+
+    assert store.write_snapshot_pieces(doc_id, 1, pieces()) is False and drawn == []  # already there
+    assert store.write_snapshot_pieces(doc_id, 2, pieces()) is True
+    assert (tmp_path / f"{doc_id}.json").read_bytes() == orjson.dumps(content)
+    meta = store.read_meta(doc_id)
+    assert (meta.snapshot_version, meta.content_size_bytes) == (2, len(orjson.dumps(content)))
+    service.snapshots.stop()
+
+
+def test_a_piece_that_raises_leaves_the_snapshot_and_the_directory_as_they_were(tmp_path: Path) -> None:
+    service = lazy_service(tmp_path, lag_versions=1000, interval_seconds=3600)
+    doc_id, *_ = service.create_document()
+    service.update_node(doc_id, "/title", "not yet", 1)
+    store = service.store
+    assert isinstance(store, FileDocumentStore)
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir() if path.is_file()}
+
+    def broken() -> Any:
+        yield b'{"title":'
+        raise orjson.JSONEncodeError("not serialisable")
+
+    with pytest.raises(orjson.JSONEncodeError):
+        store.write_snapshot_pieces(doc_id, 2, broken())
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir() if path.is_file()} == before
+    assert store.read_meta(doc_id).snapshot_version == 1
+    service.snapshots.stop()
+
+
+def test_the_background_snapshot_of_a_big_document_is_its_exact_bytes(tmp_path: Path) -> None:
+    service = lazy_service(tmp_path, lag_versions=1, interval_seconds=3600)
+    doc_id, *_ = service.create_document()
+    paragraphs = [{"text": "t" * 2000} for _ in range(300)]  # ~0.6 MB: several pieces
+    chapters = [{**CHAPTER, "sections": [{"title": "S", "paragraphs": paragraphs, "sections": []}]}]
+    service.update_node(doc_id, "/chapters", chapters, 1)
+    service.update_node(doc_id, "/title", "streamed", 2)
+    assert service.snapshots.wait_idle()
+    assert service.store.read_meta(doc_id).snapshot_version == 3
+    assert (tmp_path / f"{doc_id}.json").read_bytes() == orjson.dumps(service.read_document(doc_id)[0])
+    service.snapshots.stop()
 
 
 def test_the_patch_check_refuses_exactly_what_serialising_the_document_refused() -> None:

@@ -17,7 +17,7 @@ Every store runs the same contract suite, :mod:`schemadoc.storage.testing`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -37,6 +37,7 @@ __all__ = [
     "StoreNotice",
     "StoredChange",
     "StoredDocument",
+    "StreamedSnapshots",
     "check_doc_id",
     "check_write",
     "document_not_found",
@@ -454,4 +455,18 @@ class SharedStore(Protocol):
 
     def close(self) -> None:
         """Stop watching and release connections."""
+        ...
+
+
+@runtime_checkable
+class StreamedSnapshots(Protocol):
+    """A store that writes a snapshot from pieces of its bytes as they come (the files store).
+
+    Serialising a big document piece by piece and writing each piece at once never holds the
+    whole serialisation in memory, and lets other threads run between pieces.
+    """
+
+    def write_snapshot_pieces(self, doc_id: str, version: int, content: bytes | Iterable[bytes]) -> bool:
+        """:meth:`DocumentStore.write_snapshot` from ``content``'s pieces; the same guarantees and errors,
+        plus whatever drawing a piece raises (then nothing changed)."""
         ...

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "stat_or_none",
     "truncate",
     "write_all",
+    "write_pieces_synced",
     "write_synced",
 ]
 
@@ -40,6 +42,20 @@ def write_synced(path: Path, data: bytes, *, exclusive: bool = False) -> None:
     try:
         write_all(fd, data)
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_pieces_synced(path: Path, pieces: Iterable[bytes]) -> int:
+    """Write ``path`` from ``pieces`` as they come (never holding them all), fsync it; returns its size."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        size = 0
+        for piece in pieces:
+            write_all(fd, piece)
+            size += len(piece)
+        os.fsync(fd)
+        return size
     finally:
         os.close(fd)
 

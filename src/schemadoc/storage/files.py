@@ -24,7 +24,7 @@ import logging
 import os
 import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -386,6 +386,15 @@ class FileDocumentStore:
 
     def write_snapshot(self, doc_id: str, version: int, content: bytes) -> bool:
         """Write the bytes without the lock, then switch snapshot and meta under it (see the protocol)."""
+        return self.write_snapshot_pieces(doc_id, version, content)
+
+    def write_snapshot_pieces(self, doc_id: str, version: int, content: bytes | Iterable[bytes]) -> bool:
+        """:meth:`write_snapshot` from the pieces of the bytes, each written as it comes.
+
+        The pieces are drawn only when the snapshot is to be written (not when the stored one
+        is already at ``version`` or newer). An exception a piece raises (the serialiser's)
+        leaves nothing behind and propagates.
+        """
         doc_id = check_doc_id(doc_id)
         paths = self._paths(doc_id)
         current = self.read_meta(doc_id)
@@ -395,14 +404,14 @@ class FileDocumentStore:
             return False
         token = snapshots.new_token()
         try:
-            snapshots.write_content(paths.snapshot_tmp(token), content)
+            size = snapshots.write_content(paths.snapshot_tmp(token), content)
             with self.write_lock(doc_id):
                 tail = self._fresh(doc_id, paths)
                 mark = tail.mark(version)
                 if mark is None:  # another writer's snapshot is already at or past it
                     return False
                 snapshot = replace(tail.snapshot, version=version, snapshot_version=version,
-                                   modified_at=mark.modified_at, content_size_bytes=len(content),
+                                   modified_at=mark.modified_at, content_size_bytes=size,
                                    deleted_at=mark.deleted_at)
                 try:
                     snapshots.publish(paths, token, snapshot, mark.end, sync_directory=True)

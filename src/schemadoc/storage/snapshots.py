@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -78,9 +79,15 @@ def read_meta_file(doc_id: str, paths: Paths) -> MetaFile:
     return meta, offset, (status.st_ino, status.st_mtime_ns, status.st_size)
 
 
-def write_content(path: Path, content: bytes) -> None:
-    """The snapshot's bytes in a temporary file, fsynced (raises :exc:`OSError`)."""
-    disk.write_synced(path, content)
+def write_content(path: Path, content: bytes | Iterable[bytes]) -> int:
+    """The snapshot's bytes (or pieces of them, written as they come) in a temporary file, fsynced.
+
+    Returns its size; raises :exc:`OSError`.
+    """
+    if isinstance(content, bytes):
+        disk.write_synced(path, content)
+        return len(content)
+    return disk.write_pieces_synced(path, content)
 
 
 def publish(paths: Paths, token: str, meta: DocumentMeta, journal_offset: int, *, sync_directory: bool) -> None:
