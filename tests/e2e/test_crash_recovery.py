@@ -70,6 +70,7 @@ POLICIES = {
              "SNAPSHOT_INTERVAL_SECONDS": "1"},
 }
 PARAGRAPHS = "/chapters/0/sections/0/paragraphs"
+CHECKPOINT_EVERY = 256  # the service hands the store the content of every 256th version
 
 
 def _copy(value: Any) -> Any:
@@ -93,6 +94,8 @@ class Document:
     base: Point  # the newest snapshot version checked on disk (the disk checks' replays start here)
     acked: int = 0  # the newest acknowledged version
     unchecked: dict[int, str] = field(default_factory=dict)  # acknowledged since the last disk check: text
+    past: dict[int, bytes] = field(default_factory=dict)  # recent replays at checkpoint versions, until checked
+    checkpoints_checked: set[int] = field(default_factory=set)
 
 
 @dataclass
@@ -104,12 +107,14 @@ class Tally:
     longest_tail: int = 0
     torn: int = 0  # kills that left a partial journal line
     switches: int = 0  # kills between the two renames of a snapshot switch
+    checkpoints: int = 0  # history checkpoint files compared with the replay
     restarts_verified: int = 0
     cold_starts: int = 0  # ``python -m schemadoc serve``; the other starts are forked from a preloaded process
     seconds: float = 0.0
 
     def add(self, other: Tally) -> None:
-        for name in ("kills", "writes", "tails", "torn", "switches", "restarts_verified", "cold_starts", "seconds"):
+        for name in ("kills", "writes", "tails", "torn", "switches", "checkpoints", "restarts_verified",
+                     "cold_starts", "seconds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.longest_tail = max(self.longest_tail, other.longest_tail)
         self.phases.update(other.phases)
@@ -120,7 +125,8 @@ class Tally:
                 f"{self.restarts_verified} restarts verified, {self.cold_starts} cold starts; "
                 f"journal past the snapshot after {self.tails} kills "
                 f"(up to {self.longest_tail} entries), torn journal tail after {self.torn}, "
-                f"between the two renames of a snapshot switch after {self.switches}; {self.seconds:.0f} s")
+                f"between the two renames of a snapshot switch after {self.switches}; "
+                f"{self.checkpoints} history checkpoints equal to the replay; {self.seconds:.0f} s")
 
 
 class Launcher:
@@ -314,6 +320,8 @@ def _replay(document: Document, start: Point, journal: bytes, *, capture: set[in
         if version in document.unchecked:
             assert entry["patch"][-1]["value"] == {"text": document.unchecked[version]}, (document.doc_id, entry)
         point = Point(version, end, line, content)
+        if version % CHECKPOINT_EVERY == 0 and version not in document.checkpoints_checked:
+            document.past.setdefault(version, orjson.dumps(content))
         if version in capture:
             captured[version] = Point(version, end, line, _copy(content))
     return point, captured
@@ -349,6 +357,7 @@ def _check_disk(storage: Path, documents: list[Document], tally: Tally) -> None:
         assert orjson.loads(snapshot) == captured[snapshot_version].content, document.doc_id  # never torn
         document.base = captured[snapshot_version]
         document.unchecked.clear()
+        tally.checkpoints += _check_checkpoints(storage, document, last.version)
         tail_after_snapshot = max(tail_after_snapshot, last.version - snapshot_version)
         torn += last.offset < len(journal)
         switching += meta["switching"]
@@ -356,6 +365,24 @@ def _check_disk(storage: Path, documents: list[Document], tally: Tally) -> None:
     tally.longest_tail = max(tally.longest_tail, tail_after_snapshot)
     tally.torn += torn > 0
     tally.switches += switching > 0
+
+
+def _check_checkpoints(storage: Path, document: Document, last: int) -> int:
+    """Compare the history checkpoints written since the last check with the replay; returns how many."""
+    directory = storage / "checkpoints" / document.doc_id
+    names = os.listdir(directory) if directory.is_dir() else []
+    checked = 0
+    for version in sorted(int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit()):
+        if version in document.checkpoints_checked:
+            continue
+        assert version in document.past, f"{document.doc_id}: checkpoint of v{version} (journal at v{last})"
+        stored = orjson.loads((directory / f"{version}.json").read_bytes())  # never torn: it parses
+        assert stored == orjson.loads(document.past.pop(version)), f"{document.doc_id}: checkpoint v{version}"
+        document.checkpoints_checked.add(version)
+        checked += 1
+    for version in [version for version in document.past if version <= last - 4 * CHECKPOINT_EVERY]:
+        del document.past[version]  # written by now, or never will be (the cache may skip one)
+    return checked
 
 
 def _check_served(url: str, storage: Path, documents: list[Document], validator: Any) -> None:
