@@ -251,6 +251,7 @@ class Writers:
         self.acks: list[tuple[str, int]] = []
         self.errors: list[str] = []
         self.in_flight = 0
+        self.writing = threading.Event()  # set at the first acknowledgement
         self._lock = threading.Lock()
         self._threads = [threading.Thread(target=self._run, args=(url, document.doc_id, document.head.version),
                                           daemon=True) for document in documents]
@@ -276,6 +277,7 @@ class Writers:
                 version += 1
                 with self._lock:
                     self.acks.append((doc_id, version))
+                self.writing.set()
 
     def join(self) -> None:
         for thread in self._threads:
@@ -494,6 +496,7 @@ class Run:
                     self.tally.writes += DOCUMENTS * 3
                     self.check_served(url)
                 writers = Writers(url, self.documents)
+                assert writers.writing.wait(timeout=60) or writers.errors, "no write was acknowledged"
                 if mode == "snapshot":
                     self._until_snapshot_seen()
                 else:
