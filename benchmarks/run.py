@@ -48,6 +48,7 @@ from generate import MIB, book_stats, make_book, mid_paragraph_path, paragraph  
 from schemadoc.errors import SchemaDocError  # noqa: E402
 from schemadoc.schema import LoadedSchema, load_schema  # noqa: E402
 from schemadoc.service import DocumentService  # noqa: E402
+from schemadoc.snapshotter import SnapshotPolicy  # noqa: E402
 from schemadoc.storage.files import FileDocumentStore  # noqa: E402
 
 ALL_SIZES = (1, 10, 100)
@@ -247,9 +248,11 @@ def bench_size(size: int, schema: LoadedSchema, rows: dict[str, Row], options: O
             naive_runs = NAIVE_RUNS[size] if options.runs is None else min(NAIVE_RUNS[size], options.runs)
             naive = NaivePipeline(schema, main_dir / "naive.json")
             record("naive", naive.bench(service.read_node(doc_id, "/").node, f"{info.leaf}/text", naive_runs))
-            engine, naive_median = rows["update"].median(size), rows["naive"].median(size)
-            if engine and naive_median:
-                record("ratio", [naive_median / engine])
+            naive_median = rows["naive"].median(size)
+            for engine_key, ratio_key in (("update", "ratio"), ("update_every", "ratio_every")):
+                engine = rows[engine_key].median(size)
+                if engine and naive_median:
+                    record(ratio_key, [naive_median / engine])
         del service
         gc.collect()
     finally:
@@ -324,6 +327,11 @@ def bench_steady_state(service: DocumentService, doc_id: str, leaf: str, runs: i
     record("update", timed_runs(leaf_update, runs))
     record("append", timed_runs(append, runs))
     record("rejected", timed_runs(rejected, runs))
+    # the same service, now writing the snapshot with every commit (the journal-first commit with
+    # the pre-journal cost on top: serialise, write, fsync and rename the whole document)
+    service.snapshots.policy = SnapshotPolicy(mode="every-write")
+    record("update_every", timed_runs(leaf_update, runs))
+    record("append_every", timed_runs(append, runs))
 
 
 # -- report ------------------------------------------------------------------------------------------
@@ -336,11 +344,14 @@ def make_rows() -> dict[str, Row]:
         Row("cold", "cold load (new service + `open()` + first `read_node`)"),
         Row("read", "read a deep leaf (`read_node`)"),
         Row("schema", "schema of the deep path (`node_schema`, with doc_id)"),
-        Row("update", "**leaf update** (`update_node` of the text)"),
-        Row("append", "array append (`create_node` …/paragraphs/-)"),
+        Row("update", "**leaf update** (`update_node` of the text), `lazy` snapshots (default)"),
+        Row("append", "array append (`create_node` …/paragraphs/-), `lazy`"),
         Row("rejected", "rejected update (style not in enum → validation-failed)"),
+        Row("update_every", "leaf update, `every-write` snapshots"),
+        Row("append_every", "array append, `every-write`"),
         Row("naive", "naive leaf update (deepcopy + jsonschema + json.dumps + fsync)"),
-        Row("ratio", "naive / engine leaf update", unit="ratio"),
+        Row("ratio", "naive / engine leaf update, `lazy`", unit="ratio"),
+        Row("ratio_every", "naive / engine leaf update, `every-write`", unit="ratio"),
         Row("rss", "peak RSS of the process after this size", unit="mib"),
     ]
     return {row.key: row for row in rows}
@@ -442,7 +453,8 @@ def render(rows: dict[str, Row], infos: list[SizeInfo], options: Options, comman
     lines += ["", "## Runs", ""]
     for info in infos:
         counts = ", ".join(f"{key} {len(rows[key].samples[info.size])}" for key in
-                           ("create", "store", "cold", "read", "schema", "update", "append", "rejected", "naive")
+                           ("create", "store", "cold", "read", "schema", "update", "append", "rejected",
+                            "update_every", "append_every", "naive")
                            if info.size in rows[key].samples)
         lines.append(f"- {info.size} MiB: {counts}")
     lines += ["", "## Machine", ""]
