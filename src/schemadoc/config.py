@@ -54,6 +54,12 @@ ENVIRONMENT: dict[str, str] = {
     "TRANSPORT": "transport",
     "MAX_BODY_BYTES": "max_body_bytes",
     "MAX_JSON_DEPTH": "max_json_depth",
+    "MAX_STRING_LENGTH": "max_string_length",
+    "MAX_PATCH_OPERATIONS": "max_patch_operations",
+    "MAX_SUBSCRIBERS_PER_DOCUMENT": "max_subscribers_per_document",
+    "MAX_SUBSCRIBERS_TOTAL": "max_subscribers_total",
+    "MAX_MCP_SESSIONS": "max_mcp_sessions",
+    "MCP_SESSION_IDLE_SECONDS": "mcp_session_idle_seconds",
     "SNAPSHOT_POLICY": "snapshot_policy",
     "SNAPSHOT_INLINE_BELOW_BYTES": "snapshot_inline_below_bytes",
     "SNAPSHOT_LAG_VERSIONS": "snapshot_lag_versions",
@@ -88,6 +94,12 @@ class Settings:
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     max_body_bytes: int = 64 * 1024 * 1024
     max_json_depth: int = 128
+    max_string_length: int = 1 << 20
+    max_patch_operations: int = 1000
+    max_subscribers_per_document: int = 100
+    max_subscribers_total: int = 1000
+    max_mcp_sessions: int = 1000
+    mcp_session_idle_seconds: int = 1800
     snapshot_policy: str = "lazy"
     snapshot_inline_below_bytes: int = 1 << 20
     snapshot_lag_versions: int = 1000
@@ -174,6 +186,10 @@ def _as_origins(name: str, source: str, value: Any) -> tuple[str, ...]:
     return tuple(items)
 
 
+_POSITIVE_INTS = frozenset({"max_string_length", "max_patch_operations", "max_subscribers_per_document",
+                            "max_subscribers_total", "max_mcp_sessions", "mcp_session_idle_seconds"})
+
+
 def _convert(name: str, source: str, value: Any, base: Path | None) -> Any:
     """One raw value (a string from flags/environment, any JSON from the file) as its setting's type."""
     where = _source_name(name, source)
@@ -202,6 +218,8 @@ def _convert(name: str, source: str, value: Any, base: Path | None) -> Any:
         return _as_int(name, where, value, 1)
     if name == "max_json_depth":
         return _as_int(name, where, value, 1, 250)  # orjson stores at most 255 levels
+    if name in _POSITIVE_INTS:
+        return _as_int(name, where, value, 1)
     if name == "snapshot_policy":
         text = _as_str(name, where, value).lower()
         if text not in SNAPSHOT_POLICIES:

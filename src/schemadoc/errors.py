@@ -90,11 +90,15 @@ _ENTRIES: list[ErrorCode] = [
        ["document_delete_node with node_path '/' or ''", "a patch 'remove' of the root"],
        "Delete the members you no longer want, or replace the root with document_update_node.",
        extension='deleting the root is neither a missing path nor a schema violation; refusing it up front says why'),
-    _e("request-too-large", 413, "request", "The request body is larger than the configured limit.",
-       ["a node_data or patch bigger than max_body_bytes"],
-       "Split the change into several smaller writes, or raise max_body_bytes in the configuration.",
+    _e("request-too-large", 413, "request", "The request is larger than a configured limit; nothing was changed.",
+       ["a request body bigger than max_body_bytes",
+        "a string value, member name or JSON Pointer in node_data, patch or merge_patch longer than "
+        "max_string_length characters (details.at is where, inside details.argument)",
+        "a patch of more than max_patch_operations operations, or a merge patch that compiles to more"],
+       "Split the change into several smaller writes, or raise the setting details.limit names in the "
+       "configuration.",
        extension=("request limits (body size, string length, patch operations) are beyond the specification; "
-                  "details.limit names the one exceeded")),
+                  "details.limit names the one exceeded, with its value and details.actual")),
     _e("request-too-deep", 400, "request", "The request JSON is nested deeper than the configured limit.",
        ["node_data nested deeper than max_json_depth levels"],
        "Flatten the data, or raise max_json_depth in the configuration.",
@@ -274,6 +278,21 @@ _ENTRIES: list[ErrorCode] = [
     _e("storage-write-failed", 500, "server", "A document could not be written to storage.",
        ["disk full", "permissions", "the storage directory is not writable"],
        "Check free space and permissions of the storage directory; nothing was changed."),
+    _e("too-many-subscribers", 503, "server",
+       "The document, or the server, already has as many change subscribers as it is configured to serve.",
+       ["more than max_subscribers_per_document event streams (REST SSE) and MCP resource subscriptions "
+        "following one document", "more than max_subscribers_total of them across all documents"],
+       "Close a subscription you no longer need, or retry later (a slot frees when a subscriber disconnects), "
+       "or raise the setting details.limit names; existing subscribers are not affected.",
+       extension=("a capacity limit on live change feeds, beyond the specification; 503 because the refusal is "
+                  "about the server's load, not about the request, and a retry can succeed once a slot frees")),
+    _e("too-many-sessions", 503, "server", "The server already has as many MCP sessions open as it is configured "
+       "to serve.",
+       ["more than max_mcp_sessions handshake-era MCP sessions (streamable HTTP) open at once"],
+       "End sessions you no longer use (HTTP DELETE with Mcp-Session-Id), retry later (idle sessions expire after "
+       "mcp_session_idle_seconds), or raise max_mcp_sessions.",
+       extension=("a capacity limit on MCP sessions over HTTP, beyond the specification; the JSON-RPC error "
+                  "carries the error object in its data")),
     _e("internal-error", 500, "server", "An unexpected error happened in the server.",
        ["a bug"], "Report it with the request that caused it; the server log has the details."),
 ]

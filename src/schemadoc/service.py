@@ -35,6 +35,13 @@ from schemadoc.ops.apply import apply_patch, apply_patches, check_patch, check_w
 from schemadoc.ops.compile import CompiledWrite, compile_create, compile_delete, compile_update
 from schemadoc.ops.history import CHECKPOINT_EVERY, Checkpoints, compile_merge_patch, diff, replay_from
 from schemadoc.ops.journal import JournalEntry, utc_now
+from schemadoc.ops.limits import (
+    MAX_PATCH_OPERATIONS,
+    MAX_STRING_LENGTH,
+    check_operation_count,
+    check_pointer_length,
+    check_string_lengths,
+)
 from schemadoc.ops.sizes import patch_size, serialise
 from schemadoc.pointer import format_pointer, json_type, parse, parse_node_path, resolve
 from schemadoc.reading import (
@@ -278,9 +285,14 @@ class DocumentService:
 
     def __init__(self, schema: LoadedSchema, store: DocumentStore, *,
                  lock_timeout: float = LOCK_TIMEOUT_SECONDS, snapshot_policy: SnapshotPolicy | None = None,
-                 max_json_depth: int = MAX_JSON_DEPTH) -> None:
+                 max_json_depth: int = MAX_JSON_DEPTH, max_string_length: int = MAX_STRING_LENGTH,
+                 max_patch_operations: int = MAX_PATCH_OPERATIONS) -> None:
         self.schema = schema
         self.max_json_depth = max_json_depth
+        self.max_string_length = max_string_length
+        """Longest string value, member name or pointer a write may carry, in characters."""
+        self.max_patch_operations = max_patch_operations
+        """Most RFC 6902 operations one patch (or one merge patch, compiled) may make."""
         self.store = store
         self.validator = DocumentValidator(schema)
         self.lock_timeout = lock_timeout
@@ -546,14 +558,21 @@ class DocumentService:
     def update_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
                     dry_run: bool = False) -> WriteResult:
         path = _path_arg(node_path)
+        self._check_node_write(path, node_data)
         return self._write(doc_id, version, "update_node", lambda doc: compile_update(doc, path, node_data),
                            dry_run=dry_run, node_of=_node_at)
 
     def create_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
                     dry_run: bool = False) -> WriteResult:
         path = _path_arg(node_path)
+        self._check_node_write(path, node_data)
         return self._write(doc_id, version, "create_node", lambda doc: compile_create(doc, path, node_data),
                            dry_run=dry_run, node_of=_node_at)
+
+    def _check_node_write(self, path: str, node_data: Any) -> None:
+        """The request limits of a node write: its path and the strings of ``node_data``."""
+        check_pointer_length(path, self.max_string_length, "node_path")
+        check_string_lengths(node_data, self.max_string_length, "node_data")
 
     def delete_node(self, doc_id: str, node_path: str, version: int, *, dry_run: bool = False) -> WriteResult:
         path = _path_arg(node_path)
@@ -565,6 +584,8 @@ class DocumentService:
         """RFC 6902 ``move`` (also reordering inside an array; ``to_path`` may end in ``/-``), validated
         like every write; the result's node is the moved node at its concrete new path."""
         source, target = _path_arg(from_path), _path_arg(to_path)
+        check_pointer_length(source, self.max_string_length, "from_path")
+        check_pointer_length(target, self.max_string_length, "to_path")
         if source in ("", "/"):
             raise SchemaDocError("invalid-request", "The root cannot be moved.", {"argument": "from_path"})
         if target == "/":
@@ -582,19 +603,26 @@ class DocumentService:
 
     def apply_patch(self, doc_id: str, patch: Any, version: int, *, dry_run: bool = False) -> WriteResult:
         """A raw RFC 6902 patch (all six ops) as one atomic write."""
+        if isinstance(patch, list):  # counted first: a patch over the limit is not inspected op by op
+            check_operation_count(len(patch), self.max_patch_operations, "patch")
         checked = check_patch(patch)
+        check_string_lengths(checked, self.max_string_length, "patch")  # values, paths and 'from' alike
         return self._write(doc_id, version, "patch", lambda doc: CompiledWrite(checked, ""),
                            dry_run=dry_run, node_of=_no_node)
 
     def merge_patch(self, doc_id: str, node_path: str, merge_patch: Any, version: int, *,
                     dry_run: bool = False) -> WriteResult:
         """RFC 7396 at a node, checked against the node's merge-patch schema, journaled as RFC 6902."""
-        tokens = parse_node_path(_path_arg(node_path))
+        path = _path_arg(node_path)
+        check_pointer_length(path, self.max_string_length, "node_path")
+        check_string_lengths(merge_patch, self.max_string_length, "merge_patch")
+        tokens = parse_node_path(path)
 
         def build(document: Any) -> CompiledWrite:
             node, concrete = resolve(document, tokens)
             problems = self._merge_patch_problems(concrete, merge_patch)
             compiled = CompiledWrite(compile_merge_patch(node, merge_patch, concrete), format_pointer(concrete))
+            check_operation_count(len(compiled.patch), self.max_patch_operations, "merge_patch")
             if problems:
                 self._refuse_merge_patch(doc_id, version, document, compiled, problems)
             return compiled

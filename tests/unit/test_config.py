@@ -65,12 +65,16 @@ def test_every_environment_variable_is_read(workdir: Path) -> None:
     settings = load(env={
         "SCHEMA_PATH": "s.json", "STORAGE_DIR": "store", "LOG_LEVEL": "WARN", "HOST": "::1", "PORT": "9",
         "CORS_ORIGINS": "http://a.example, http://b.example", "TRANSPORT": "stdio",
-        "MAX_BODY_BYTES": "1024", "MAX_JSON_DEPTH": "8",
+        "MAX_BODY_BYTES": "1024", "MAX_JSON_DEPTH": "8", "MAX_STRING_LENGTH": "100", "MAX_PATCH_OPERATIONS": "7",
+        "MAX_SUBSCRIBERS_PER_DOCUMENT": "3", "MAX_SUBSCRIBERS_TOTAL": "30", "MAX_MCP_SESSIONS": "5",
+        "MCP_SESSION_IDLE_SECONDS": "60",
     })
     assert settings == Settings(schema_path=Path("s.json"), storage_dir=Path("store"), transport="stdio",
                                 host="::1", port=9, log_level="warning",
                                 cors_origins=("http://a.example", "http://b.example"),
-                                max_body_bytes=1024, max_json_depth=8)
+                                max_body_bytes=1024, max_json_depth=8, max_string_length=100, max_patch_operations=7,
+                                max_subscribers_per_document=3, max_subscribers_total=30, max_mcp_sessions=5,
+                                mcp_session_idle_seconds=60)
 
 
 def test_cors_origins_may_be_a_json_list(workdir: Path) -> None:
@@ -122,6 +126,12 @@ def test_the_schema_may_be_left_out_when_not_required(workdir: Path) -> None:
     ({"log_level": "loud"}, {}, "log_level"),
     ({}, {"MAX_BODY_BYTES": "0"}, "max_body_bytes"),
     ({}, {"MAX_JSON_DEPTH": "deep"}, "max_json_depth"),
+    ({}, {"MAX_STRING_LENGTH": "0"}, "max_string_length"),
+    ({}, {"MAX_PATCH_OPERATIONS": "many"}, "max_patch_operations"),
+    ({}, {"MAX_SUBSCRIBERS_PER_DOCUMENT": "-2"}, "max_subscribers_per_document"),
+    ({}, {"MAX_SUBSCRIBERS_TOTAL": "0"}, "max_subscribers_total"),
+    ({}, {"MAX_MCP_SESSIONS": "1.5"}, "max_mcp_sessions"),
+    ({}, {"MCP_SESSION_IDLE_SECONDS": "0"}, "mcp_session_idle_seconds"),
     ({}, {"CORS_ORIGINS": "[not json"}, "cors_origins"),
     ({}, {"CORS_ORIGINS": "[1, 2]"}, "cors_origins"),
     ({"host": "  "}, {}, "host"),

@@ -18,7 +18,12 @@ FastAPI's request validation (``invalid-request``), unknown routes and methods, 
 ``max_body_bytes`` (``request-too-large``, checked from Content-Length and by counting the bytes
 actually received), and anything unexpected (``internal-error``, logged with its traceback,
 which never reaches the client). On ``/mcp`` the two size/depth limits answer with a JSON-RPC
-error whose ``data`` is the error object.
+error whose ``data`` is the error object, and so does the session limit (``too-many-sessions``,
+503: an ``initialize`` beyond ``max_mcp_sessions`` open handshake-era sessions).
+
+REST event streams and MCP resource subscriptions take their slots from one
+:class:`~schemadoc.interfaces.subscribers.SubscriberSlots` (``max_subscribers_per_document``,
+``max_subscribers_total``).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import INTERNAL_ERROR
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -43,9 +49,10 @@ from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.apidocs import add_api_docs
 from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
-from schemadoc.interfaces.mcp import build_mcp_server
+from schemadoc.interfaces.mcp import SchemaDocMCPServer, build_mcp_server
 from schemadoc.interfaces.rest import JSONBody, build_rest_router, check_depth, dump_body, error_response
 from schemadoc.interfaces.rest_lane import RestLane
+from schemadoc.interfaces.subscribers import SubscriberSlots
 from schemadoc.service import DocumentService
 
 __all__ = ["API_PREFIX", "MCP_PATH", "build_app", "create_service"]
@@ -91,7 +98,8 @@ def create_service(settings: Settings) -> DocumentService:
     schema = load_schema(settings.schema_path)
     service = DocumentService(schema, store_for(settings.storage_dir, settings.storage_url),
                               snapshot_policy=SnapshotPolicy.from_settings(settings),
-                              max_json_depth=settings.max_json_depth)
+                              max_json_depth=settings.max_json_depth, max_string_length=settings.max_string_length,
+                              max_patch_operations=settings.max_patch_operations)
     service.open()
     return service
 
@@ -227,7 +235,8 @@ class _RequestLimits:
         seen = f"{size} bytes" if size is not None else "more"
         return SchemaDocError("request-too-large",
                               f"The request body ({seen}) is larger than the limit of {self.max_bytes} bytes.",
-                              {"max_body_bytes": self.max_bytes, **({"content_length": size} if size else {})})
+                              {"limit": "max_body_bytes", "max_body_bytes": self.max_bytes,
+                               **({"actual": size, "content_length": size} if size else {})})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
@@ -300,6 +309,81 @@ class _RequestLimits:
         return None
 
 
+_SDK_SESSION_REFUSAL = b"Too many open sessions"
+
+
+class _SessionLimit:
+    """The MCP endpoint, with the SDK's refusal of a session beyond ``max_sessions`` made catalogued.
+
+    The SDK's session manager admits sessions under its own lock and refuses one more with a bare
+    503 JSON-RPC error; that answer (only ever sent to a request without ``Mcp-Session-Id``) is
+    replaced by the same status and JSON-RPC code with ``too-many-sessions`` in ``data``, and the
+    request's id.
+    """
+
+    def __init__(self, app: ASGIApp, sessions: Callable[[], int], max_sessions: int) -> None:
+        self.app = app
+        self.sessions = sessions
+        self.max_sessions = max_sessions
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or any(
+                name == b"mcp-session-id" for name, _ in scope.get("headers", ())):
+            await self.app(scope, receive, send)
+            return
+        body: list[bytes] = []
+        held: Message | None = None  # a 503's start, until its body says whether it is the session limit
+        answer_body: list[bytes] = []
+
+        async def seen() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                body.append(message.get("body", b""))
+            return message
+
+        async def answer(message: Message) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start" and message["status"] == 503:
+                held = message
+                return
+            if held is not None and message["type"] == "http.response.body":
+                answer_body.append(message.get("body", b""))
+                if message.get("more_body", False):
+                    return
+                sent = b"".join(answer_body)
+                if _SDK_SESSION_REFUSAL in sent:
+                    await _send_json(send, 503, self._refusal(b"".join(body)))
+                else:
+                    await send(held)
+                    await send({"type": "http.response.body", "body": sent})
+                return
+            await send(message)
+
+        await self.app(scope, seen, answer)
+
+    def _refusal(self, request: bytes) -> bytes:
+        try:
+            message = orjson.loads(request)
+        except orjson.JSONDecodeError:
+            message = None
+        message_id = message.get("id") if isinstance(message, dict) else None
+        open_now = self.sessions()
+        error = SchemaDocError(
+            "too-many-sessions",
+            f"The server already has {open_now} MCP sessions open, the most it serves (max_mcp_sessions).",
+            {"limit": "max_mcp_sessions", "max_mcp_sessions": self.max_sessions, "actual": open_now})
+        return orjson.dumps({"jsonrpc": "2.0", "id": message_id,
+                             "error": {"code": INTERNAL_ERROR, "message": error.message, "data": error.to_dict()}})
+
+
+def _open_sessions(server: SchemaDocMCPServer) -> Callable[[], int]:
+    """How many handshake-era sessions the server's session manager holds (the SDK keeps them private)."""
+    def count() -> int:
+        instances = getattr(server.session_manager, "_server_instances", None)
+        return len(instances) if isinstance(instances, dict) else server.session_manager.max_sessions or 0
+    return count
+
+
 # -- the application -------------------------------------------------------------------------
 
 
@@ -356,10 +440,13 @@ def build_app(service: DocumentService, settings: Settings, *,
 
     ``heartbeat_seconds``: how often an idle event stream sends a keep-alive comment.
     """
-    server = build_mcp_server(service)
+    subscribers = SubscriberSlots(settings.max_subscribers_per_document, settings.max_subscribers_total)
+    server = build_mcp_server(service, subscribers=subscribers)
     # build before the lifespan touches server.session_manager
     mcp_app = server.streamable_http_app(streamable_http_path=MCP_PATH, max_request_body_size=settings.max_body_bytes,
-                                         host=settings.host, transport_security=_transport_security(settings))
+                                         host=settings.host, transport_security=_transport_security(settings),
+                                         max_sessions=settings.max_mcp_sessions,
+                                         session_idle_timeout=settings.mcp_session_idle_seconds)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -379,7 +466,7 @@ def build_app(service: DocumentService, settings: Settings, *,
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
 
-    rest = build_rest_router(service, settings, heartbeat_seconds=heartbeat_seconds)
+    rest = build_rest_router(service, settings, heartbeat_seconds=heartbeat_seconds, subscribers=subscribers)
     app.include_router(rest, prefix=API_PREFIX)
 
     @app.get("/health", tags=["health"], summary="Health check", operation_id="health")
@@ -387,7 +474,8 @@ def build_app(service: DocumentService, settings: Settings, *,
         return {"status": "healthy"}
 
     # the MCP endpoint, answering every method at /mcp (POST: messages, GET: stream, DELETE: end a session)
-    app.router.routes.append(Route(MCP_PATH, endpoint=mcp_app, include_in_schema=False, name="mcp"))
+    endpoint = _SessionLimit(mcp_app, _open_sessions(server), settings.max_mcp_sessions)
+    app.router.routes.append(Route(MCP_PATH, endpoint=endpoint, include_in_schema=False, name="mcp"))
 
     # added inner to outer: the lane for the frequent REST requests innermost, then the error guard,
     # CORS outermost (so errors carry CORS headers)

@@ -178,7 +178,8 @@ def _open_service(settings: Settings) -> DocumentService:
     assert settings.schema_path is not None
     service = DocumentService(load_schema(settings.schema_path), store_for(settings.storage_dir, settings.storage_url),
                               snapshot_policy=SnapshotPolicy.from_settings(settings),
-                              max_json_depth=settings.max_json_depth)
+                              max_json_depth=settings.max_json_depth, max_string_length=settings.max_string_length,
+                              max_patch_operations=settings.max_patch_operations)
     service.open()
     return service
 
@@ -205,8 +206,10 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if settings.transport == "stdio":
         service = _open_service(settings)
         from schemadoc.interfaces.mcp import build_mcp_server
+        from schemadoc.interfaces.subscribers import SubscriberSlots
 
-        mcp_server = build_mcp_server(service)
+        mcp_server = build_mcp_server(service, subscribers=SubscriberSlots(settings.max_subscribers_per_document,
+                                                                           settings.max_subscribers_total))
         log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
                  _storage_shown(settings))
         try:

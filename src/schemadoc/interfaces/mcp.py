@@ -109,6 +109,7 @@ from schemadoc.interfaces.results import (
     stats_result,
     update_node_result,
 )
+from schemadoc.interfaces.subscribers import SubscriberSlots
 from schemadoc.service import DocumentService, check_doc_id
 
 __all__ = ["SchemaDocMCPServer", "build_mcp_server", "check_depth", "error_result", "success_result", "version_uri"]
@@ -430,9 +431,10 @@ class SchemaDocMCPServer(MCPServer[Any]):
     ``bus`` feeds the modern era's listen streams).
     """
 
-    def __init__(self, service: DocumentService, bus: SubscriptionBus, *, max_json_depth: int) -> None:
+    def __init__(self, service: DocumentService, bus: SubscriptionBus, *, max_json_depth: int,
+                 subscribers: SubscriberSlots | None = None) -> None:
         self.service = service
-        self.notifier = ChangeNotifier(bus)
+        self.notifier = ChangeNotifier(bus, slots=subscribers)
         self.max_json_depth = max_json_depth
         super().__init__(SERVER_NAME, title="schemadoc", version=__version__, instructions=INSTRUCTIONS,
                          subscriptions=bus, lifespan=_lifespan)
@@ -561,17 +563,21 @@ def _validate_arguments(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]
 
 
 def build_mcp_server(service: DocumentService, *, bus: SubscriptionBus | None = None,
-                     max_json_depth: int | None = None) -> SchemaDocMCPServer:
+                     max_json_depth: int | None = None,
+                     subscribers: SubscriberSlots | None = None) -> SchemaDocMCPServer:
     """The MCP server for ``service``: 23 tools, 4 resources (two templates), 2 prompts.
 
     The returned server listens to the service's changes (``server.notifier``) and publishes
     them to MCP subscribers of both eras; pass ``bus`` to share the modern-era subscription
     bus with other code (default: a fresh in-memory bus, ``server.bus``). ``node_data``,
     ``patch`` and ``merge_patch`` nested deeper than ``max_json_depth`` are refused with
-    ``request-too-deep`` (default: the service's own limit).
+    ``request-too-deep`` (default: the service's own limit). Resource subscriptions to documents
+    take their slots from ``subscribers`` (shared with the REST event streams; default: slots
+    with the default limits for this server alone).
     """
     server = SchemaDocMCPServer(service, bus if bus is not None else InMemorySubscriptionBus(),
-                                max_json_depth=service.max_json_depth if max_json_depth is None else max_json_depth)
+                                max_json_depth=service.max_json_depth if max_json_depth is None else max_json_depth,
+                                subscribers=subscribers)
     _add_tools(server, service)
     _add_resources(server, service)
     _add_prompts(server, service)

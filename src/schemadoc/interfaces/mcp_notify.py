@@ -15,6 +15,12 @@ because the notifier listens to the service, not to the MCP tools. The service p
 committed versions (never a dry run or a refused write), and the notifier publishes them one
 at a time, in the order the service reported them, so every subscriber hears of a document's
 versions in order and of a list change after the write that caused it.
+
+Each subscription to a document's URI (``resources/subscribe``, or a ``subscriptions/listen``
+stream naming it) takes a slot of the :class:`~schemadoc.interfaces.subscribers.SubscriberSlots`
+shared with the REST event streams; one beyond the limits is a JSON-RPC error whose ``data`` is
+the ``too-many-subscribers`` error object. The slot frees on unsubscribe, when the connection or
+stream ends, and when the peer is dropped.
 """
 
 from __future__ import annotations
@@ -28,14 +34,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from mcp import MCPError
 from mcp.server import NotificationOptions, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.mcpserver import MCPServer
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, SubscriptionBus
-from mcp.types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
+from mcp.types import (
+    INTERNAL_ERROR,
+    EmptyResult,
+    SubscribeRequestParams,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
+    UnsubscribeRequestParams,
+)
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.subscribers import SubscriberSlots, document_of_uri
 from schemadoc.service import ChangeEvent, DocumentService
 
 __all__ = ["LIST_CHANGING_KINDS", "ChangeNotifier", "document_uri"]
@@ -60,6 +76,23 @@ class _LegacyPeer:
 
     session: ServerSession
     uris: set[str] = field(default_factory=set)
+    releases: dict[str, Callable[[], None]] = field(default_factory=dict)
+    """The subscriber slot each document URI holds."""
+
+    def discard(self, uri: str) -> None:
+        self.uris.discard(uri)
+        release = self.releases.pop(uri, None)
+        if release is not None:
+            release()
+
+    def release_all(self) -> None:
+        for uri in list(self.uris):
+            self.discard(uri)
+
+
+def limit_error(error: SchemaDocError) -> MCPError:
+    """A catalogued capacity refusal as a JSON-RPC error (``data`` is the error object)."""
+    return MCPError(code=INTERNAL_ERROR, message=error.message, data=error.to_dict())
 
 
 class ChangeNotifier:
@@ -75,8 +108,10 @@ class ChangeNotifier:
     listening yet).
     """
 
-    def __init__(self, bus: SubscriptionBus, *, max_peers: int = 1024, max_uris_per_peer: int = 1024) -> None:
+    def __init__(self, bus: SubscriptionBus, *, max_peers: int = 1024, max_uris_per_peer: int = 1024,
+                 slots: SubscriberSlots | None = None) -> None:
         self.bus = bus
+        self.slots = slots if slots is not None else SubscriberSlots()
         self.max_peers = max_peers
         self.max_uris_per_peer = max_uris_per_peer
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -97,6 +132,8 @@ class ChangeNotifier:
         if self._detach is not None:
             self._detach()
             self._detach = None
+        for peer in self._peers.values():
+            peer.release_all()
         self._peers.clear()
         self._queue.clear()
 
@@ -111,6 +148,10 @@ class ChangeNotifier:
         low = server._lowlevel_server
         low.add_request_handler("resources/subscribe", SubscribeRequestParams, self.on_subscribe)
         low.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self.on_unsubscribe)
+        listen = low.get_request_handler("subscriptions/listen")
+        if listen is not None:
+            low.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams,
+                                    functools.partial(self.on_listen, listen.handler))
         low.middleware.append(self.middleware)
         low.create_initialization_options = functools.partial(  # type: ignore[method-assign]
             low.create_initialization_options, NotificationOptions(resources_changed=True))
@@ -174,10 +215,10 @@ class ChangeNotifier:
                         await peer.session.send_resource_list_changed()
             except Exception as error:  # a closed or stuck connection: forget it
                 log.info("dropping MCP subscriber after a failed notification: %r", error)
-                self._peers.pop(key, None)
+                self._forget(key)
         if event.kind == "purged":  # the document is gone for good: nothing more will be said about it
             for peer in self._peers.values():
-                peer.uris.discard(uri)
+                peer.discard(uri)
 
     async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Attach the loop lazily and remember handshake-era connections (for ``list_changed``)."""
@@ -193,16 +234,44 @@ class ChangeNotifier:
         peer = self._peer(ctx.session)
         if peer is not None:
             uri = str(params.uri)
-            if uri not in peer.uris and len(peer.uris) >= self.max_uris_per_peer:
-                peer.uris.pop()
+            if uri in peer.uris:
+                return EmptyResult()
+            doc_id = document_of_uri(uri)
+            if doc_id is not None:
+                try:
+                    peer.releases[uri] = self.slots.acquire(doc_id)
+                except SchemaDocError as error:
+                    raise limit_error(error) from None
+            if len(peer.uris) >= self.max_uris_per_peer:
+                peer.discard(next(iter(peer.uris)))
             peer.uris.add(uri)
         return EmptyResult()
+
+    async def on_listen(self, handler: Callable[..., Any], ctx: ServerRequestContext[Any, Any],
+                        params: SubscriptionsListenRequestParams) -> SubscriptionsListenResult:
+        """``subscriptions/listen``, holding a subscriber slot per document URI while the stream lasts."""
+        releases: list[Callable[[], None]] = []
+        try:
+            for uri in dict.fromkeys(params.notifications.resource_subscriptions or ()):
+                doc_id = document_of_uri(uri)
+                if doc_id is not None:
+                    releases.append(self.slots.acquire(doc_id))
+        except SchemaDocError as error:
+            for release in releases:
+                release()
+            raise limit_error(error) from None
+        try:
+            result: SubscriptionsListenResult = await handler(ctx, params)
+            return result
+        finally:
+            for release in releases:
+                release()
 
     async def on_unsubscribe(self, ctx: ServerRequestContext[Any, Any],
                              params: UnsubscribeRequestParams) -> EmptyResult:
         peer = self._peers.get(_connection_key(ctx.session))
         if peer is not None:
-            peer.uris.discard(str(params.uri))
+            peer.discard(str(params.uri))
         return EmptyResult()
 
     def subscribers(self, uri: str) -> int:
@@ -223,10 +292,16 @@ class ChangeNotifier:
         peer = _LegacyPeer(session)
         self._peers[key] = peer
         if connection is not None and hasattr(connection, "exit_stack"):
-            connection.exit_stack.callback(self._peers.pop, key, None)
+            connection.exit_stack.callback(self._forget, key)
         while len(self._peers) > self.max_peers:
-            self._peers.popitem(last=False)
+            self._forget(next(iter(self._peers)))
         return peer
+
+    def _forget(self, key: object) -> None:
+        """Drop a peer and give back its subscriber slots."""
+        peer = self._peers.pop(key, None)
+        if peer is not None:
+            peer.release_all()
 
 
 def _connection_of(session: ServerSession) -> Any:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 import anyio
@@ -36,12 +36,15 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.types import Receive, Scope, Send
 
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces import feeds, results
+from schemadoc.interfaces.subscribers import SubscriberSlots
 from schemadoc.pointer import json_type
 from schemadoc.service import DocumentService
+from schemadoc.storage.base import check_doc_id
 
 __all__ = [
     "ErrorBody",
@@ -116,6 +119,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         413: "request-too-large",
         422: "validation-failed (details.violations lists every violation), document-too-deep",
         500: "internal-error, storage-read-failed, storage-write-failed",
+        503: "too-many-subscribers (details.limit: max_subscribers_per_document or max_subscribers_total)",
     }
     return {status: {"model": ErrorBody, "description": text[status]} for status in statuses}
 
@@ -359,7 +363,7 @@ _EVENTS_RESPONSES: dict[int | str, dict[str, Any]] = {
                          "a final `purged` event when the document is purged, or a final `error` event "
                          "(data = the error object).",
           "content": {"text/event-stream": {"schema": {"type": "string"}, "example": _SSE_EXAMPLE}}},
-    **_errors_of_a_stream(400, 404),
+    **_errors_of_a_stream(400, 404, 503),
 }
 _RAW_DOCUMENT_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"description": "The whole document as it was at that version (the ETag is the version).",
@@ -397,9 +401,21 @@ def _version_argument(body: _Body, name: str) -> int:
 
 
 class _EventStream(EventSourceResponse):
-    """An SSE response; the class attribute tells OpenAPI its media type."""
+    """An SSE response; the class attribute tells OpenAPI its media type.
+
+    ``release`` runs when the response ends, however it ends (the client disconnected, the feed
+    ended, the server stops): it gives the subscriber's slot back.
+    """
 
     media_type = "text/event-stream"
+    release: Callable[[], None] | None = None  # set after construction: FastAPI reads __init__'s signature
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if self.release is not None:
+                self.release()
 
 
 async def _server_sent(events: AsyncIterator[feeds.FeedEvent]) -> AsyncIterator[ServerSentEvent]:
@@ -430,12 +446,17 @@ def _bounded(low: int, high: int | None = None) -> dict[str, Any]:
 
 
 def build_rest_router(service: DocumentService, settings: Settings, *,
-                      heartbeat_seconds: float = feeds.HEARTBEAT_SECONDS) -> APIRouter:
+                      heartbeat_seconds: float = feeds.HEARTBEAT_SECONDS,
+                      subscribers: SubscriberSlots | None = None) -> APIRouter:
     """The ``/documents``, ``/changes`` and ``/schema`` endpoints (include it under ``/api/v1``).
 
     ``heartbeat_seconds``: how often an idle event stream sends a keep-alive comment.
+    ``subscribers``: the slots event streams take (shared with the MCP door; default: the
+    settings' limits for this router alone).
     """
     router = APIRouter(default_response_class=JSONBody)
+    slots = subscribers if subscribers is not None else SubscriberSlots(settings.max_subscribers_per_document,
+                                                                         settings.max_subscribers_total)
     versions = _Versions(service)
     max_depth = settings.max_json_depth
 
@@ -684,8 +705,15 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     ) -> Response:
         start = await anyio.to_thread.run_sync(
             functools.partial(feeds.start_version, service, doc_id, since, last_event_id))
-        events = feeds.document_events(service, doc_id, start, heartbeat_seconds=heartbeat_seconds)
-        return _EventStream(_server_sent(events), ping=0, sep="\n")
+        release = slots.acquire(check_doc_id(doc_id))  # too-many-subscribers: an ordinary error response
+        try:
+            events = feeds.document_events(service, doc_id, start, heartbeat_seconds=heartbeat_seconds)
+            stream = _EventStream(_server_sent(events), ping=0, sep="\n")
+            stream.release = release
+            return stream
+        except BaseException:
+            release()
+            raise
 
     @router.get("/changes", response_model=results.ChangesResult, tags=["feeds"],
                 summary="Committed versions of every document, in commit order (a polling feed)",
@@ -781,7 +809,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
 
     @router.post("/documents/{doc_id}/move", response_model=results.MoveNodeResult, tags=["documents"],
                  summary="Move a node (RFC 6902 move; also reorders inside an array)",
-                 responses=_errors(400, 404, 408, 409, 422), operation_id="document_move_node",
+                 responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_move_node",
                  openapi_extra=_MOVE_BODY)
     def move_node(doc_id: DocIdPath, raw: RawBody,
                   dry_run: Annotated[bool, Query(description=_DRY)] = False,

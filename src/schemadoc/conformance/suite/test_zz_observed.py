@@ -30,7 +30,13 @@ REACHABLE_IN_PROCESS = frozenset({"required-field-without-default"})
 process, or given the command that starts a server)."""
 
 NOT_PROVOKED = {
-    "request-too-large": "needs a body over max_body_bytes (64 MiB by default); tested with a small limit elsewhere",
+    "request-too-large": "needs a body over max_body_bytes (64 MiB by default), a string over max_string_length "
+                         "(1 MiB characters) or a patch over max_patch_operations (1,000); tested with small limits "
+                         "elsewhere",
+    "too-many-subscribers": "needs more than max_subscribers_per_document (100) live subscribers of one document; "
+                            "tested with small limits elsewhere",
+    "too-many-sessions": "needs more than max_mcp_sessions (1,000) open MCP sessions; tested with a small limit "
+                         "elsewhere",
     "lock-timeout": "needs a write lock held for 10 seconds",
     "number-out-of-range": "the bundled schema bounds every number it allows (tests/unit/test_service.py)",
     "resource-not-found": "an unknown resource is JSON-RPC -32602 with data.uri (test_mcp_wire)",

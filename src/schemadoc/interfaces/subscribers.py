@@ -1,0 +1,93 @@
+"""How many live change subscribers the server serves, per document and in total.
+
+A subscriber is one REST event stream (``/documents/{doc_id}/events``) or one MCP resource
+subscription to ``schema://{doc_id}`` (``resources/subscribe`` on a handshake-era connection, or a
+``subscriptions/listen`` stream naming that URI). Both doors take their slots from one
+:class:`SubscriberSlots`, so the limits hold whichever door subscribers come through. A new
+subscriber beyond either limit is refused with ``too-many-subscribers`` (503); subscribers
+already following are not affected, and a slot frees as soon as its subscriber disconnects or
+unsubscribes.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from typing import Final
+
+from schemadoc.errors import SchemaDocError
+
+__all__ = [
+    "MAX_SUBSCRIBERS_PER_DOCUMENT",
+    "MAX_SUBSCRIBERS_TOTAL",
+    "SubscriberSlots",
+    "document_of_uri",
+]
+
+MAX_SUBSCRIBERS_PER_DOCUMENT: Final = 100
+MAX_SUBSCRIBERS_TOTAL: Final = 1000
+
+_DOCUMENT_URI = re.compile(r"schema://([0-9A-Za-z]{26})")
+
+
+def document_of_uri(uri: str) -> str | None:
+    """The doc_id of a document resource URI (``schema://{doc_id}``), else ``None``."""
+    match = _DOCUMENT_URI.fullmatch(uri)
+    return match.group(1).upper() if match else None
+
+
+class SubscriberSlots:
+    """Counts live subscribers; thread-safe. :meth:`acquire` takes a slot, its result gives it back."""
+
+    def __init__(self, per_document: int = MAX_SUBSCRIBERS_PER_DOCUMENT,
+                 total: int = MAX_SUBSCRIBERS_TOTAL) -> None:
+        self.per_document = per_document
+        self.total = total
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+        self._total = 0
+
+    def count(self, doc_id: str | None = None) -> int:
+        """Subscribers of ``doc_id`` (all documents when ``None``)."""
+        with self._lock:
+            return self._total if doc_id is None else self._counts.get(doc_id, 0)
+
+    def acquire(self, doc_id: str) -> Callable[[], None]:
+        """A slot for one more subscriber of ``doc_id``, or ``too-many-subscribers``.
+
+        Returns the release: calling it gives the slot back (once; later calls do nothing).
+        """
+        with self._lock:
+            current = self._counts.get(doc_id, 0)
+            if current >= self.per_document:
+                raise SchemaDocError(
+                    "too-many-subscribers",
+                    f"Document {doc_id} already has {current} subscribers, the most one document may have "
+                    f"(max_subscribers_per_document).",
+                    {"limit": "max_subscribers_per_document", "max_subscribers_per_document": self.per_document,
+                     "actual": current, "doc_id": doc_id})
+            if self._total >= self.total:
+                raise SchemaDocError(
+                    "too-many-subscribers",
+                    f"The server already has {self._total} subscribers, the most it serves (max_subscribers_total).",
+                    {"limit": "max_subscribers_total", "max_subscribers_total": self.total, "actual": self._total,
+                     "doc_id": doc_id})
+            self._counts[doc_id] = current + 1
+            self._total += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            with self._lock:
+                if released:
+                    return
+                released = True
+                left = self._counts[doc_id] - 1
+                if left:
+                    self._counts[doc_id] = left
+                else:
+                    del self._counts[doc_id]
+                self._total -= 1
+
+        return release
