@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: serve serve-stdio test lint crash docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-rest bench-validation bench-agents docs clean inspector
+.PHONY: serve serve-stdio test lint crash docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-rest bench-validation bench-agents bench-limits docs clean inspector
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,9 @@ inspector:  ## the MCP Inspector (TypeScript SDK) for the client-depth test, in 
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+bench-limits: $(VENV)/.installed  ## what the string-length check costs a write (0.1, 1, 10 MiB), a subscriber slot
+	$(PY) benchmarks/limits.py
 
 bench-validation: $(VENV)/.installed  ## validation per write, incremental beside whole, at 1/10/100 MiB
 	$(PY) benchmarks/validation.py

@@ -322,3 +322,13 @@ def test_an_expired_mcp_session_frees_its_slot(tmp_path: Path) -> None:
     assert refused.json()["error"]["data"]["error"]["code"] == "too-many-sessions"
     assert again.status_code == 200
     assert again.headers["mcp-session-id"] != first.headers["mcp-session-id"]
+
+
+async def test_the_openapi_document_declares_the_new_refusals(server: Server) -> None:
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        paths = (await client.get("/openapi.json")).json()["paths"]
+    events = paths["/api/v1/documents/{doc_id}/events"]["get"]["responses"]
+    assert "too-many-subscribers" in events["503"]["description"]
+    for path, method in (("/api/v1/documents/{doc_id}", "put"), ("/api/v1/documents/{doc_id}/patch", "post"),
+                         ("/api/v1/documents/{doc_id}", "patch"), ("/api/v1/documents/{doc_id}/move", "post")):
+        assert "413" in paths[path][method]["responses"], (path, method)
