@@ -435,3 +435,67 @@ def test_a_patch_operation_whose_op_is_not_a_string_is_patch_invalid_not_an_inte
     error_of(client.post(f"{API}/documents/{doc_id}/patch",
                          json={"patch": [{"op": op, "path": "/title", "value": "x"}], "version": 1}),
              400, "patch-invalid")
+
+
+def test_the_openapi_document_describes_success_bodies_with_their_models(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+
+    def success(path: str, method: str) -> dict[str, Any]:
+        responses = spec["paths"][path][method]["responses"]
+        status = next(code for code in responses if code.startswith("2"))
+        content: dict[str, Any] = responses[status]["content"]
+        return content
+
+    health = success("/health", "get")["application/json"]["schema"]
+    assert health == {"$ref": "#/components/schemas/HealthResult"}
+    assert schemas["HealthResult"]["properties"]["status"] == {"type": "string", "const": "healthy",
+                                                               "title": "Status"}
+    listing = success(f"{API}/documents", "get")["application/json"]["schema"]
+    assert listing == {"$ref": "#/components/schemas/ListDocumentsResult"}
+    for path, operations in spec["paths"].items():
+        for method in operations:
+            for media, body in success(path, method).items():
+                assert body["schema"] != {"type": "string"}, (method, path, media)
+    event = success(f"{API}/documents/{{doc_id}}/events", "get")["text/event-stream"]["schema"]
+    assert event["properties"]["event"] == {"enum": ["version", "purged", "error"]}
+
+
+def test_the_openapi_document_says_what_each_parameter_takes_and_every_status(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            assert "500" in operation["responses"], (method, path)
+            assert ("413" in operation["responses"]) == (method in ("post", "put", "patch", "delete")), (method, path)
+            for parameter in operation.get("parameters", []):
+                assert "anyOf" not in parameter["schema"], (method, path, parameter)  # never "null" on the wire
+    merge = {p["name"]: p for p in spec["paths"][f"{API}/documents/{{doc_id}}"]["patch"]["parameters"]}
+    assert merge["if-match"]["required"] is True
+    delete = {p["name"]: p for p in spec["paths"][f"{API}/documents/{{doc_id}}/nodes"]["delete"]["parameters"]}
+    pointer = delete["path"]["schema"]["pattern"]
+    assert [bool(re.fullmatch(pointer, text)) for text in ("", "/", "/a", "/a~1b/0", "//", "/a~2", "a")] == [
+        False, False, True, True, True, False, False]
+    assert "400" in spec["paths"][f"{API}/documents"]["post"]["responses"]
+
+
+def test_huge_offsets_read_an_empty_window_rather_than_fail(client: TestClient, doc_id: str) -> None:
+    huge = 2**70  # beyond what itertools.islice takes
+    for url in (f"{API}/documents/{doc_id}?offset={huge}", f"{API}/documents/{doc_id}?offset={huge}&limit=3",
+                f"{API}/documents/{doc_id}/render?offset={huge}", f"{API}/documents/{doc_id}/outline?offset={huge}"):
+        response = client.get(url)
+        assert response.status_code == 200, (url, response.text)
+    assert client.get(f"{API}/documents/{doc_id}?offset={huge}").json()["node_content"] == {}
+    assert client.get(f"{API}/documents/{doc_id}/render?offset={huge}").json()["text"] == ""
+
+
+def test_a_body_that_is_an_array_is_refused_where_the_route_takes_an_object(client: TestClient,
+                                                                            doc_id: str) -> None:
+    error_of(client.request("DELETE", f"{API}/documents/{doc_id}", content=b"[null, null]",
+                            headers={"If-Match": "*", "Content-Type": "application/json"}), 400, "invalid-request")
+    assert client.get(f"{API}/documents/{doc_id}").status_code == 200  # not deleted
+
+
+def test_an_invalid_since_is_refused_even_beside_a_last_event_id(client: TestClient, doc_id: str) -> None:
+    error = error_of(client.get(f"{API}/documents/{doc_id}/events?since=-1", headers={"Last-Event-ID": "0"}),
+                     400, "invalid-request")
+    assert error["details"]["argument"] == "since"

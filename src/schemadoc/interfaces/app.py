@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from fastapi import FastAPI, Request
@@ -40,6 +40,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import INTERNAL_ERROR
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -50,7 +51,14 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.apidocs import add_api_docs
 from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
 from schemadoc.interfaces.mcp import SchemaDocMCPServer, build_mcp_server
-from schemadoc.interfaces.rest import JSONBody, build_rest_router, check_depth, dump_body, error_response
+from schemadoc.interfaces.rest import (
+    JSONBody,
+    build_rest_router,
+    check_depth,
+    dump_body,
+    error_response,
+    refine_openapi,
+)
 from schemadoc.interfaces.rest_lane import RestLane
 from schemadoc.interfaces.subscribers import SubscriberSlots
 from schemadoc.service import DocumentService
@@ -105,6 +113,10 @@ def create_service(settings: Settings) -> DocumentService:
 
 
 # -- error mapping ---------------------------------------------------------------------------
+
+
+class HealthResult(BaseModel):
+    status: Literal["healthy"]
 
 
 def _log_error(error: SchemaDocError, request: Request) -> None:
@@ -411,6 +423,7 @@ def _openapi_without_fastapi_422(app: FastAPI) -> Callable[[], dict[str, Any]]:
             schemas = spec.get("components", {}).get("schemas", {})
             for name in _FASTAPI_VALIDATION_SCHEMAS:
                 schemas.pop(name, None)
+            refine_openapi(spec)
             app.openapi_schema = spec
         return app.openapi_schema
 
@@ -469,9 +482,10 @@ def build_app(service: DocumentService, settings: Settings, *,
     rest = build_rest_router(service, settings, heartbeat_seconds=heartbeat_seconds, subscribers=subscribers)
     app.include_router(rest, prefix=API_PREFIX)
 
-    @app.get("/health", tags=["health"], summary="Health check", operation_id="health")
-    async def health() -> dict[str, str]:
-        return {"status": "healthy"}
+    @app.get("/health", tags=["health"], summary="Health check", operation_id="health",
+             response_model=HealthResult)
+    async def health() -> JSONBody:
+        return JSONBody({"status": "healthy"})
 
     # the MCP endpoint, answering every method at /mcp (POST: messages, GET: stream, DELETE: end a session)
     endpoint = _SessionLimit(mcp_app, _open_sessions(server), settings.max_mcp_sessions)

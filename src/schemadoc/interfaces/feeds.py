@@ -82,6 +82,9 @@ def start_version(service: DocumentService, doc_id: str, since: int | None, last
     """
     current = service.version_of(doc_id)
     argument = "since"
+    if since is not None and (isinstance(since, bool) or not isinstance(since, int) or since < 0):
+        raise SchemaDocError("invalid-request", f"since must be an integer >= 0, got {since!r}.",
+                             {"argument": argument, "value": repr(since)})
     if last_event_id is not None and last_event_id.strip():
         argument = "Last-Event-ID"
         text = last_event_id.strip()
@@ -91,9 +94,6 @@ def start_version(service: DocumentService, doc_id: str, since: int | None, last
                 {"argument": argument, "value": last_event_id})
         start = int(text)
     elif since is not None:
-        if isinstance(since, bool) or not isinstance(since, int) or since < 0:
-            raise SchemaDocError("invalid-request", f"since must be an integer >= 0, got {since!r}.",
-                                 {"argument": argument, "value": repr(since)})
         start = since
     else:
         return current

@@ -33,7 +33,7 @@ from typing import Annotated, Any
 import anyio
 import orjson
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
@@ -43,7 +43,7 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces import feeds, results
 from schemadoc.interfaces.subscribers import SubscriberSlots
 from schemadoc.pointer import json_type
-from schemadoc.service import DocumentService
+from schemadoc.service import MIN_MAX_BYTES, DocumentService
 from schemadoc.storage.base import check_doc_id
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "dump_body",
     "error_response",
     "parse_json",
+    "refine_openapi",
 ]
 
 
@@ -82,8 +83,12 @@ def dump_body(content: Any) -> bytes:
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
-class JSONBody(Response):
-    """``application/json`` rendered with :func:`dump_body`."""
+class JSONBody(JSONResponse):
+    """``application/json`` rendered with :func:`dump_body`.
+
+    A :class:`JSONResponse` so that the OpenAPI document describes a route's success body with
+    its ``response_model`` (FastAPI documents any other response class as a string).
+    """
 
     media_type = "application/json"
 
@@ -203,8 +208,9 @@ class _Body:
     """
 
     def __init__(self, raw: bytes, max_depth: int, *, required: bool,
-                 members: tuple[str, ...] | None = ()) -> None:
+                 members: tuple[str, ...] | None = (), array_allowed: bool = False) -> None:
         self.raw = raw
+        self.array_allowed = array_allowed
         self.max_depth = max_depth
         self.value: Any = None
         self.present = bool(raw.strip())
@@ -264,7 +270,7 @@ class _Versions:
 
     def resolve(self, doc_id: str, body: _Body, if_match: str | None) -> Any:
         """The version to write against: the body's, else If-Match's; the service checks its type."""
-        fields = {} if isinstance(body.value, list) else body.fields()
+        fields = {} if isinstance(body.value, list) and body.array_allowed else body.fields()
         if "version" in fields:
             return fields["version"]
         if if_match is not None:
@@ -297,14 +303,26 @@ def _write_response(body: _WriteBody, status: int = 200) -> JSONBody:
 
 # -- OpenAPI descriptions of the request bodies ----------------------------------------------
 
+_TOKEN = "([^~/]|~[01])"  # a reference token: '~' only as '~0' or '~1'
+_POINTER = {"pattern": f"^(/{_TOKEN}*)*$"}
+"""An RFC 6901 JSON Pointer ('' and '/' name the whole document)."""
+_NODE_POINTER = {"pattern": f"^/({_TOKEN}+(/{_TOKEN}*)*|(/{_TOKEN}*)+)$"}
+"""A pointer below the root (neither '' nor '/'): what a delete accepts."""
+_IF_MATCH_VALUE = {"pattern": '^(\\*|(W/)?"0*[1-9][0-9]*"|0*[1-9][0-9]*)$'}
+"""An If-Match header: the quoted version (ETag), W/ and unquoted tolerated, or '*' (the current version)."""
 _ANY_JSON = {"description": "Any JSON value."}
 _VERSION = {"type": "integer", "minimum": 1,
             "description": "The version you read (ETag). Optional when an If-Match header carries it."}
 _DRY_RUN = {"type": "boolean", "default": False, "description": "Same as the dry_run query parameter."}
-_PATCH = {"type": "array", "description": "RFC 6902 operations, applied atomically.",
-          "items": {"type": "object", "required": ["op", "path"],
-                    "properties": {"op": {"enum": ["add", "remove", "replace", "move", "copy", "test"]},
-                                   "path": {"type": "string"}, "from": {"type": "string"}, "value": _ANY_JSON}}}
+_OPERATION_MEMBERS = {"add": ("path", "value"), "remove": ("path",), "replace": ("path", "value"),
+                      "move": ("from", "path"), "copy": ("from", "path"), "test": ("path", "value")}
+_MEMBER_SCHEMAS = {"path": {"type": "string", **_POINTER}, "from": {"type": "string", **_POINTER}, "value": _ANY_JSON}
+_PATCH = {"type": "array", "description": "RFC 6902 operations, applied atomically. Members an operation does not "
+                                          "define are ignored, as RFC 6902 says.",
+          "items": {"oneOf": [{"type": "object", "required": ["op", *members],
+                               "properties": {"op": {"const": op},
+                                              **{name: _MEMBER_SCHEMAS[name] for name in members}}}
+                              for op, members in _OPERATION_MEMBERS.items()]}}
 
 
 def _request_body(schema: dict[str, Any], *, required: bool = True, example: Any = None) -> dict[str, Any]:
@@ -344,25 +362,38 @@ _MERGE_BODY = _request_body(
 _MERGE_PATCH_BODY = {"requestBody": {"required": True, "content": {
     "application/merge-patch+json": {"schema": _MERGE_PATCH, "example": _MERGE_EXAMPLE}}}}
 _MOVE_BODY = _request_body(
-    {"type": "object", "required": ["from_path", "to_path"],
-     "properties": {"from_path": {"type": "string", "description": "JSON Pointer of the node to move."},
-                    "to_path": {"type": "string", "description": "Where it goes ('/-' at the end appends)."},
+    {"type": "object", "required": ["from_path", "to_path"], "additionalProperties": False,
+     "properties": {"from_path": {"type": "string", **_NODE_POINTER,
+                                  "description": "JSON Pointer of the node to move (not the root)."},
+                    "to_path": {"type": "string", **_POINTER,
+                                "description": "Where it goes ('/-' at the end appends)."},
                     "version": _VERSION, "dry_run": _DRY_RUN}},
     example={"from_path": "/chapters/3", "to_path": "/chapters/0", "version": 5})
 _DOCUMENT_DELETE_BODY = _request_body(
     {"type": "object", "additionalProperties": False,
-     "properties": {"version": _VERSION, "dry_run": {"type": "boolean", "description": "Refused when true: "
-                                                                                        "use undelete to undo."}}},
+     "properties": {"version": _VERSION, "dry_run": {"type": "boolean", "enum": [False],
+                                                    "description": "Refused when true: use undelete to undo."}}},
     required=False, example={"version": 5})
 _SSE_EXAMPLE = ('id: 6\nevent: version\ndata: {"version":6,"op":"update_node",'
                 '"patch":[{"op":"replace","path":"/title","value":"Dune"}],'
                 '"at":"2025-01-01T12:00:00.000Z","info":{"node_path":"/title"}}\n\n: keepalive\n\n')
+_SSE_EVENT = {
+    "description": "One event of the stream (keep-alive comments are not events).",
+    "type": "object", "required": ["event", "data"],
+    "properties": {
+        "event": {"enum": ["version", "purged", "error"]},
+        "id": {"type": "string", "pattern": "^[1-9][0-9]*$", "description": "The version (version events)."},
+        "data": {"type": "string", "contentMediaType": "application/json",
+                 "description": "version: the journal entry (JournalEntryBody); purged: the purge result "
+                                "(PurgeResult); error: the error object (ErrorBody)."},
+    },
+}
 _EVENTS_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"description": "A text/event-stream: one `version` event per committed version (id = the version, "
                          "data = the journal entry as in /history), a `: keepalive` comment every 15 s when idle, "
                          "a final `purged` event when the document is purged, or a final `error` event "
                          "(data = the error object).",
-          "content": {"text/event-stream": {"schema": {"type": "string"}, "example": _SSE_EXAMPLE}}},
+          "content": {"text/event-stream": {"schema": _SSE_EVENT, "example": _SSE_EXAMPLE}}},
     **_errors_of_a_stream(400, 404, 503),
 }
 _RAW_DOCUMENT_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -442,6 +473,53 @@ def _bounded(low: int, high: int | None = None) -> dict[str, Any]:
     return {"minimum": low, **({"maximum": high} if high is not None else {})}
 
 
+_NO_DRY_RUN_VALUE = {"enum": [False]}
+
+IfMatch = Annotated[str | None, Header(description=_IF_MATCH, json_schema_extra=_IF_MATCH_VALUE)]
+NoDryRun = Annotated[bool, Query(description=_NO_DRY_RUN, json_schema_extra=_NO_DRY_RUN_VALUE)]
+
+
+# -- the OpenAPI document, made exact ----------------------------------------------------------
+
+_BODY_METHODS = ("post", "put", "patch", "delete")
+_EVERYWHERE = {
+    413: "request-too-large: a body over max_body_bytes (any request that may carry a body)",
+    500: "internal-error, storage-read-failed, storage-write-failed",
+}
+
+
+def refine_openapi(spec: dict[str, Any]) -> None:
+    """Make the generated OpenAPI document say exactly what the routes accept and answer.
+
+    - An optional query or header parameter is absent or a string, never JSON ``null``: FastAPI
+      writes ``anyOf: [T, {"type": "null"}]`` for ``T | None``, which a client generator reads as
+      "send null" (and a fuzzer sends the text ``null``).
+    - ``PATCH /documents/{doc_id}`` takes its version only from If-Match: the header is required.
+    - Every operation may answer 500 (a storage failure), every one that may carry a body 413
+      (the body limit is checked before routing).
+    """
+    error_body = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    for operations in spec.get("paths", {}).values():
+        for method, operation in operations.items():
+            for parameter in operation.get("parameters", ()):
+                schema = parameter.get("schema", {})
+                choices = schema.get("anyOf")
+                if isinstance(choices, list) and {"type": "null"} in choices:
+                    rest = [choice for choice in choices if choice != {"type": "null"}]
+                    del schema["anyOf"]
+                    if len(rest) == 1:
+                        parameter["schema"] = {**rest[0], **schema}
+                    else:
+                        schema["anyOf"] = rest
+                if operation.get("operationId") == "document_merge_patch" and parameter.get("name") == "if-match":
+                    parameter["required"] = True
+            responses = operation.setdefault("responses", {})
+            for status, text in _EVERYWHERE.items():
+                if status == 413 and method not in _BODY_METHODS:
+                    continue
+                responses.setdefault(str(status), {"description": text, "content": error_body})
+
+
 # -- the router ------------------------------------------------------------------------------
 
 
@@ -462,7 +540,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
 
     @router.post("/documents", status_code=201, response_model=results.CreateDocumentResult,
                  tags=["documents"], summary="Create a document from the schema's defaults",
-                 responses=_errors(422, 500), operation_id="document_create",
+                 responses=_errors(400, 422, 500), operation_id="document_create",
                  openapi_extra=_request_body({"type": "object", "additionalProperties": False}, required=False,
                                                example={}))
     def create_document(request: Request, raw: RawBody) -> JSONBody:
@@ -487,12 +565,15 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                 responses=_errors(400, 404),
                 operation_id="document_read_node", name="document_read_node")
     async def read_node(doc_id: DocIdPath,
-                        path: Annotated[str, Query(description=_PATH_READ)] = "/",
+                        path: Annotated[str, Query(description=_PATH_READ, json_schema_extra=_POINTER)] = "/",
                         at_version: Annotated[int | None, Query(ge=1, description=_AT_VERSION)] = None,
-                        max_depth: Annotated[int | None, Query(description=_MAX_DEPTH)] = None,
-                        offset: Annotated[int, Query(description=_OFFSET)] = 0,
-                        limit: Annotated[int | None, Query(description=_LIMIT)] = None,
-                        max_bytes: Annotated[int | None, Query(description=_MAX_BYTES)] = None) -> JSONBody:
+                        max_depth: Annotated[int | None, Query(description=_MAX_DEPTH,
+                                                               json_schema_extra=_bounded(0, 255))] = None,
+                        offset: Annotated[int, Query(description=_OFFSET, json_schema_extra=_bounded(0))] = 0,
+                        limit: Annotated[int | None, Query(description=_LIMIT, json_schema_extra=_bounded(1))] = None,
+                        max_bytes: Annotated[int | None, Query(description=_MAX_BYTES,
+                                                               json_schema_extra=_bounded(MIN_MAX_BYTES))] = None,
+                        ) -> JSONBody:
         bounded = max_depth is not None or offset != 0 or limit is not None or max_bytes is not None
         if bounded:  # a walk of the node (sizes measured once per container): in the thread pool
             view = await anyio.to_thread.run_sync(functools.partial(
@@ -510,9 +591,9 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                 summary="Replace a node", responses=_errors(400, 404, 408, 409, 413, 422),
                 operation_id="document_update_node", openapi_extra=_NODE_BODY)
     def update_node(doc_id: DocIdPath, raw: RawBody,
-                    path: Annotated[str, Query(description=_PATH_WRITE)],
+                    path: Annotated[str, Query(description=_PATH_WRITE, json_schema_extra=_POINTER)],
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
-                    if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
+                    if_match: IfMatch = None) -> JSONBody:
         body = _Body(raw, max_depth, required=True, members=("node_data", "version", "dry_run"))
         node_data = body.argument("node_data")
         version = versions.resolve(doc_id, body, if_match)
@@ -524,9 +605,10 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                  responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_create_node",
                  openapi_extra=_NODE_BODY)
     def create_node(doc_id: DocIdPath, raw: RawBody,
-                    path: Annotated[str, Query(description=_PATH_WRITE + " End it in /- to append.")],
+                    path: Annotated[str, Query(description=_PATH_WRITE + " End it in /- to append.",
+                                               json_schema_extra=_POINTER)],
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
-                    if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
+                    if_match: IfMatch = None) -> JSONBody:
         body = _Body(raw, max_depth, required=True, members=("node_data", "version", "dry_run"))
         node_data = body.argument("node_data")
         version = versions.resolve(doc_id, body, if_match)
@@ -537,9 +619,10 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                    summary="Delete a node", responses=_errors(400, 404, 408, 409, 422),
                    operation_id="document_delete_node", openapi_extra=_DELETE_BODY)
     def delete_node(doc_id: DocIdPath, raw: RawBody,
-                    path: Annotated[str, Query(description=_PATH_WRITE)],
+                    path: Annotated[str, Query(description=_PATH_WRITE + " Not the root.",
+                                               json_schema_extra=_NODE_POINTER)],
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
-                    if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
+                    if_match: IfMatch = None) -> JSONBody:
         body = _Body(raw, max_depth, required=False, members=("version", "dry_run"))
         version = versions.resolve(doc_id, body, if_match)
         result = service.delete_node(doc_id, path, version, dry_run=body.dry_run(dry_run))
@@ -551,8 +634,8 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                  openapi_extra=_PATCH_BODY)
     def apply_patch(doc_id: DocIdPath, raw: RawBody,
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
-                    if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=True, members=("patch", "version", "dry_run"))
+                    if_match: IfMatch = None) -> JSONBody:
+        body = _Body(raw, max_depth, required=True, members=("patch", "version", "dry_run"), array_allowed=True)
         if isinstance(body.value, list):
             patch: Any = body.value
             check_depth(patch, max_depth, "patch", raw)
@@ -569,8 +652,8 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                    responses=_errors(400, 404, 408, 409), operation_id="document_delete",
                    openapi_extra=_DOCUMENT_DELETE_BODY)
     def delete_document(doc_id: DocIdPath, raw: RawBody,
-                        dry_run: Annotated[bool, Query(description=_NO_DRY_RUN)] = False,
-                        if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
+                        dry_run: NoDryRun = False,
+                        if_match: IfMatch = None) -> JSONBody:
         body = _Body(raw, max_depth, required=False, members=("version", "dry_run"))
         _refuse_dry_run(dry_run, body, "Deleting a document", "it can be undone with POST .../undelete.")
         version = versions.resolve(doc_id, body, if_match)
@@ -581,7 +664,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                  summary="Restore a deleted document with its whole history",
                  responses=_errors(400, 404, 408, 409), operation_id="document_undelete")
     def undelete_document(doc_id: DocIdPath,
-                          dry_run: Annotated[bool, Query(description=_NO_DRY_RUN)] = False) -> JSONBody:
+                          dry_run: NoDryRun = False) -> JSONBody:
         _refuse_dry_run(dry_run, None, "Restoring a document", "it can be undone with DELETE.")
         meta = service.undelete_document(doc_id)
         return JSONBody(results.document_state_result(meta), headers=_etag(meta.version))
@@ -591,7 +674,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                  description="Only a deleted document can be purged (otherwise `conflict`). This cannot be undone.",
                  responses=_errors(400, 404, 408, 409), operation_id="document_purge")
     def purge_document(doc_id: DocIdPath,
-                       dry_run: Annotated[bool, Query(description=_NO_DRY_RUN)] = False) -> JSONBody:
+                       dry_run: NoDryRun = False) -> JSONBody:
         _refuse_dry_run(dry_run, None, "Purging a document", "it cannot be undone, so it is never done by accident.")
         service.purge_document(doc_id)
         return JSONBody(results.purge_result(doc_id))
@@ -607,10 +690,11 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                   responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_merge_patch",
                   openapi_extra=_MERGE_PATCH_BODY)
     def merge_patch(request: Request, doc_id: DocIdPath, raw: RawBody,
-                    path: Annotated[str, Query(description=_PATH_READ)] = "/",
+                    path: Annotated[str, Query(description=_PATH_READ, json_schema_extra=_POINTER)] = "/",
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: Annotated[str | None, Header(description="The version to write against, e.g. "
-                                                                       '"5" (required).')] = None) -> JSONBody:
+                                                                       '"5" (required).',
+                                                           json_schema_extra=_IF_MATCH_VALUE)] = None) -> JSONBody:
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media not in ("", "application/merge-patch+json", "application/json"):
             raise SchemaDocError(
@@ -632,9 +716,9 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                  responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_merge_patch_post",
                  openapi_extra=_MERGE_BODY)
     def merge_patch_post(doc_id: DocIdPath, raw: RawBody,
-                         path: Annotated[str, Query(description=_PATH_READ)] = "/",
+                         path: Annotated[str, Query(description=_PATH_READ, json_schema_extra=_POINTER)] = "/",
                          dry_run: Annotated[bool, Query(description=_DRY)] = False,
-                         if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
+                         if_match: IfMatch = None) -> JSONBody:
         body = _Body(raw, max_depth, required=True, members=("merge_patch", "version", "dry_run"))
         patch = body.argument("merge_patch")
         version = versions.resolve(doc_id, body, if_match)
@@ -680,7 +764,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                  openapi_extra=_REVERT_BODY)
     def revert(doc_id: DocIdPath, raw: RawBody,
                dry_run: Annotated[bool, Query(description=_DRY)] = False,
-               if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
+               if_match: IfMatch = None) -> JSONBody:
         body = _Body(raw, max_depth, required=True, members=("to_version", "version", "dry_run"))
         to_version = _version_argument(body, "to_version")
         version = versions.resolve(doc_id, body, if_match)
@@ -701,7 +785,8 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
         doc_id: DocIdPath,
         since: Annotated[int | None, Query(description="Send the versions after this one first.",
                                            json_schema_extra=_bounded(0))] = None,
-        last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", description=_LAST_EVENT_ID)] = None,
+        last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", description=_LAST_EVENT_ID,
+                                                    json_schema_extra={"pattern": "^[0-9]*$"})] = None,
     ) -> Response:
         start = await anyio.to_thread.run_sync(
             functools.partial(feeds.start_version, service, doc_id, since, last_event_id))
@@ -739,9 +824,9 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.get("/schema/node", response_model=results.NodeSchemaResult, tags=["schema"],
                 summary="The schema of a node", operation_id="schema_get_node", responses=_errors(400, 404))
     async def node_schema(
-        path: Annotated[str, Query(description=_PATH_READ)] = "/",
-        doc_id: Annotated[str | None, Query(description="Also tell whether the node exists in this document.")]
-        = None,
+        path: Annotated[str, Query(description=_PATH_READ, json_schema_extra=_POINTER)] = "/",
+        doc_id: Annotated[str | None, Query(description="Also tell whether the node exists in this document.",
+                                            json_schema_extra={"pattern": _ULID})] = None,
         dereferenced: Annotated[bool, Query(description="Resolve every $ref (cycles stay as $ref).")] = True,
     ) -> JSONBody:
         look_up = functools.partial(service.node_schema, path, doc_id, dereferenced=dereferenced)
@@ -755,11 +840,14 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                 summary="The table of contents of a node: members and items with type, count, size and title",
                 responses=_errors(400, 404), operation_id="document_outline")
     def outline(doc_id: DocIdPath,
-                path: Annotated[str, Query(description=_PATH_READ)] = "/",
-                depth: Annotated[int, Query(description="Levels of members and items to list (0 to 32).")] = 2,
-                offset: Annotated[int, Query(description=_OFFSET)] = 0,
-                limit: Annotated[int | None, Query(description=_LIMIT)] = None,
-                max_bytes: Annotated[int | None, Query(description="Keep the outline within this many bytes.")]
+                path: Annotated[str, Query(description=_PATH_READ, json_schema_extra=_POINTER)] = "/",
+                depth: Annotated[int, Query(description="Levels of members and items to list (0 to 32).",
+                                            json_schema_extra=_bounded(0, 32))] = 2,
+                offset: Annotated[int, Query(description=_OFFSET, json_schema_extra=_bounded(0))] = 0,
+                limit: Annotated[int | None, Query(description=_LIMIT, json_schema_extra=_bounded(1))] = None,
+                max_bytes: Annotated[int | None, Query(description="Keep the outline within this many bytes "
+                                                                   "(512 or more).",
+                                                       json_schema_extra=_bounded(MIN_MAX_BYTES))]
                 = None) -> JSONBody:
         read, found = service.outline(doc_id, path, depth, offset=offset, limit=limit, max_bytes=max_bytes)
         return JSONBody(results.outline_result(read, found), headers=_etag(read.version))
@@ -768,8 +856,9 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                 summary="Where the document is valid but not finished by the schema, breadth first",
                 responses=_errors(400, 404), operation_id="document_next_incomplete")
     def next_incomplete(doc_id: DocIdPath,
-                        path: Annotated[str, Query(description=_PATH_READ)] = "/",
-                        limit: Annotated[int, Query(description="At most this many places (1 to 100).")] = 10,
+                        path: Annotated[str, Query(description=_PATH_READ, json_schema_extra=_POINTER)] = "/",
+                        limit: Annotated[int, Query(description="At most this many places (1 to 100).",
+                                                    json_schema_extra=_bounded(1, 100))] = 10,
                         ) -> JSONBody:
         read, items, more = service.next_incomplete(doc_id, path, limit)
         return JSONBody(results.next_incomplete_result(read, items, more), headers=_etag(read.version))
@@ -777,12 +866,18 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.get("/search", response_model=results.SearchResult, tags=["navigation"],
                 summary="Text search over the string values of documents", responses=_errors(400, 404),
                 operation_id="document_search")
-    def search(query: Annotated[str, Query(description="Text to find (case-insensitive).")],
-               path: Annotated[str | None, Query(description="Only below this JSON Pointer.")] = None,
+    def search(query: Annotated[str, Query(description="Text to find (case-insensitive).",
+                                           json_schema_extra={"minLength": 1})],
+               path: Annotated[str | None, Query(description="Only below this JSON Pointer.",
+                                                 json_schema_extra=_POINTER)] = None,
                doc_ids: Annotated[list[str] | None, Query(description="Only these documents (repeat the "
-                                                                      "parameter).")] = None,
-               limit: Annotated[int, Query(description="At most this many hits (1 to 100).")] = 20,
-               cursor: Annotated[int, Query(description="0, else the next_cursor of the previous page.")] = 0,
+                                                                      "parameter).",
+                                                          json_schema_extra={"items": {"type": "string",
+                                                                                       "pattern": _ULID}})] = None,
+               limit: Annotated[int, Query(description="At most this many hits (1 to 100).",
+                                           json_schema_extra=_bounded(1, 100))] = 20,
+               cursor: Annotated[int, Query(description="0, else the next_cursor of the previous page.",
+                                            json_schema_extra=_bounded(0))] = 0,
                ) -> JSONBody:
         page = service.search(query, path, doc_ids, limit=limit, cursor=cursor)
         return JSONBody(results.search_result(query, page))
@@ -798,11 +893,16 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                 summary="A readable Markdown rendering of a node, driven by the schema",
                 responses=_errors(400, 404), operation_id="document_render")
     def render(doc_id: DocIdPath,
-               path: Annotated[str, Query(description=_PATH_READ)] = "/",
-               format: Annotated[str, Query(description="Only markdown.")] = "markdown",
-               offset: Annotated[int, Query(description="Render from this child of the node.")] = 0,
-               limit: Annotated[int | None, Query(description="At most this many children of the node.")] = None,
-               max_bytes: Annotated[int | None, Query(description="Stop before this many bytes of text.")] = None,
+               path: Annotated[str, Query(description=_PATH_READ, json_schema_extra=_POINTER)] = "/",
+               format: Annotated[str, Query(description="Only markdown.", json_schema_extra={"enum": ["markdown"]})]
+               = "markdown",
+               offset: Annotated[int, Query(description="Render from this child of the node.",
+                                            json_schema_extra=_bounded(0))] = 0,
+               limit: Annotated[int | None, Query(description="At most this many children of the node.",
+                                                  json_schema_extra=_bounded(1))] = None,
+               max_bytes: Annotated[int | None, Query(description="Stop before this many bytes of text (512 or "
+                                                                  "more).",
+                                                      json_schema_extra=_bounded(MIN_MAX_BYTES))] = None,
                ) -> JSONBody:
         read, rendered = service.render(doc_id, path, format, offset=offset, limit=limit, max_bytes=max_bytes)
         return JSONBody(results.render_result(read, rendered, format), headers=_etag(read.version))
@@ -813,7 +913,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                  openapi_extra=_MOVE_BODY)
     def move_node(doc_id: DocIdPath, raw: RawBody,
                   dry_run: Annotated[bool, Query(description=_DRY)] = False,
-                  if_match: Annotated[str | None, Header(description=_IF_MATCH)] = None) -> JSONBody:
+                  if_match: IfMatch = None) -> JSONBody:
         body = _Body(raw, max_depth, required=True, members=("from_path", "to_path", "version", "dry_run"))
         from_path, to_path = body.argument("from_path"), body.argument("to_path")
         version = versions.resolve(doc_id, body, if_match)

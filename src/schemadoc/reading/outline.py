@@ -65,7 +65,9 @@ def outline(node: Any, tokens: list[str | int], pointer: str, sizes: SizeCache, 
         if level >= depth or not isinstance(value, dict | list) or not value:
             continue
         start, stop = (offset, None if limit is None else offset + limit) if level == 0 else (0, None)
-        pairs = (itertools.islice(value.items(), start, stop) if isinstance(value, dict)
+        # islice takes no index beyond sys.maxsize
+        pairs = (itertools.islice(value.items(), min(start, len(value)),
+                                  None if stop is None else min(stop, len(value))) if isinstance(value, dict)
                  else enumerate(value[start:stop], start=start))
         children: list[dict[str, Any]] = []
         kept: list[tuple[dict[str, Any], Any, list[str | int], str]] = []

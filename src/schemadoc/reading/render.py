@@ -96,7 +96,9 @@ def render_markdown(node: Any, tokens: list[str | int], schemas: NodeSchemas, *,
     truncated = False
     if isinstance(node, dict):
         heading = next((node[m] for m in _HEADING_MEMBERS if isinstance(node.get(m), str)), None)
-        children: Any = itertools.islice(node.items(), offset, stop)
+        # islice takes no index beyond sys.maxsize
+        children: Any = itertools.islice(node.items(), min(offset, len(node)),
+                                         None if stop is None else min(stop, len(node)))
         if heading is not None and offset == 0:
             pieces.append(f"# {heading}\n\n")
             used = len(pieces[0].encode())

@@ -71,7 +71,8 @@ def is_stub(value: Any) -> bool:
 
 
 def _entries(node: Any, offset: int, limit: int | None) -> list[tuple[str | int, Any]]:
-    stop = None if limit is None else offset + limit
+    offset = min(offset, len(node))  # islice takes no index beyond sys.maxsize
+    stop = None if limit is None else min(offset + limit, len(node))
     if isinstance(node, dict):
         return list(itertools.islice(node.items(), offset, stop))
     return list(enumerate(node[offset:stop], start=offset))
