@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: serve serve-stdio test lint crash docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-rest bench-validation bench-agents bench-limits docs clean inspector
+.PHONY: serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-rest bench-validation bench-agents bench-limits docs clean inspector
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ bench-journal: $(VENV)/.installed  ## every-write beside lazy snapshots: writes,
 
 crash: $(VENV)/.installed  ## 1,000 kill -9 during writes, snapshots and recovery (SCHEMADOC_CRASH_KILLS)
 	$(PY) -m pytest -m slow -s -p no:randomly tests/e2e/test_crash_recovery.py::test_many_more_kills
+
+fuzz: $(VENV)/.installed  ## long fuzzing: schemathesis on a real server (stateful), then REST and MCP in process
+	$(PY) tests/fuzz/schemathesis_cli.py --max-examples $(or $(FUZZ_EXAMPLES),40) --workers 1
+	SCHEMADOC_FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),40) $(PY) -m pytest -p no:randomly -o addopts="-q -ra" tests/fuzz
 
 bench: $(VENV)/.installed  ## benchmarks (figures, not pass/fail)
 	$(PY) benchmarks/run.py
