@@ -152,11 +152,12 @@ class Server:
             time.sleep(0.1)
         raise RuntimeError(f"server {self.label} did not become healthy")
 
-    def rss_mib(self) -> float | None:
+    def rss_mib(self, field: str = "VmRSS") -> float | None:
+        """The server's resident set size now (``VmHWM``: its peak so far), Linux only."""
         try:
             with open(f"/proc/{self.process.pid}/status") as status:
                 for line in status:
-                    if line.startswith("VmRSS:"):
+                    if line.startswith(f"{field}:"):
                         return int(line.split()[1]) / 1024
         except OSError:
             return None
@@ -299,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         scenarios: list[list[Scenario]] = []  # one list per kind of request, one scenario per server
         kinds: dict[str, list[Scenario]] = {}
         rss: dict[str, float | None] = {}
+        peak_rss: dict[str, float | None] = {}
         for label, where in servers_wanted:
             log(f"starting server {label!r}" + (f" with {where}" if where else ""))
             server = Server(label, where, args.schema, work)
@@ -344,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         load_after = load_average()
         for server in servers:
             rss[server.label] = max(filter(None, [rss[server.label], server.rss_mib()]), default=None)
+            peak_rss[server.label] = server.rss_mib("VmHWM")
         scenarios = list(kinds.values())
     finally:
         for server in servers:
@@ -369,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {group[0].name} | {len(group[0].samples)} | " + " | ".join(cells) + " |")
     lines.append("| server RSS after the run | | " + " | ".join(
         f"{rss[label]:.0f} MiB" if rss[label] else "?" for label in labels) + " |")
+    lines.append("| server peak RSS (VmHWM) | | " + " | ".join(
+        f"{peak_rss[label]:.0f} MiB" if peak_rss.get(label) else "?" for label in labels) + " |")
     lines.append("")
     by_kind = {group[0].name: {s.server: s for s in group} for group in scenarios}
     if "100 MB" in books:

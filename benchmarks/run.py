@@ -240,6 +240,9 @@ def bench_size(size: int, schema: LoadedSchema, rows: dict[str, Row], options: O
         main_dir = base / "main"
         doc_id = store_book(schema, main_dir, book)
         del book  # from here on the only copy is the one a service loads from disk
+        # the services above hold the book in reference cycles (service <-> snapshotter): collect
+        # them now, before loading freezes every object alive (gc.freeze) and keeps them for good
+        gc.collect()
         service = bench_cold_load(schema, main_dir, doc_id, f"{info.leaf}/text", heavy, record)
         gc.collect()
         info.loaded_rss_mib = current_rss_mib()
@@ -268,6 +271,7 @@ def bench_create_and_store(schema: LoadedSchema, directory: Path, book: dict[str
     created: list[str] = []
     record("create", timed_runs(lambda i: created.append(service.create_document()[0]), runs))
     record("store", timed_runs(lambda i: service.update_node(created[i], "/", book, 1), heavy))
+    service.snapshots.stop()  # before the directory goes: no background snapshot still writing into it
 
 
 def store_book(schema: LoadedSchema, directory: Path, book: dict[str, Any]) -> str:
@@ -275,6 +279,7 @@ def store_book(schema: LoadedSchema, directory: Path, book: dict[str, Any]) -> s
     service = new_service(schema, directory)
     doc_id = service.create_document()[0]
     service.update_node(doc_id, "/", book, 1)
+    service.close()  # its snapshot current, and no background snapshot left running beside the timed rows
     return doc_id
 
 

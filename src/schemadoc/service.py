@@ -21,6 +21,7 @@ import gc
 import logging
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -304,7 +305,7 @@ class DocumentService:
         # a store shared by several processes orders the feed itself and tells of their commits
         self._shared: SharedStore | None = store if isinstance(store, SharedStore) else None
         self._unwatch: Callable[[], None] | None = None
-        self.snapshots = Snapshotter(store, snapshot_policy or SnapshotPolicy(), self._snapshot_source)
+        self.snapshots = Snapshotter(store, snapshot_policy or SnapshotPolicy(), _weakly(self._snapshot_source))
         self.sizes = SizeCache()
         """Byte sizes of stored containers by identity (content is never mutated)."""
         self._node_schemas = NodeSchemas(schema)
@@ -963,6 +964,22 @@ class DocumentService:
         state = DocState(meta, replay_from(cached.content, entries))
         self._states[meta.doc_id] = state
         return state
+
+
+def _weakly(source: Callable[[str], tuple[int, Any] | None]) -> Callable[[str], tuple[int, Any] | None]:
+    """``source`` (a bound method) without keeping its object alive: ``None`` once the object is gone.
+
+    The snapshotter's thread outlives a service dropped without ``close()``; through a strong
+    reference it would keep the service, and every document it holds, alive (and a service in a
+    reference cycle when a big document's load calls ``gc.freeze()`` is never freed at all).
+    """
+    method = weakref.WeakMethod(source)
+
+    def call(doc_id: str) -> tuple[int, Any] | None:
+        bound = method()
+        return None if bound is None else bound(doc_id)
+
+    return call
 
 
 def _check_current(doc_id: str, version: int, current: int) -> None:

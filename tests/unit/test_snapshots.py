@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,15 @@ def test_history_checkpoints_of_a_lazy_document_are_written_in_the_background(tm
     assert service.snapshots.wait_idle()
     assert service.store.read_checkpoint(doc_id, 299) == (256, orjson.dumps(service.read_version(doc_id, 256)))
     service.snapshots.stop()
+
+
+def test_a_service_dropped_without_close_is_freed_with_its_documents(tmp_path: Path) -> None:
+    """Its snapshot thread lives on; it must not keep the service (and every document) alive."""
+    service = lazy_service(tmp_path, lag_versions=1000, interval_seconds=3600)
+    doc_id, *_ = service.create_document()
+    service.update_node(doc_id, "/title", "lagging", 1)  # a lagging snapshot: the thread is running
+    snapshots = service.snapshots
+    gone = weakref.ref(service)
+    del service
+    assert gone() is None  # freed at once, by reference counting (no cycle for gc.freeze() to pin)
+    snapshots.stop()
