@@ -23,8 +23,12 @@ lint: $(VENV)/.installed
 	$(PY) -m ruff check src tests benchmarks
 	$(PY) -m mypy --strict src
 
+# the default suite on every core; each test file, and the whole conformance suite, stays in one worker
+# (src/schemadoc/conformance/suite/conftest.py). PYTEST_WORKERS=0 runs it in this process.
+PYTEST_WORKERS ?= auto
+
 test: lint  ## lint, types, then the whole suite
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 .PHONY: conformance
 conformance: $(VENV)/.installed  ## the whole conformance suite through every door, and every broken variant

@@ -88,10 +88,46 @@ def _door_of(item: pytest.Item) -> str | None:
     return None if callspec is None else callspec.params.get("door_name")
 
 
+_ONE_WORKER = "schemadoc_conformance_suite_in_one_worker"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With pytest-xdist's ``--dist loadfile``: each file in one worker, and the whole suite in ONE worker, in
+    order, so that ``test_zz_observed.py`` reads what the whole suite observed (:data:`OBSERVED` lives in the
+    process). Other ``--dist`` modes are left as they are (and the whole-suite check skips)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    root = Path(config.rootpath).resolve()
+    here = _HERE.resolve()
+
+    class SuiteInOneWorker(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return str(here) if (root / file).resolve().parent == here else file
+
+    return SuiteInOneWorker(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Tell each pytest-xdist worker whether it runs the whole suite (see ``pytest_xdist_make_scheduler``)."""
+    node.workerinput[_ONE_WORKER] = node.config.getvalue("dist") == "loadfile"
+
+
+def _in_one_process(config: pytest.Config) -> bool:
+    """Whether every selected test of the suite runs in this process: no pytest-xdist, or its ``loadfile``."""
+    workerinput = getattr(config, "workerinput", None)
+    return workerinput is None or bool(workerinput.get(_ONE_WORKER, False))
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the known bugs; run ``test_zz_observed.py`` last (it checks what the whole suite observed), and
-    note whether the whole suite runs: only then can it demand that every reachable error code was seen."""
+    note whether the whole suite runs in this process: only then can it demand that every reachable error code
+    was seen."""
     for item in items:
         for name, doors, reason in KNOWN_BUGS:
             if _ours(item) and getattr(item, "originalname", item.name) == name and _door_of(item) in doors:
@@ -100,10 +136,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = [item for item in items if item not in last] + last
     modules = {Path(str(item.fspath)).name for item in items if _ours(item)}
     every_module = {path.name for path in _HERE.glob("test_*.py")}
-    config.stash[_WHOLE_SUITE] = modules == every_module and not config.stash.get(_DESELECTED, False)
+    config.stash[_WHOLE_SUITE] = (modules == every_module and not config.stash.get(_DESELECTED, False)
+                                  and _in_one_process(config))
 
 
 @pytest.fixture(scope="session")
 def whole_suite(request: pytest.FixtureRequest) -> bool:
-    """True when every test of the suite was selected (no -k, no single file)."""
+    """True when every test of the suite was selected (no -k, no single file) and runs in this process."""
     return request.config.stash.get(_WHOLE_SUITE, False)

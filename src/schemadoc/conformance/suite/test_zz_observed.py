@@ -2,7 +2,8 @@
 
 These tests run last (``conftest.py`` moves them there) and read :data:`OBSERVED`, where every
 door records what it saw. The "was seen" check needs the whole suite: it is skipped when only
-a part runs (a single file, ``-k``). Run the suite in one process (not ``pytest -n``).
+a part runs (a single file, ``-k``) or when the suite is spread over processes: with pytest-xdist, use
+``--dist loadfile`` (``conftest.py`` then gives the whole suite to one worker).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def test_every_catalogued_code_is_either_reachable_or_explained() -> None:
 
 def test_each_door_returned_every_reachable_code(door_name: str, whole_suite: bool) -> None:
     if not whole_suite:
-        pytest.skip("needs the whole suite to have run")
+        pytest.skip("needs the whole suite to have run in this process")
     expected = REACHABLE | (REACHABLE_OVER_HTTP if door_name.endswith("rest") else frozenset()) | (
         REACHABLE_IN_PROCESS if in_process(door_name) else frozenset())
     seen = OBSERVED.codes.get(door_name, set())
