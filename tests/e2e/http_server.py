@@ -29,15 +29,13 @@ class Server:
     """One ``schemadoc serve`` process; its stdout and stderr go to files (no pipe can fill up)."""
 
     def __init__(self, storage: Path, logs: Path, *, storage_url: str | None = None,
-                 schema: Path = BOOK_SCHEMA, start_timeout: float = START_TIMEOUT_SECONDS,
-                 environment: dict[str, str] | None = None) -> None:
+                 schema: Path = BOOK_SCHEMA, start_timeout: float = START_TIMEOUT_SECONDS) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         logs.mkdir(parents=True, exist_ok=True)
         self.stdout_path = logs / f"stdout-{self.port}.txt"
         self.stderr_path = logs / f"stderr-{self.port}.txt"
         env = {key: value for key, value in os.environ.items() if key not in ENVIRONMENT}
-        env.update(environment or {})
         command = [sys.executable, "-m", "schemadoc", "serve", "--transport", "http", "--schema", str(schema),
                    "--storage-dir", str(storage), "--host", "127.0.0.1", "--port", str(self.port)]
         if storage_url is not None:
