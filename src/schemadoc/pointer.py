@@ -57,6 +57,8 @@ def parse(pointer: str) -> list[str]:
             f"JSON Pointer {pointer!r} must start with '/'.",
             {"path": pointer, "reason": "does not start with '/'", "suggestion": "/" + pointer},
         )
+    if "~" not in pointer:  # nothing escaped (most pointers): the tokens are the parts
+        return pointer[1:].split("/")
     bad = _BAD_ESCAPE.search(pointer)
     if bad:
         raise SchemaDocError(

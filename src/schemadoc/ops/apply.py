@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.pointer import format_pointer, index_token, json_type, parse, resolve
+from schemadoc.pointer import _INDEX, format_pointer, index_token, json_type, parse, resolve
 
 __all__ = ["AppliedPatch", "apply_patch", "apply_patches", "check_patch", "check_written_depth", "json_equal"]
 
@@ -98,20 +98,36 @@ class _Workspace:
         return fresh
 
     def parent_for_write(self, tokens: Sequence[str], pointer: str) -> Any:
-        """Make every container from the root to the parent of ``tokens`` private; return the parent."""
-        parent, _ = resolve(self.root, tokens[:-1], allow_negative=False)   # diagnostics for missing ancestors
-        if not isinstance(parent, dict | list):
-            where = format_pointer(tokens[:-1]) or "/"
-            raise SchemaDocError("path-not-found", f"Path {pointer} not found: {where} is a {json_type(parent)}.",
-                                 {"path": pointer, "deepest_ancestor": where})
-        self.root = self._private(self.root)
+        """Make every container from the root to the parent of ``tokens`` private; return the parent.
+
+        One walk; where it cannot go on (a missing member, an index out of range or not an index,
+        a scalar on the way), :func:`resolve` gives the diagnostics. Copies made before that
+        belong to this workspace only, which the caller then drops with the error.
+        """
+        path = tokens[:-1]
         node = self.root
-        for token in tokens[:-1]:
-            key: str | int = token if isinstance(node, dict) else int(token)
-            child = self._private(node[key])
-            node[key] = child
-            node = child
-        return node
+        if isinstance(node, dict | list):
+            node = self.root = self._private(node)
+            for token in path:
+                key: str | int
+                if isinstance(node, dict):
+                    if token not in node:
+                        break
+                    key = token
+                elif _INDEX.match(token) and int(token) < len(node):
+                    key = int(token)
+                else:
+                    break
+                child = node[key]
+                if not isinstance(child, dict | list):
+                    break
+                node[key] = node = self._private(child)
+            else:
+                return node
+        parent, _ = resolve(self.root, path, allow_negative=False)   # raises with diagnostics, or:
+        where = format_pointer(path) or "/"
+        raise SchemaDocError("path-not-found", f"Path {pointer} not found: {where} is a {json_type(parent)}.",
+                             {"path": pointer, "deepest_ancestor": where})
 
 
 def _array_index(container: list[Any], token: str, pointer: str, *, for_add: bool) -> int:

@@ -14,7 +14,7 @@ import mmap
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -45,9 +45,12 @@ def encode_line(doc_id: str, entry: JournalEntry, meta: DocumentMeta) -> bytes:
                              {"doc_id": doc_id, "reason": why}) from None
 
 
-@dataclass(frozen=True)
-class Mark:
-    """What a journal line says about its version's meta, and where the line ends."""
+class Mark(NamedTuple):
+    """What a journal line says about its version's meta, and where the line ends.
+
+    A named tuple, not a frozen dataclass: one is made per journal line folded, and a tuple is
+    built several times faster.
+    """
 
     version: int
     end: int
@@ -283,7 +286,8 @@ def read_entries(path: Path, *, since: int, upto: int | None, start: tuple[int, 
                 if end < 0:
                     break
                 entry: JournalEntry | None = None
-                version = peek_version(view[position:position + 64])
+                # a line that will be returned is parsed at once; others are skipped by their prefix
+                version = None if last >= since else peek_version(view[position:position + 64])
                 try:
                     if version is None:
                         entry = JournalEntry.from_line(view[position:end])
