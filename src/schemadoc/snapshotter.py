@@ -338,6 +338,9 @@ class Snapshotter:
 
     def _write_checkpoint(self, doc_id: str, version: int, content: Any) -> None:
         try:
-            self.store.write_checkpoint(doc_id, version, dumps_chunked(content, hand_over))
+            if isinstance(self.store, StreamedSnapshots):
+                self.store.write_checkpoint_pieces(doc_id, version, iter_chunked(content, hand_over))
+            else:
+                self.store.write_checkpoint(doc_id, version, dumps_chunked(content, hand_over))
         except (OSError, SchemaDocError) as error:  # a cache: losing one only makes old reads replay more
             log.warning("document %s: checkpoint of version %d not written: %s", doc_id, version, error)

@@ -271,3 +271,22 @@ def test_a_service_dropped_without_close_is_freed_with_its_documents(tmp_path: P
     del service
     assert gone() is None  # freed at once, by reference counting (no cycle for gc.freeze() to pin)
     snapshots.stop()
+
+
+def test_a_checkpoint_is_written_from_pieces_and_a_piece_that_raises_leaves_nothing(tmp_path: Path) -> None:
+    store = FileDocumentStore(tmp_path)
+    store.open()
+    service = DocumentService(SCHEMA, store)
+    doc_id, *_ = service.create_document()
+    content = {"title": "t" * 600_000, "chapters": [CHAPTER] * 500}
+    store.write_checkpoint_pieces(doc_id, 1, iter_chunked(content))
+    assert store.read_checkpoint(doc_id, 1) == (1, orjson.dumps(content))
+
+    def broken() -> Any:
+        yield b'{"title":'
+        raise orjson.JSONEncodeError("not serialisable")
+
+    with pytest.raises(orjson.JSONEncodeError):
+        store.write_checkpoint_pieces(doc_id, 2, broken())
+    assert store.read_checkpoint(doc_id, 2) == (1, orjson.dumps(content))
+    assert sorted(path.name for path in (tmp_path / "checkpoints" / doc_id).iterdir()) == ["1.json"]

@@ -460,7 +460,7 @@ class SharedStore(Protocol):
 
 @runtime_checkable
 class StreamedSnapshots(Protocol):
-    """A store that writes a snapshot from pieces of its bytes as they come (the files store).
+    """A store that writes a snapshot or a checkpoint from pieces of its bytes as they come (the files store).
 
     Serialising a big document piece by piece and writing each piece at once never holds the
     whole serialisation in memory, and lets other threads run between pieces.
@@ -469,4 +469,9 @@ class StreamedSnapshots(Protocol):
     def write_snapshot_pieces(self, doc_id: str, version: int, content: bytes | Iterable[bytes]) -> bool:
         """:meth:`DocumentStore.write_snapshot` from ``content``'s pieces; the same guarantees and errors,
         plus whatever drawing a piece raises (then nothing changed)."""
+        ...
+
+    def write_checkpoint_pieces(self, doc_id: str, version: int, content: bytes | Iterable[bytes]) -> None:
+        """:meth:`DocumentStore.write_checkpoint` from ``content``'s pieces (whatever drawing one raises
+        leaves nothing behind)."""
         ...

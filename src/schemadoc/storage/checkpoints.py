@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 from schemadoc.storage import disk
@@ -30,12 +31,20 @@ class CheckpointDirectory:
             return []
         return [int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit()]
 
-    def write(self, version: int, content: bytes) -> None:
-        """Raises :exc:`OSError`."""
+    def write(self, version: int, content: bytes | Iterable[bytes]) -> None:
+        """Write the checkpoint from its bytes, or from pieces of them written as they come.
+
+        Raises :exc:`OSError`, and whatever drawing a piece raises (then nothing is left behind).
+        """
         self.directory.mkdir(parents=True, exist_ok=True)
         temporary = self.directory / f"{version}.json.tmp"
-        with open(temporary, "wb") as file:
-            file.write(content)
+        try:
+            with open(temporary, "wb") as file:
+                for piece in (content,) if isinstance(content, bytes) else content:
+                    file.write(piece)
+        except BaseException:
+            disk.remove_quietly(temporary)
+            raise
         disk.replace(temporary, self.directory / f"{version}.json")
         versions = self.versions()
         for stale in set(versions) - set(keep_checkpoints(versions)):

@@ -559,6 +559,10 @@ class FileDocumentStore:
         """``checkpoints/{doc_id}/{version}.json`` via a temporary file and a rename (no fsync: a cache)."""
         self._checkpoints(doc_id).write(version, content)
 
+    def write_checkpoint_pieces(self, doc_id: str, version: int, content: bytes | Iterable[bytes]) -> None:
+        """:meth:`write_checkpoint` from the pieces of the bytes, each written as it comes."""
+        self._checkpoints(doc_id).write(version, content)
+
     def read_checkpoint(self, doc_id: str, at_most: int) -> tuple[int, bytes] | None:
         return self._checkpoints(doc_id).read(at_most)
 
