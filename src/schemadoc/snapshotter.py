@@ -23,8 +23,10 @@ beside it: one ``orjson.dumps`` in a thread (a stall of the whole serialisation)
 joined before writing (twice the document's size in memory, reads p99 3-15 ms), and a forked
 child serialising the copy-on-write document (``fork`` itself holds the GIL for 10-50 ms on a
 process holding 0.5-1 GiB, and the child's buffer adds the document's size). Stores that take
-only whole bytes get them joined. The service's documents are immutable (structural sharing),
-so the snapshot thread reads a version while writers build newer ones.
+only whole bytes get them joined. History checkpoints are written the same way (a 100 MiB one:
+0.28 s and 1 MiB of memory, against 0.78 s and 197 MiB with the pieces joined). The service's
+documents are immutable (structural sharing), so the snapshot thread reads a version while
+writers build newer ones.
 """
 
 from __future__ import annotations
