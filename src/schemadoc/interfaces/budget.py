@@ -193,4 +193,7 @@ def _dumps(value: Any) -> bytes:
     except TypeError:
         import json
 
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        try:
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        except UnicodeEncodeError:  # a lone surrogate: escaped, as JSON allows
+            return json.dumps(value, separators=(",", ":")).encode()

@@ -391,7 +391,13 @@ def _dumps(value: Any) -> str:
     try:
         return orjson.dumps(value).decode()
     except TypeError:  # integers beyond 64 bits: the standard library writes them
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        if not text.isascii():
+            try:
+                text.encode()
+            except UnicodeEncodeError:  # a lone surrogate: escaped, as JSON allows
+                text = json.dumps(value, separators=(",", ":"))
+        return text
 
 
 def success_result(body: BaseModel) -> CallToolResult:
@@ -453,6 +459,7 @@ class SchemaDocMCPServer(MCPServer[Any]):
                 "invalid-request", f"Unknown tool {name!r}.", {"tool": name, "tools": known},
                 remediation="Call one of the tools tools/list returns."))
         try:
+            check_unicode(arguments)
             kwargs = _validate_arguments(tool, arguments)
             for argument in _FREE_FORM_ARGUMENTS & kwargs.keys():
                 check_depth(kwargs[argument], self.max_json_depth, argument)
@@ -530,6 +537,39 @@ async def _lifespan(server: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
 
 
 _FREE_FORM_ARGUMENTS = frozenset({"node_data", "patch", "merge_patch"})
+
+
+def check_unicode(arguments: dict[str, Any]) -> None:
+    """``invalid-request`` for an argument holding a lone surrogate (in a key or a string, at any depth).
+
+    JSON text may spell one (``"\\ud800"``) but it is not Unicode: it cannot be stored, journaled
+    or sent back as UTF-8 (RFC 8259 section 8.2), so it is refused here, naming the argument and
+    where (never echoing the string). Over REST the JSON parser already refuses it.
+    """
+    for name, value in arguments.items():
+        stack: list[tuple[Any, str]] = [(name, ""), (value, "")]
+        while stack:
+            node, where = stack.pop()
+            if isinstance(node, str):
+                if node.isascii():
+                    continue
+                try:
+                    node.encode()
+                except UnicodeEncodeError as error:
+                    raise SchemaDocError(
+                        "invalid-request",
+                        f"The argument {name!a} holds a lone surrogate (U+{ord(node[error.start]):04X}), "
+                        "which is not Unicode text.",
+                        {"argument": name.encode(errors="backslashreplace").decode(), "pointer": where,
+                         "reason": "lone-surrogate"},
+                        remediation="Send text as valid Unicode: a surrogate only as half of a pair.") from None
+            elif isinstance(node, dict):
+                for key, child in node.items():
+                    token = str(key).encode(errors="backslashreplace").decode().replace("~", "~0").replace("/", "~1")
+                    stack.append((key, where))
+                    stack.append((child, f"{where}/{token}"))
+            elif isinstance(node, list):
+                stack.extend((child, f"{where}/{index}") for index, child in enumerate(node))
 
 
 def check_depth(value: Any, limit: int, argument: str) -> None:

@@ -80,7 +80,10 @@ def dump_body(content: Any) -> bytes:
     try:
         return orjson.dumps(data)
     except TypeError:
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        try:
+            return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        except UnicodeEncodeError:  # a lone surrogate: escaped, as JSON allows
+            return json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
 
 
 class JSONBody(JSONResponse):

@@ -627,3 +627,22 @@ async def test_a_write_through_a_tool_reaches_listeners_of_both_eras(server: Sch
                     event = await listening.__anext__()
                     await heard.wait()
     assert event == ResourceUpdated(uri=uri)
+
+
+@pytest.mark.parametrize(("tool", "arguments", "argument", "pointer"), [
+    ("document_read_node", {"doc_id": "x\ud800", "node_path": "/"}, "doc_id", ""),
+    ("document_read_node", {"doc_id": None, "node_path": "/ti\udfff"}, "node_path", ""),
+    ("document_update_node", {"doc_id": None, "node_path": "/tags", "node_data": ["ok", "a\ud800b"], "version": 1},
+     "node_data", "/1"),
+    ("document_merge_patch", {"doc_id": None, "node_path": "/", "merge_patch": {"metadata": {"k": "\ud800"}},
+      "version": 1}, "merge_patch", "/metadata/k"),
+    ("document_search", {"query": "\ud800"}, "query", ""),
+])
+async def test_a_lone_surrogate_in_an_argument_is_invalid_request_not_an_internal_error(
+        client: Client, tool: str, arguments: dict[str, Any], argument: str, pointer: str) -> None:
+    doc_id = (await call(client, "document_create"))["doc_id"]
+    arguments = {key: doc_id if value is None and key == "doc_id" else value for key, value in arguments.items()}
+    error = await fail(client, tool, arguments)
+    assert error["code"] == "invalid-request"
+    assert error["details"] == {"argument": argument, "pointer": pointer, "reason": "lone-surrogate"}
+    assert (await call(client, "document_read_node", {"doc_id": doc_id, "node_path": "/tags"}))["node_content"] == []
