@@ -547,6 +547,12 @@ def check_unicode(arguments: dict[str, Any]) -> None:
     where (never echoing the string). Over REST the JSON parser already refuses it.
     """
     for name, value in arguments.items():
+        if isinstance(value, dict | list) and name.isascii():
+            try:  # orjson refuses lone surrogates, and is ~7x faster than the walk below (4 MiB: 8 / 58 ms)
+                orjson.dumps(value)
+                continue
+            except TypeError:  # a lone surrogate, or an integer beyond 64 bits: the walk tells
+                pass
         stack: list[tuple[Any, str]] = [(name, ""), (value, "")]
         while stack:
             node, where = stack.pop()
