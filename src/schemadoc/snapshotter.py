@@ -16,7 +16,8 @@ Serialising a 100 MiB document with one ``orjson.dumps`` call holds the GIL for 
 stalls every request. The mechanism was chosen by measurement (``make bench-journal``, section
 ``snapshot``: deep reads every 0.5 ms and writes to another document while a 100 MiB snapshot is
 written): :func:`iter_chunked` produces the very same bytes in pieces of ~256 KiB, the files store
-writes each piece as it comes (:class:`~schemadoc.storage.base.StreamedSnapshots`), and between
+writes each piece as it comes, syncing every 8 MiB so that other documents' fsyncs never queue
+behind the whole file (:class:`~schemadoc.storage.base.StreamedSnapshots`), and between
 pieces the thread sleeps 0.1 ms, which really hands the GIL over (``time.sleep(0)`` lets the
 thread take it back at once, so a waiting reader waits out the 5 ms switch interval). Measured
 beside it: one ``orjson.dumps`` in a thread (a stall of the whole serialisation), the pieces

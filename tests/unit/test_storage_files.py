@@ -20,6 +20,7 @@ import pytest
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, replay, utc_now
+from schemadoc.storage import disk
 from schemadoc.storage.base import DocumentMeta
 from schemadoc.storage.files import FileDocumentStore
 from schemadoc.storage.journal import Tail, encode_line, fold
@@ -480,6 +481,7 @@ def test_a_create_that_fails_leaves_no_document(
 
 HOLD_LOCK = """
 import sys, time
+from schemadoc.storage import disk
 from schemadoc.storage.files import FileDocumentStore
 from schemadoc.storage.journal import Tail, encode_line, fold
 from schemadoc.storage.layout import Corrupt
@@ -514,6 +516,7 @@ def test_the_write_lock_excludes_another_process_until_it_dies(store: FileDocume
 COMMIT_IN_A_LOOP = """
 import sys, time
 from pathlib import Path
+from schemadoc.storage import disk
 from schemadoc.storage.files import FileDocumentStore
 from schemadoc.storage.journal import Tail, encode_line, fold
 from schemadoc.storage.layout import Corrupt
@@ -676,3 +679,14 @@ def test_folding_a_line_written_by_another_tool_parses_it_whole() -> None:
 def test_folding_a_line_that_cannot_be_read_or_skips_a_version_is_corrupt(line: bytes) -> None:
     with pytest.raises(Corrupt):
         fold(_tail_at_1(), line + b"\n", Path("j"))
+
+
+def test_a_big_file_written_from_pieces_is_synced_as_it_grows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """So that other files' fsyncs never wait behind the whole of it at the end."""
+    synced: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (synced.append(os.fstat(fd).st_size), real(fd))[1])
+    pieces = [bytes([65 + i % 26]) * (1 << 20) for i in range(20)]
+    assert disk.write_pieces_synced(tmp_path / "big.tmp", iter(pieces)) == 20 << 20
+    assert (tmp_path / "big.tmp").read_bytes() == b"".join(pieces)
+    assert synced == [8 << 20, 16 << 20]
