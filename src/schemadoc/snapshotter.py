@@ -98,6 +98,10 @@ class SnapshotPolicy:
         return self.mode == "every-write" or size < self.inline_below_bytes
 
 
+def _no_pause() -> None:
+    pass
+
+
 def dumps_chunked(value: Any, pause: Callable[[], None] = lambda: time.sleep(0)) -> bytes:
     """``orjson.dumps(value)``, byte for byte, in pieces, calling ``pause`` between them.
 
@@ -329,8 +333,11 @@ class Snapshotter:
             return
         version, content = state
         try:
-            if chunked and isinstance(self.store, StreamedSnapshots):
-                written = self.store.write_snapshot_pieces(doc_id, version, iter_chunked(content, hand_over))
+            if isinstance(self.store, StreamedSnapshots):
+                # written as serialised, so no second copy of a big document is held (also at
+                # shutdown); the background thread hands the GIL over between pieces
+                pause = hand_over if chunked else _no_pause
+                written = self.store.write_snapshot_pieces(doc_id, version, iter_chunked(content, pause))
             else:
                 data = dumps_chunked(content, hand_over) if chunked else orjson.dumps(content)
                 written = self.store.write_snapshot(doc_id, version, data)
