@@ -499,3 +499,18 @@ def test_an_invalid_since_is_refused_even_beside_a_last_event_id(client: TestCli
     error = error_of(client.get(f"{API}/documents/{doc_id}/events?since=-1", headers={"Last-Event-ID": "0"}),
                      400, "invalid-request")
     assert error["details"]["argument"] == "since"
+
+
+def test_post_documents_links_every_operation_on_the_new_document(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    created = spec["paths"][f"{API}/documents"]["post"]["responses"]["201"]
+    on_a_document = {operation["operationId"] for path, operations in spec["paths"].items()
+                     for operation in operations.values() if path.startswith(f"{API}/documents/{{doc_id}}")
+                     and "{version}" not in path}
+    assert set(created["links"]) == on_a_document
+    assert created["links"]["document_update_node"]["parameters"] == {
+        "path.doc_id": "$response.body#/doc_id", "header.if-match": "$response.header.ETag"}
+    assert "header.if-match" not in created["links"]["document_read_node"]["parameters"]
+    response = client.post(f"{API}/documents")
+    assert re.fullmatch(created["headers"]["ETag"]["schema"]["pattern"], response.headers["ETag"])
+    assert response.headers["Location"].endswith(response.json()["doc_id"])

@@ -500,8 +500,30 @@ def refine_openapi(spec: dict[str, Any]) -> None:
     - ``PATCH /documents/{doc_id}`` takes its version only from If-Match: the header is required.
     - Every operation may answer 500 (a storage failure), every one that may carry a body 413
       (the body limit is checked before routing).
+    - ``POST /documents`` links to every operation on the new document: its ``doc_id``, and its
+      ETag as If-Match where the operation takes one (stateful clients and fuzzers follow them).
     """
     error_body = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    links: dict[str, Any] = {}
+    created: dict[str, Any] | None = None
+    for operations in spec.get("paths", {}).values():
+        for operation in operations.values():
+            if operation.get("operationId") == "document_create":
+                created = operation.get("responses", {}).get("201")
+            names = {(parameter.get("in"), parameter.get("name")) for parameter in operation.get("parameters", ())}
+            if ("path", "doc_id") in names and len([n for n in names if n[0] == "path"]) == 1:
+                link: dict[str, Any] = {"operationId": operation["operationId"],
+                                        "parameters": {"path.doc_id": "$response.body#/doc_id"}}
+                if ("header", "if-match") in names:
+                    link["parameters"]["header.if-match"] = "$response.header.ETag"
+                links[operation["operationId"]] = link
+    if created is not None:  # the new document's id (and version, as its ETag) for every operation on it
+        created["links"] = links
+        created["headers"] = {
+            "ETag": {"description": 'The version, quoted: "1".', "required": True,
+                     "schema": {"type": "string", "pattern": '^"[1-9][0-9]*"$'}},
+            "Location": {"description": "The new document's URL.", "required": True,
+                         "schema": {"type": "string"}}}
     for operations in spec.get("paths", {}).values():
         for method, operation in operations.items():
             for parameter in operation.get("parameters", ()):
