@@ -1,6 +1,6 @@
 """One ASGI application: REST under ``/api/v1``, MCP (streamable HTTP) at ``/mcp``, docs and health.
 
-- ``/api/v1/...``: :func:`schemadoc.interfaces.rest.build_rest_router`;
+- ``/api/v1/...``: :func:`schemadoc.interfaces.rest.rest_router`;
 - ``/mcp``: the MCP server of :func:`schemadoc.interfaces.mcp.build_mcp_server`, both protocol
   eras on one URL. Its route is added to the FastAPI router itself (not ``Mount("/")``), so that
   unknown URLs and wrong methods still get the catalogued ``route-not-found`` and
@@ -52,12 +52,14 @@ from schemadoc.interfaces.apidocs import add_api_docs
 from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
 from schemadoc.interfaces.mcp import SchemaDocMCPServer, build_mcp_server
 from schemadoc.interfaces.rest import (
+    REST_STATE,
     JSONBody,
-    build_rest_router,
     check_depth,
     dump_body,
     error_response,
     refine_openapi,
+    rest_router,
+    rest_state,
 )
 from schemadoc.interfaces.rest_lane import RestLane
 from schemadoc.interfaces.subscribers import SubscriberSlots
@@ -479,7 +481,10 @@ def build_app(service: DocumentService, settings: Settings, *,
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
 
-    rest = build_rest_router(service, settings, heartbeat_seconds=heartbeat_seconds, subscribers=subscribers)
+    # the endpoints are built once per process (rest_router); this application's state is theirs here
+    state = rest_state(service, settings, heartbeat_seconds=heartbeat_seconds, subscribers=subscribers)
+    setattr(app.state, REST_STATE, state)
+    rest = rest_router()
     app.include_router(rest, prefix=API_PREFIX)
 
     @app.get("/health", tags=["health"], summary="Health check", operation_id="health",
@@ -493,7 +498,7 @@ def build_app(service: DocumentService, settings: Settings, *,
 
     # added inner to outer: the lane for the frequent REST requests innermost, then the error guard,
     # CORS outermost (so errors carry CORS headers)
-    app.add_middleware(RestLane, routes=rest.routes, prefix=API_PREFIX, on_error=_on_schemadoc_error)
+    app.add_middleware(RestLane, routes=rest.routes, prefix=API_PREFIX, on_error=_on_schemadoc_error, state=state)
     app.add_middleware(_ErrorGuard)
     app.add_middleware(_RequestLimits, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
     if settings.cors_origins:

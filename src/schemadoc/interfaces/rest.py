@@ -28,6 +28,7 @@ import functools
 import json
 import re
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import anyio
@@ -47,15 +48,18 @@ from schemadoc.service import MIN_MAX_BYTES, DocumentService
 from schemadoc.storage.base import check_doc_id
 
 __all__ = [
+    "REST_STATE",
     "ErrorBody",
     "ErrorObject",
     "JSONBody",
-    "build_rest_router",
+    "RestState",
     "check_depth",
     "dump_body",
     "error_response",
     "parse_json",
     "refine_openapi",
+    "rest_router",
+    "rest_state",
 ]
 
 
@@ -548,48 +552,81 @@ def refine_openapi(spec: dict[str, Any]) -> None:
 # -- the router ------------------------------------------------------------------------------
 
 
-def build_rest_router(service: DocumentService, settings: Settings, *,
-                      heartbeat_seconds: float = feeds.HEARTBEAT_SECONDS,
-                      subscribers: SubscriberSlots | None = None) -> APIRouter:
-    """The ``/documents``, ``/changes`` and ``/schema`` endpoints (include it under ``/api/v1``).
+@dataclass(frozen=True)
+class RestState:
+    """What the REST endpoints of one application work on: its service, limits and subscriber slots.
+
+    Kept in ``app.state.schemadoc_rest``; the endpoints receive it as their ``rest`` argument.
+    """
+
+    service: DocumentService
+    versions: _Versions
+    max_depth: int
+    slots: SubscriberSlots
+    heartbeat_seconds: float
+
+
+def rest_state(service: DocumentService, settings: Settings, *, heartbeat_seconds: float = feeds.HEARTBEAT_SECONDS,
+               subscribers: SubscriberSlots | None = None) -> RestState:
+    """The state of the REST endpoints of an application on ``service``.
 
     ``heartbeat_seconds``: how often an idle event stream sends a keep-alive comment.
     ``subscribers``: the slots event streams take (shared with the MCP door; default: the
-    settings' limits for this router alone).
+    settings' limits for these endpoints alone).
     """
-    router = APIRouter(default_response_class=JSONBody)
     slots = subscribers if subscribers is not None else SubscriberSlots(settings.max_subscribers_per_document,
                                                                          settings.max_subscribers_total)
-    versions = _Versions(service)
-    max_depth = settings.max_json_depth
+    return RestState(service, _Versions(service), settings.max_json_depth, slots, heartbeat_seconds)
+
+
+REST_STATE = "schemadoc_rest"
+"""The ``app.state`` attribute holding the application's :class:`RestState`."""
+
+
+def _rest_state(request: Request) -> RestState:
+    state: RestState = getattr(request.app.state, REST_STATE)
+    return state
+
+
+Rest = Annotated[RestState, Depends(_rest_state)]
+
+
+@functools.cache
+def rest_router() -> APIRouter:
+    """The ``/documents``, ``/changes`` and ``/schema`` endpoints (include it under ``/api/v1``), built once per
+    process: each endpoint takes its application's :class:`RestState` (the ``rest`` argument, from
+    ``app.state``), so one router serves every application, and FastAPI analyses the endpoints (their
+    parameters, the response models) once instead of for every application.
+    """
+    router = APIRouter(default_response_class=JSONBody)
 
     @router.post("/documents", status_code=201, response_model=results.CreateDocumentResult,
                  tags=["documents"], summary="Create a document from the schema's defaults",
                  responses=_errors(400, 422, 500), operation_id="document_create",
                  openapi_extra=_request_body({"type": "object", "additionalProperties": False}, required=False,
                                                example={}))
-    def create_document(request: Request, raw: RawBody) -> JSONBody:
-        _Body(raw, max_depth, required=False).fields()  # an object without members, or nothing
-        doc_id, content, meta, report = service.create_document()
+    def create_document(rest: Rest, request: Request, raw: RawBody) -> JSONBody:
+        _Body(raw, rest.max_depth, required=False).fields()  # an object without members, or nothing
+        doc_id, content, meta, report = rest.service.create_document()
         uri = str(request.url_for("document_read_node", doc_id=doc_id))
         body = results.create_document_result(doc_id, content, meta, report, uri)
         return JSONBody(body, status_code=201, headers={**_etag(meta.version), "Location": uri})
 
     @router.get("/documents", response_model=results.ListDocumentsResult, tags=["documents"],
                 summary="List documents", responses=_errors(400), operation_id="document_list")
-    def list_documents(
+    def list_documents(rest: Rest,
         limit: Annotated[int, Query(description="At most this many documents (1 to 1000).",
                                            json_schema_extra=_bounded(1, 1000))] = 100,
         offset: Annotated[int, Query(description="Skip this many documents.", json_schema_extra=_bounded(0))] = 0,
     ) -> JSONBody:
-        listing = service.list_documents(limit=limit, offset=offset)
-        return JSONBody(results.list_documents_result(listing, service.schema_uri))
+        listing = rest.service.list_documents(limit=limit, offset=offset)
+        return JSONBody(results.list_documents_result(listing, rest.service.schema_uri))
 
     @router.get("/documents/{doc_id}", response_model=results.ReadNodeResult | results.BoundedReadNodeResult,
                 tags=["documents"], summary="Read a node, now or at a past version (bounded when asked)",
                 responses=_errors(400, 404),
                 operation_id="document_read_node", name="document_read_node")
-    async def read_node(doc_id: DocIdPath,
+    async def read_node(rest: Rest, doc_id: DocIdPath,
                         path: Annotated[str, Query(description=_PATH_READ, json_schema_extra=_POINTER)] = "/",
                         at_version: Annotated[int | None, Query(ge=1, description=_AT_VERSION)] = None,
                         max_depth: Annotated[int | None, Query(description=_MAX_DEPTH,
@@ -602,72 +639,72 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
         bounded = max_depth is not None or offset != 0 or limit is not None or max_bytes is not None
         if bounded:  # a walk of the node (sizes measured once per container): in the thread pool
             view = await anyio.to_thread.run_sync(functools.partial(
-                service.read_view, doc_id, path, at_version=at_version, max_depth=max_depth, offset=offset,
+                rest.service.read_view, doc_id, path, at_version=at_version, max_depth=max_depth, offset=offset,
                 limit=limit, max_bytes=max_bytes))
             return JSONBody(results.read_view_result(view, True), headers=_etag(view.version))
-        if at_version is None and service.reads_locally(doc_id):
-            read = service.read_node(doc_id, path)
+        if at_version is None and rest.service.reads_locally(doc_id):
+            read = rest.service.read_node(doc_id, path)
         else:  # it may load a document, replay its journal or ask a database: not on the event loop
             read = await anyio.to_thread.run_sync(
-                functools.partial(service.read_node, doc_id, path, at_version=at_version))
+                functools.partial(rest.service.read_node, doc_id, path, at_version=at_version))
         return JSONBody(results.read_node_result(read), headers=_etag(read.version))
 
     @router.put("/documents/{doc_id}", response_model=results.UpdateNodeResult, tags=["documents"],
                 summary="Replace a node", responses=_errors(400, 404, 408, 409, 413, 422),
                 operation_id="document_update_node", openapi_extra=_NODE_BODY)
-    def update_node(doc_id: DocIdPath, raw: RawBody,
+    def update_node(rest: Rest, doc_id: DocIdPath, raw: RawBody,
                     path: Annotated[str, Query(description=_PATH_WRITE, json_schema_extra=_POINTER)],
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: IfMatch = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=True, members=("node_data", "version", "dry_run"))
+        body = _Body(raw, rest.max_depth, required=True, members=("node_data", "version", "dry_run"))
         node_data = body.argument("node_data")
-        version = versions.resolve(doc_id, body, if_match)
-        result = service.update_node(doc_id, path, node_data, version, dry_run=body.dry_run(dry_run))
+        version = rest.versions.resolve(doc_id, body, if_match)
+        result = rest.service.update_node(doc_id, path, node_data, version, dry_run=body.dry_run(dry_run))
         return _write_response(results.update_node_result(result))
 
     @router.post("/documents/{doc_id}/nodes", status_code=201, response_model=results.CreateNodeResult,
                  tags=["documents"], summary="Create a node (a path ending in /- appends to an array)",
                  responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_create_node",
                  openapi_extra=_NODE_BODY)
-    def create_node(doc_id: DocIdPath, raw: RawBody,
+    def create_node(rest: Rest, doc_id: DocIdPath, raw: RawBody,
                     path: Annotated[str, Query(description=_PATH_WRITE + " End it in /- to append.",
                                                json_schema_extra=_POINTER)],
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: IfMatch = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=True, members=("node_data", "version", "dry_run"))
+        body = _Body(raw, rest.max_depth, required=True, members=("node_data", "version", "dry_run"))
         node_data = body.argument("node_data")
-        version = versions.resolve(doc_id, body, if_match)
-        result = service.create_node(doc_id, path, node_data, version, dry_run=body.dry_run(dry_run))
+        version = rest.versions.resolve(doc_id, body, if_match)
+        result = rest.service.create_node(doc_id, path, node_data, version, dry_run=body.dry_run(dry_run))
         return _write_response(results.create_node_result(result), 201)
 
     @router.delete("/documents/{doc_id}/nodes", response_model=results.DeleteNodeResult, tags=["documents"],
                    summary="Delete a node", responses=_errors(400, 404, 408, 409, 422),
                    operation_id="document_delete_node", openapi_extra=_DELETE_BODY)
-    def delete_node(doc_id: DocIdPath, raw: RawBody,
+    def delete_node(rest: Rest, doc_id: DocIdPath, raw: RawBody,
                     path: Annotated[str, Query(description=_PATH_WRITE + " Not the root.",
                                                json_schema_extra=_NODE_POINTER)],
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: IfMatch = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=False, members=("version", "dry_run"))
-        version = versions.resolve(doc_id, body, if_match)
-        result = service.delete_node(doc_id, path, version, dry_run=body.dry_run(dry_run))
+        body = _Body(raw, rest.max_depth, required=False, members=("version", "dry_run"))
+        version = rest.versions.resolve(doc_id, body, if_match)
+        result = rest.service.delete_node(doc_id, path, version, dry_run=body.dry_run(dry_run))
         return _write_response(results.delete_node_result(result))
 
     @router.post("/documents/{doc_id}/patch", response_model=results.ApplyPatchResult, tags=["documents"],
                  summary="Apply an RFC 6902 JSON Patch atomically",
                  responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_apply_patch",
                  openapi_extra=_PATCH_BODY)
-    def apply_patch(doc_id: DocIdPath, raw: RawBody,
+    def apply_patch(rest: Rest, doc_id: DocIdPath, raw: RawBody,
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: IfMatch = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=True, members=("patch", "version", "dry_run"), array_allowed=True)
+        body = _Body(raw, rest.max_depth, required=True, members=("patch", "version", "dry_run"), array_allowed=True)
         if isinstance(body.value, list):
             patch: Any = body.value
-            check_depth(patch, max_depth, "patch", raw)
+            check_depth(patch, rest.max_depth, "patch", raw)
         else:
             patch = body.argument("patch")
-        version = versions.resolve(doc_id, body, if_match)
-        result = service.apply_patch(doc_id, patch, version, dry_run=body.dry_run(dry_run))
+        version = rest.versions.resolve(doc_id, body, if_match)
+        result = rest.service.apply_patch(doc_id, patch, version, dry_run=body.dry_run(dry_run))
         return _write_response(results.patch_result(result))
 
     # -- deletion --------------------------------------------------------------------------
@@ -676,32 +713,32 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                    summary="Delete a document (restorable with undelete until purged)",
                    responses=_errors(400, 404, 408, 409), operation_id="document_delete",
                    openapi_extra=_DOCUMENT_DELETE_BODY)
-    def delete_document(doc_id: DocIdPath, raw: RawBody,
+    def delete_document(rest: Rest, doc_id: DocIdPath, raw: RawBody,
                         dry_run: NoDryRun = False,
                         if_match: IfMatch = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=False, members=("version", "dry_run"))
+        body = _Body(raw, rest.max_depth, required=False, members=("version", "dry_run"))
         _refuse_dry_run(dry_run, body, "Deleting a document", "it can be undone with POST .../undelete.")
-        version = versions.resolve(doc_id, body, if_match)
-        meta = service.delete_document(doc_id, version)
+        version = rest.versions.resolve(doc_id, body, if_match)
+        meta = rest.service.delete_document(doc_id, version)
         return JSONBody(results.document_state_result(meta), headers=_etag(meta.version))
 
     @router.post("/documents/{doc_id}/undelete", response_model=results.DocumentStateResult, tags=["documents"],
                  summary="Restore a deleted document with its whole history",
                  responses=_errors(400, 404, 408, 409), operation_id="document_undelete")
-    def undelete_document(doc_id: DocIdPath,
+    def undelete_document(rest: Rest, doc_id: DocIdPath,
                           dry_run: NoDryRun = False) -> JSONBody:
         _refuse_dry_run(dry_run, None, "Restoring a document", "it can be undone with DELETE.")
-        meta = service.undelete_document(doc_id)
+        meta = rest.service.undelete_document(doc_id)
         return JSONBody(results.document_state_result(meta), headers=_etag(meta.version))
 
     @router.post("/documents/{doc_id}/purge", response_model=results.PurgeResult, tags=["documents"],
                  summary="Remove a deleted document for good (content, history and all)",
                  description="Only a deleted document can be purged (otherwise `conflict`). This cannot be undone.",
                  responses=_errors(400, 404, 408, 409), operation_id="document_purge")
-    def purge_document(doc_id: DocIdPath,
+    def purge_document(rest: Rest, doc_id: DocIdPath,
                        dry_run: NoDryRun = False) -> JSONBody:
         _refuse_dry_run(dry_run, None, "Purging a document", "it cannot be undone, so it is never done by accident.")
-        service.purge_document(doc_id)
+        rest.service.purge_document(doc_id)
         return JSONBody(results.purge_result(doc_id))
 
     # -- merge patch -------------------------------------------------------------------------
@@ -714,7 +751,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                               "either finds), then journaled as an RFC 6902 patch.",
                   responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_merge_patch",
                   openapi_extra=_MERGE_PATCH_BODY)
-    def merge_patch(request: Request, doc_id: DocIdPath, raw: RawBody,
+    def merge_patch(rest: Rest, request: Request, doc_id: DocIdPath, raw: RawBody,
                     path: Annotated[str, Query(description=_PATH_READ, json_schema_extra=_POINTER)] = "/",
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: Annotated[str | None, Header(description="The version to write against, e.g. "
@@ -728,10 +765,10 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                 {"argument": "Content-Type", "value": media},
                 remediation="Send the merge patch as application/merge-patch+json, or an RFC 6902 patch "
                             "to POST /documents/{doc_id}/patch.")
-        body = _Body(raw, max_depth, required=True, members=None)
-        check_depth(body.value, max_depth, "merge_patch", raw)
-        version = versions.from_if_match(doc_id, if_match)
-        result = service.merge_patch(doc_id, path, body.value, version, dry_run=dry_run)
+        body = _Body(raw, rest.max_depth, required=True, members=None)
+        check_depth(body.value, rest.max_depth, "merge_patch", raw)
+        version = rest.versions.from_if_match(doc_id, if_match)
+        result = rest.service.merge_patch(doc_id, path, body.value, version, dry_run=dry_run)
         return _write_response(results.merge_patch_result(result))
 
     @router.post("/documents/{doc_id}/merge", response_model=results.MergePatchResult, tags=["documents"],
@@ -740,14 +777,14 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                              "application/merge-patch+json.",
                  responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_merge_patch_post",
                  openapi_extra=_MERGE_BODY)
-    def merge_patch_post(doc_id: DocIdPath, raw: RawBody,
+    def merge_patch_post(rest: Rest, doc_id: DocIdPath, raw: RawBody,
                          path: Annotated[str, Query(description=_PATH_READ, json_schema_extra=_POINTER)] = "/",
                          dry_run: Annotated[bool, Query(description=_DRY)] = False,
                          if_match: IfMatch = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=True, members=("merge_patch", "version", "dry_run"))
+        body = _Body(raw, rest.max_depth, required=True, members=("merge_patch", "version", "dry_run"))
         patch = body.argument("merge_patch")
-        version = versions.resolve(doc_id, body, if_match)
-        result = service.merge_patch(doc_id, path, patch, version, dry_run=body.dry_run(dry_run))
+        version = rest.versions.resolve(doc_id, body, if_match)
+        result = rest.service.merge_patch(doc_id, path, patch, version, dry_run=body.dry_run(dry_run))
         return _write_response(results.merge_patch_result(result))
 
     # -- history -----------------------------------------------------------------------------
@@ -755,31 +792,31 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.get("/documents/{doc_id}/history", response_model=results.HistoryResult, tags=["history"],
                 summary="The journal: one entry per version, oldest first", responses=_errors(400, 404),
                 operation_id="document_history")
-    def history(doc_id: DocIdPath,
+    def history(rest: Rest, doc_id: DocIdPath,
                 since_version: Annotated[int, Query(description="Entries after this version (0: from the start); "
                                                                 "pass next_since_version to page on.",
                                                     json_schema_extra=_bounded(0))] = 0,
                 limit: Annotated[int, Query(description="At most this many entries (1 to 1000).",
                                          json_schema_extra=_bounded(1, 1000))] = 100) -> JSONBody:
-        page = service.history(doc_id, since_version=since_version, limit=limit)
+        page = rest.service.history(doc_id, since_version=since_version, limit=limit)
         return JSONBody(results.history_result(page), headers=_etag(page.current_version))
 
     @router.get("/documents/{doc_id}/versions/{version}", response_model=None, tags=["history"],
                 summary="The whole document at a past version", responses=_RAW_DOCUMENT_RESPONSES,
                 operation_id="document_read_version")
-    def read_version(doc_id: DocIdPath,
+    def read_version(rest: Rest, doc_id: DocIdPath,
                      version: Annotated[int, Path(description="The version, from 1 to the current one.",
                                                              json_schema_extra=_bounded(1))]) -> JSONBody:
-        content = service.read_version(doc_id, version)
+        content = rest.service.read_version(doc_id, version)
         return JSONBody(content, headers=_etag(version))
 
     @router.get("/documents/{doc_id}/diff", response_model=results.DiffResult, tags=["history"],
                 summary="An RFC 6902 patch from one version to another (either direction)",
                 responses=_errors(400, 404), operation_id="document_diff")
-    def diff(doc_id: DocIdPath,
+    def diff(rest: Rest, doc_id: DocIdPath,
              from_version: Annotated[int, Query(ge=1, description="The version the patch applies to.")],
              to_version: Annotated[int, Query(ge=1, description="The version the patch produces.")]) -> JSONBody:
-        patch = service.diff(doc_id, from_version, to_version)
+        patch = rest.service.diff(doc_id, from_version, to_version)
         return JSONBody(results.diff_result(doc_id, from_version, to_version, patch))
 
     @router.post("/documents/{doc_id}/revert", response_model=results.RevertResult, tags=["history"],
@@ -787,13 +824,13 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                  description="Nothing in the history is rewritten: the revert is journaled as a new version.",
                  responses=_errors(400, 404, 408, 409, 422), operation_id="document_revert",
                  openapi_extra=_REVERT_BODY)
-    def revert(doc_id: DocIdPath, raw: RawBody,
+    def revert(rest: Rest, doc_id: DocIdPath, raw: RawBody,
                dry_run: Annotated[bool, Query(description=_DRY)] = False,
                if_match: IfMatch = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=True, members=("to_version", "version", "dry_run"))
+        body = _Body(raw, rest.max_depth, required=True, members=("to_version", "version", "dry_run"))
         to_version = _version_argument(body, "to_version")
-        version = versions.resolve(doc_id, body, if_match)
-        result = service.revert(doc_id, to_version, version, dry_run=body.dry_run(dry_run))
+        version = rest.versions.resolve(doc_id, body, if_match)
+        result = rest.service.revert(doc_id, to_version, version, dry_run=body.dry_run(dry_run))
         return _write_response(results.revert_result(result, to_version))
 
     # -- feeds -------------------------------------------------------------------------------
@@ -806,7 +843,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                             "A deleted document's stream stays open (an undelete arrives as a version); "
                             "a purge ends it.",
                 responses=_EVENTS_RESPONSES, operation_id="document_events")
-    async def document_events(
+    async def document_events(rest: Rest,
         doc_id: DocIdPath,
         since: Annotated[int | None, Query(description="Send the versions after this one first.",
                                            json_schema_extra=_bounded(0))] = None,
@@ -814,10 +851,10 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                                                     json_schema_extra={"pattern": "^[0-9]*$"})] = None,
     ) -> Response:
         start = await anyio.to_thread.run_sync(
-            functools.partial(feeds.start_version, service, doc_id, since, last_event_id))
-        release = slots.acquire(check_doc_id(doc_id))  # too-many-subscribers: an ordinary error response
+            functools.partial(feeds.start_version, rest.service, doc_id, since, last_event_id))
+        release = rest.slots.acquire(check_doc_id(doc_id))  # too-many-subscribers: an ordinary error response
         try:
-            events = feeds.document_events(service, doc_id, start, heartbeat_seconds=heartbeat_seconds)
+            events = feeds.document_events(rest.service, doc_id, start, heartbeat_seconds=rest.heartbeat_seconds)
             stream = _EventStream(_server_sent(events), ping=0, sep="\n")
             stream.release = release
             return stream
@@ -830,32 +867,32 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                 description="Pass `next_cursor` as `since` to get what was committed after the page: the "
                             "cursor never skips nor repeats a change, also across restarts.",
                 responses=_errors(400), operation_id="document_changes")
-    def changes(
+    def changes(rest: Rest,
         since: Annotated[int, Query(description="The cursor of the last change seen (0: from the start).",
                                     json_schema_extra=_bounded(0))] = 0,
         limit: Annotated[int, Query(description="At most this many changes (1 to 1000).",
                                     json_schema_extra=_bounded(1, 1000))] = 100,
     ) -> JSONBody:
-        return JSONBody(results.changes_result(service.changes(since=since, limit=limit)))
+        return JSONBody(results.changes_result(rest.service.changes(since=since, limit=limit)))
 
     @router.get("/schema", response_model=results.RootSchemaResult, tags=["schema"],
                 summary="The root schema", operation_id="schema_get_root", responses=_errors(400))
-    async def root_schema(
+    async def root_schema(rest: Rest,
         dereferenced: Annotated[bool, Query(description="Resolve every $ref (cycles stay as $ref).")] = True,
     ) -> JSONBody:
-        root = service.root_schema(dereferenced=dereferenced)
-        return JSONBody(results.root_schema_result(service.schema_uri, root, service.schema.schema_version))
+        root = rest.service.root_schema(dereferenced=dereferenced)
+        return JSONBody(results.root_schema_result(rest.service.schema_uri, root, rest.service.schema.schema_version))
 
     @router.get("/schema/node", response_model=results.NodeSchemaResult, tags=["schema"],
                 summary="The schema of a node", operation_id="schema_get_node", responses=_errors(400, 404))
-    async def node_schema(
+    async def node_schema(rest: Rest,
         path: Annotated[str, Query(description=_PATH_READ, json_schema_extra=_POINTER)] = "/",
         doc_id: Annotated[str | None, Query(description="Also tell whether the node exists in this document.",
                                             json_schema_extra={"pattern": _ULID})] = None,
         dereferenced: Annotated[bool, Query(description="Resolve every $ref (cycles stay as $ref).")] = True,
     ) -> JSONBody:
-        look_up = functools.partial(service.node_schema, path, doc_id, dereferenced=dereferenced)
-        local = doc_id is None or service.reads_locally(doc_id)
+        look_up = functools.partial(rest.service.node_schema, path, doc_id, dereferenced=dereferenced)
+        local = doc_id is None or rest.service.reads_locally(doc_id)
         node = look_up() if local else await anyio.to_thread.run_sync(look_up)
         return JSONBody(results.node_schema_result(node))
 
@@ -864,7 +901,7 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
     @router.get("/documents/{doc_id}/outline", response_model=results.OutlineResult, tags=["navigation"],
                 summary="The table of contents of a node: members and items with type, count, size and title",
                 responses=_errors(400, 404), operation_id="document_outline")
-    def outline(doc_id: DocIdPath,
+    def outline(rest: Rest, doc_id: DocIdPath,
                 path: Annotated[str, Query(description=_PATH_READ, json_schema_extra=_POINTER)] = "/",
                 depth: Annotated[int, Query(description="Levels of members and items to list (0 to 32).",
                                             json_schema_extra=_bounded(0, 32))] = 2,
@@ -874,24 +911,24 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                                                                    "(512 or more).",
                                                        json_schema_extra=_bounded(MIN_MAX_BYTES))]
                 = None) -> JSONBody:
-        read, found = service.outline(doc_id, path, depth, offset=offset, limit=limit, max_bytes=max_bytes)
+        read, found = rest.service.outline(doc_id, path, depth, offset=offset, limit=limit, max_bytes=max_bytes)
         return JSONBody(results.outline_result(read, found), headers=_etag(read.version))
 
     @router.get("/documents/{doc_id}/incomplete", response_model=results.NextIncompleteResult, tags=["navigation"],
                 summary="Where the document is valid but not finished by the schema, breadth first",
                 responses=_errors(400, 404), operation_id="document_next_incomplete")
-    def next_incomplete(doc_id: DocIdPath,
+    def next_incomplete(rest: Rest, doc_id: DocIdPath,
                         path: Annotated[str, Query(description=_PATH_READ, json_schema_extra=_POINTER)] = "/",
                         limit: Annotated[int, Query(description="At most this many places (1 to 100).",
                                                     json_schema_extra=_bounded(1, 100))] = 10,
                         ) -> JSONBody:
-        read, items, more = service.next_incomplete(doc_id, path, limit)
+        read, items, more = rest.service.next_incomplete(doc_id, path, limit)
         return JSONBody(results.next_incomplete_result(read, items, more), headers=_etag(read.version))
 
     @router.get("/search", response_model=results.SearchResult, tags=["navigation"],
                 summary="Text search over the string values of documents", responses=_errors(400, 404),
                 operation_id="document_search")
-    def search(query: Annotated[str, Query(description="Text to find (case-insensitive).",
+    def search(rest: Rest, query: Annotated[str, Query(description="Text to find (case-insensitive).",
                                            json_schema_extra={"minLength": 1})],
                path: Annotated[str | None, Query(description="Only below this JSON Pointer.",
                                                  json_schema_extra=_POINTER)] = None,
@@ -904,20 +941,20 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                cursor: Annotated[int, Query(description="0, else the next_cursor of the previous page.",
                                             json_schema_extra=_bounded(0))] = 0,
                ) -> JSONBody:
-        page = service.search(query, path, doc_ids, limit=limit, cursor=cursor)
+        page = rest.service.search(query, path, doc_ids, limit=limit, cursor=cursor)
         return JSONBody(results.search_result(query, page))
 
     @router.get("/documents/{doc_id}/stats", response_model=results.StatsResult, tags=["navigation"],
                 summary="Size, node counts by type, depth, version and journal length",
                 responses=_errors(400, 404), operation_id="document_stats")
-    def stats(doc_id: DocIdPath) -> JSONBody:
-        found = service.stats(doc_id)
+    def stats(rest: Rest, doc_id: DocIdPath) -> JSONBody:
+        found = rest.service.stats(doc_id)
         return JSONBody(results.stats_result(found), headers=_etag(found.version))
 
     @router.get("/documents/{doc_id}/render", response_model=results.RenderResult, tags=["navigation"],
                 summary="A readable Markdown rendering of a node, driven by the schema",
                 responses=_errors(400, 404), operation_id="document_render")
-    def render(doc_id: DocIdPath,
+    def render(rest: Rest, doc_id: DocIdPath,
                path: Annotated[str, Query(description=_PATH_READ, json_schema_extra=_POINTER)] = "/",
                format: Annotated[str, Query(description="Only markdown.", json_schema_extra={"enum": ["markdown"]})]
                = "markdown",
@@ -929,20 +966,20 @@ def build_rest_router(service: DocumentService, settings: Settings, *,
                                                                   "more).",
                                                       json_schema_extra=_bounded(MIN_MAX_BYTES))] = None,
                ) -> JSONBody:
-        read, rendered = service.render(doc_id, path, format, offset=offset, limit=limit, max_bytes=max_bytes)
+        read, rendered = rest.service.render(doc_id, path, format, offset=offset, limit=limit, max_bytes=max_bytes)
         return JSONBody(results.render_result(read, rendered, format), headers=_etag(read.version))
 
     @router.post("/documents/{doc_id}/move", response_model=results.MoveNodeResult, tags=["documents"],
                  summary="Move a node (RFC 6902 move; also reorders inside an array)",
                  responses=_errors(400, 404, 408, 409, 413, 422), operation_id="document_move_node",
                  openapi_extra=_MOVE_BODY)
-    def move_node(doc_id: DocIdPath, raw: RawBody,
+    def move_node(rest: Rest, doc_id: DocIdPath, raw: RawBody,
                   dry_run: Annotated[bool, Query(description=_DRY)] = False,
                   if_match: IfMatch = None) -> JSONBody:
-        body = _Body(raw, max_depth, required=True, members=("from_path", "to_path", "version", "dry_run"))
+        body = _Body(raw, rest.max_depth, required=True, members=("from_path", "to_path", "version", "dry_run"))
         from_path, to_path = body.argument("from_path"), body.argument("to_path")
-        version = versions.resolve(doc_id, body, if_match)
-        result = service.move_node(doc_id, from_path, to_path, version, dry_run=body.dry_run(dry_run))
+        version = rest.versions.resolve(doc_id, body, if_match)
+        result = rest.service.move_node(doc_id, from_path, to_path, version, dry_run=body.dry_run(dry_run))
         return _write_response(results.move_node_result(result, from_path))
 
     return router

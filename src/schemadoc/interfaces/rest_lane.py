@@ -41,7 +41,8 @@ LANE: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
 """The requests the lane answers itself (``dry_run`` only as ``true`` or ``false``)."""
 
 _BOOLEAN = {"true": True, "false": False}
-_FROM_REQUEST = frozenset({"doc_id", "raw", "if_match"})  # the path parameter, the body, the If-Match header
+_FROM_REQUEST = frozenset({"doc_id", "raw", "if_match", "rest"})
+# the path parameter, the body, the If-Match header, the application's state (``rest.RestState``)
 
 ErrorHandler = Callable[[Request, Exception], Awaitable[Response]]
 
@@ -54,6 +55,7 @@ class _Endpoint:
     required: frozenset[str]  # those of them without a default: absent, FastAPI answers
     takes_body: bool
     takes_if_match: bool
+    takes_rest: bool
 
 
 def _endpoint(route: APIRoute, query: tuple[str, ...]) -> _Endpoint | None:
@@ -69,18 +71,21 @@ def _endpoint(route: APIRoute, query: tuple[str, ...]) -> _Endpoint | None:
     taken = frozenset(name for name in query if name in parameters)
     return _Endpoint(route.endpoint, inspect.iscoroutinefunction(route.endpoint), taken,
                      frozenset(name for name in taken if parameters[name].default is parameters[name].empty),
-                     "raw" in parameters, "if_match" in parameters)
+                     "raw" in parameters, "if_match" in parameters, "rest" in parameters)
 
 
 class RestLane:
     """Answers the requests of :data:`LANE` by calling their endpoints directly (module docstring).
 
     ``routes``: the REST router's routes (as declared, before the ``prefix`` is added);
-    ``on_error``: the application's handler for :class:`SchemaDocError`.
+    ``on_error``: the application's handler for :class:`SchemaDocError`; ``state``: the application's
+    ``RestState``, passed to the endpoints that take it (``rest``), as FastAPI does.
     """
 
-    def __init__(self, app: ASGIApp, *, routes: Iterable[Any], prefix: str, on_error: ErrorHandler) -> None:
+    def __init__(self, app: ASGIApp, *, routes: Iterable[Any], prefix: str, on_error: ErrorHandler,
+                 state: Any = None) -> None:
         self.app = app
+        self.state = state
         self.documents = prefix + "/documents/"
         self.on_error = on_error
         self.endpoints: dict[tuple[str, str], _Endpoint] = {}  # (method, "" | "/nodes" | "/patch")
@@ -127,6 +132,10 @@ class RestLane:
             return None
         if endpoint.takes_if_match:
             arguments["if_match"] = Headers(scope=scope).get("if-match")
+        if endpoint.takes_rest:
+            if self.state is None:
+                return None
+            arguments["rest"] = self.state
         return endpoint, arguments
 
     async def _answer(self, scope: Scope, receive: Receive, send: Send) -> bool:
