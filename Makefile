@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-rest bench-validation bench-agents bench-limits docs clean inspector
+.PHONY: serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-rest bench-validation bench-agents bench-limits bench-startup docs clean inspector
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -84,3 +84,6 @@ bench-limits: $(VENV)/.installed  ## what the string-length check costs a write 
 
 bench-validation: $(VENV)/.installed  ## validation per write, incremental beside whole, at 1/10/100 MiB
 	$(PY) benchmarks/validation.py
+
+bench-startup: $(VENV)/.installed  ## building the service, the MCP server and the REST app (cold, warm); serve to first answer
+	$(PY) benchmarks/startup.py
