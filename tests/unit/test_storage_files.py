@@ -153,6 +153,18 @@ def test_open_removes_leftover_tmp_files(store: FileDocumentStore, directory: Pa
     assert again.load(meta.doc_id).meta == meta
 
 
+def test_open_removes_a_checkpoint_a_crash_cut_short_and_keeps_the_finished_ones(store: FileDocumentStore,
+                                                                                directory: Path) -> None:
+    meta = a_document_at_version_2(store)
+    store.write_checkpoint(meta.doc_id, 1, b'{"title": "v1"}')
+    checkpoints = directory / "checkpoints" / meta.doc_id
+    (checkpoints / "2.json.tmp").write_bytes(b'{"half-written')
+    again, report = reopen(directory)
+    assert report.removed_tmp == [f"checkpoints/{meta.doc_id}/2.json.tmp"]
+    assert sorted(path.name for path in checkpoints.iterdir()) == ["1.json"]
+    assert again.load(meta.doc_id).meta == meta
+
+
 def test_open_rolls_forward_a_journal_ahead_of_its_snapshot(store: FileDocumentStore, directory: Path) -> None:
     meta = a_document_at_version_2(store)
     entry = JournalEntry(3, "update_node", [{"op": "replace", "path": "/title", "value": "new"}], utc_now(),

@@ -46,7 +46,6 @@ from schemadoc.storage.base import (
 from schemadoc.storage.checkpoints import CheckpointDirectory
 from schemadoc.storage.journal import Tail, encode_line, find_line_end, fold, read_entries, repair_tail
 from schemadoc.storage.layout import (
-    CHECKPOINT_DIR,
     META_SUFFIX,
     Corrupt,
     Paths,
@@ -553,7 +552,7 @@ class FileDocumentStore:
     # -- checkpoints ---------------------------------------------------------------------------
 
     def _checkpoints(self, doc_id: str) -> CheckpointDirectory:
-        return CheckpointDirectory(self.storage_dir / CHECKPOINT_DIR / check_doc_id(doc_id))
+        return CheckpointDirectory(self._paths(check_doc_id(doc_id)).checkpoints)
 
     def write_checkpoint(self, doc_id: str, version: int, content: bytes) -> None:
         """``checkpoints/{doc_id}/{version}.json`` via a temporary file and a rename (no fsync: a cache)."""

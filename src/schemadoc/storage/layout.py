@@ -81,6 +81,15 @@ class Paths:
     def snapshot_meta_tmp(self, token: str) -> Path:
         return self.directory / f"{self.doc_id}.{token}.meta.tmp"
 
+    @property
+    def checkpoints(self) -> Path:
+        """The directory of this document's history checkpoints."""
+        return self.directory / CHECKPOINT_DIR / self.doc_id
+
+    def checkpoint_temporaries(self) -> list[Path]:
+        """Checkpoints a crash cut short (``checkpoints/{id}/{version}.json.tmp``)."""
+        return sorted(self.checkpoints.glob("*.json.tmp"))
+
     def temporaries(self) -> list[Path]:
         """Every temporary file of this document that exists now."""
         return sorted(self.directory.glob(f"{self.doc_id}.*tmp"))

@@ -44,11 +44,15 @@ def take_back_abandoned_creation(paths: Paths) -> bool:
 
 
 def clean_temporaries(paths: Paths) -> list[str]:
-    """Complete or discard interrupted snapshot switches, then remove every other temporary file."""
+    """Complete or discard interrupted snapshot switches, then remove every other temporary file,
+    history checkpoints' included."""
     names = snapshots.finish_or_discard(paths)
     for path in paths.temporaries():
         if disk.remove_quietly(path):
             names.append(path.name)
+    for path in paths.checkpoint_temporaries():  # a cache: an unfinished one is simply dropped
+        if disk.remove_quietly(path):
+            names.append(f"{path.parent.parent.name}/{path.parent.name}/{path.name}")
     return sorted(set(names))
 
 
