@@ -101,7 +101,7 @@ class Settings:
     max_mcp_sessions: int = 1000
     mcp_session_idle_seconds: int = 1800
     snapshot_policy: str = "lazy"
-    snapshot_inline_below_bytes: int = 1 << 20
+    snapshot_inline_below_bytes: int = 0
     snapshot_lag_versions: int = 1000
     snapshot_lag_bytes: int = 64 << 20
     snapshot_interval_seconds: int = 5

@@ -178,6 +178,7 @@ def written_document(storage: Path) -> str:
     service.create_node(doc_id, "/tags/-", "sf", 2)
     service.apply_patch(doc_id, [{"op": "add", "path": "/tags/0", "value": "classic"}], 3)
     service.delete_node(doc_id, "/tags/1", 4)
+    service.close()  # a clean shutdown: the snapshot is current
     return doc_id
 
 

@@ -242,13 +242,16 @@ def test_a_lagging_snapshot_is_written_after_the_interval(tmp_path: Path) -> Non
     service.snapshots.stop()
 
 
-def test_small_documents_keep_their_snapshot_current_by_default(tmp_path: Path) -> None:
-    service = DocumentService(SCHEMA, FileDocumentStore(tmp_path))
+def test_documents_below_the_inline_size_keep_their_snapshot_current(tmp_path: Path) -> None:
+    service = DocumentService(SCHEMA, FileDocumentStore(tmp_path),
+                              snapshot_policy=SnapshotPolicy(mode="lazy", inline_below_bytes=1 << 20,
+                                                             interval_seconds=3600))
     service.open()
     doc_id, *_ = service.create_document()
     service.update_node(doc_id, "/title", "Now", 1)
     assert service.store.read_meta(doc_id).snapshot_version == 2
     assert orjson.loads((tmp_path / f"{doc_id}.json").read_bytes())["title"] == "Now"
+    service.snapshots.stop()
 
 
 def test_history_checkpoints_of_a_lazy_document_are_written_in_the_background(tmp_path: Path) -> None:
