@@ -22,6 +22,7 @@ Median and minimum over ``--runs`` builds, in milliseconds; the machine's load m
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import socket
@@ -68,6 +69,25 @@ def _timed(build: Callable[[int], Any], runs: int, before: Callable[[], None] | 
 
 def _row(name: str, samples: list[float]) -> str:
     return f"| {name} | {statistics.median(samples):.1f} | {min(samples):.1f} | {len(samples)} |"
+
+
+def _first_request(app: Any) -> None:
+    """``GET /api/v1/documents`` through the application (answered by FastAPI, not the lane): what a build
+    leaves to the first request (FastAPI prepares included routers then) shows here."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": "/api/v1/documents", "raw_path": b"/api/v1/documents", "root_path": "", "query_string": b"",
+             "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+    asyncio.run(app(scope, receive, send))
+    if sent[0]["status"] != 200:
+        raise RuntimeError(f"GET /api/v1/documents answered {sent[0]['status']}")
 
 
 def _free_port() -> int:
@@ -130,6 +150,11 @@ def main() -> None:
                  _timed(lambda run: build_app(services[run], settings(run)), args.runs, _drop_descriptions)),
             _row("REST app (MCP server included), warm",
                  _timed(lambda run: build_app(services[run], settings(run)), args.runs)),
+            _row("REST app, cold, and its first REST response",
+                 _timed(lambda run: _first_request(build_app(services[run], settings(run))), args.runs,
+                        _drop_descriptions)),
+            _row("REST app, warm, and its first REST response",
+                 _timed(lambda run: _first_request(build_app(services[run], settings(run))), args.runs)),
         ]
         print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}\n")
         print("| build | median ms | min ms | runs |\n|---|---|---|---|")

@@ -484,8 +484,8 @@ def build_app(service: DocumentService, settings: Settings, *,
     # the endpoints are built once per process (rest_router); this application's state is theirs here
     state = rest_state(service, settings, heartbeat_seconds=heartbeat_seconds, subscribers=subscribers)
     setattr(app.state, REST_STATE, state)
-    rest = rest_router()
-    app.include_router(rest, prefix=API_PREFIX)
+    rest = rest_router(API_PREFIX)
+    app.router.routes.extend(rest.routes)  # as they are: include_router would analyse them again (rest_router)
 
     @app.get("/health", tags=["health"], summary="Health check", operation_id="health",
              response_model=HealthResult)

@@ -592,13 +592,16 @@ Rest = Annotated[RestState, Depends(_rest_state)]
 
 
 @functools.cache
-def rest_router() -> APIRouter:
-    """The ``/documents``, ``/changes`` and ``/schema`` endpoints (include it under ``/api/v1``), built once per
-    process: each endpoint takes its application's :class:`RestState` (the ``rest`` argument, from
-    ``app.state``), so one router serves every application, and FastAPI analyses the endpoints (their
-    parameters, the response models) once instead of for every application.
+def rest_router(prefix: str = "/api/v1") -> APIRouter:
+    """The ``/documents``, ``/changes`` and ``/schema`` endpoints under ``prefix``, built once per process.
+
+    Each endpoint takes its application's :class:`RestState` (the ``rest`` argument, from ``app.state``),
+    so the same routes serve every application and FastAPI analyses the endpoints (their parameters,
+    the response models) once instead of for every application. Add ``rest_router().routes`` to an
+    application's routes as they are: ``include_router`` would analyse every endpoint again for each
+    application (on its first request).
     """
-    router = APIRouter(default_response_class=JSONBody)
+    router = APIRouter(prefix=prefix, default_response_class=JSONBody)
 
     @router.post("/documents", status_code=201, response_model=results.CreateDocumentResult,
                  tags=["documents"], summary="Create a document from the schema's defaults",

@@ -77,7 +77,7 @@ def _endpoint(route: APIRoute, query: tuple[str, ...]) -> _Endpoint | None:
 class RestLane:
     """Answers the requests of :data:`LANE` by calling their endpoints directly (module docstring).
 
-    ``routes``: the REST router's routes (as declared, before the ``prefix`` is added);
+    ``routes``: the REST router's routes (their paths under ``prefix``, or as declared without it);
     ``on_error``: the application's handler for :class:`SchemaDocError`; ``state``: the application's
     ``RestState``, passed to the endpoints that take it (``rest``), as FastAPI does.
     """
@@ -93,11 +93,12 @@ class RestLane:
         for route in routes:
             if not isinstance(route, APIRoute):
                 continue
+            path = route.path[len(prefix):] if route.path.startswith(prefix + "/") else route.path
             for method in route.methods or ():
-                query = wanted.get((method, route.path, route.operation_id or ""))
+                query = wanted.get((method, path, route.operation_id or ""))
                 endpoint = None if query is None else _endpoint(route, query)
                 if endpoint is not None:
-                    self.endpoints[(method, route.path.removeprefix("/documents/{doc_id}"))] = endpoint
+                    self.endpoints[(method, path.removeprefix("/documents/{doc_id}"))] = endpoint
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope.get("root_path"):
