@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from schemadoc.config import Settings
-from schemadoc.interfaces.app import build_app, create_service
+from schemadoc.interfaces.app import API_PREFIX, build_app, create_service
 from schemadoc.interfaces.rest import REST_STATE, rest_router
 from schemadoc.interfaces.rest_lane import RestLane
 
@@ -37,7 +37,11 @@ def _lane_of(app: FastAPI) -> RestLane:
 def test_two_applications_share_the_router_and_nothing_else(tmp_path: Path) -> None:
     first_app, second_app = _app(tmp_path / "first"), _app(tmp_path / "second", max_json_depth=3)
     first_state, second_state = getattr(first_app.state, REST_STATE), getattr(second_app.state, REST_STATE)
-    assert rest_router() is rest_router()
+    assert rest_router(API_PREFIX) is rest_router(API_PREFIX)
+    for app in (first_app, second_app):  # the very routes, not copies FastAPI would prepare again per application
+        shared = {id(route) for route in rest_router(API_PREFIX).routes}
+        assert [id(route) for route in app.router.routes if id(route) in shared] == \
+            [id(route) for route in rest_router(API_PREFIX).routes]
     assert first_state is not second_state and first_state.service is not second_state.service
     assert first_state.slots is not second_state.slots
     assert _lane_of(first_app).state is first_state and _lane_of(second_app).state is second_state

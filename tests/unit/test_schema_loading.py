@@ -517,3 +517,18 @@ def _strings(value: Any) -> list[str]:
 def test_the_compiled_validator_agrees_with_the_reference_validator(document: Any) -> None:
     assume(not any(text.endswith("\n") or _LEAP_SECOND.search(text) for text in _strings(document)))
     assert ORACLE_VALIDATOR.is_valid(document) == ORACLE_REFERENCE.is_valid(document)
+
+
+def test_the_meta_validation_verdict_is_kept_per_schema_text_and_handed_out_as_copies(tmp_path: Path) -> None:
+    """Loading one schema again reuses its verdict; a changed file gets its own, and no caller shares one."""
+    path = write(tmp_path, "bad.json", {"type": 12, "minLength": -1})
+    first = load_error(path).details["problems"]
+    first.append({"path": "/x", "message": "changed by a caller"})
+    first[0]["message"] = "changed by a caller"
+    again = load_error(path).details["problems"]
+    assert {problem["path"] for problem in again} == {"/type", "/minLength"}
+    assert all(problem["message"] != "changed by a caller" for problem in again)
+    write(tmp_path, "bad.json", {"type": "string", "minLength": -1})
+    assert [problem["path"] for problem in load_error(path).details["problems"]] == ["/minLength"]
+    write(tmp_path, "bad.json", {"type": "string", "minLength": 1})
+    assert load_schema(path).root == {"type": "string", "minLength": 1}

@@ -592,12 +592,12 @@ Rest = Annotated[RestState, Depends(_rest_state)]
 
 
 @functools.cache
-def rest_router(prefix: str = "/api/v1") -> APIRouter:
+def rest_router(prefix: str) -> APIRouter:
     """The ``/documents``, ``/changes`` and ``/schema`` endpoints under ``prefix``, built once per process.
 
     Each endpoint takes its application's :class:`RestState` (the ``rest`` argument, from ``app.state``),
     so the same routes serve every application and FastAPI analyses the endpoints (their parameters,
-    the response models) once instead of for every application. Add ``rest_router().routes`` to an
+    the response models) once instead of for every application. Add ``rest_router(prefix).routes`` to an
     application's routes as they are: ``include_router`` would analyse every endpoint again for each
     application (on its first request).
     """
