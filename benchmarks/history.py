@@ -17,26 +17,18 @@ building 10,000 versions does not wait on 10,000 fsyncs; the reads measured do n
 from __future__ import annotations
 
 import argparse
-import gc
 import random
 import shutil
 import statistics
-import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-try:
-    import schemadoc  # noqa: F401
-except ImportError:  # running from a checkout without `pip install -e .`
-    sys.path.insert(0, str(REPO / "src"))
+from common import REPO, timed
 
-from schemadoc.schema import load_schema  # noqa: E402
-from schemadoc.service import DocumentService  # noqa: E402
-from schemadoc.storage.files import FileDocumentStore  # noqa: E402
+from schemadoc.schema import load_schema
+from schemadoc.service import DocumentService
+from schemadoc.storage.files import FileDocumentStore
 
 SCHEMA = REPO / "schemas" / "book.schema.json"
 
@@ -64,15 +56,6 @@ def build(service: DocumentService, versions: int, rng: random.Random) -> str:
         version += 1
     return doc_id
 
-
-def timed(action: Callable[[], object], runs: int) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        gc.collect()
-        start = time.perf_counter()
-        action()
-        samples.append(time.perf_counter() - start)
-    return samples
 
 
 def show(label: str, samples: list[float]) -> None:
@@ -108,18 +91,18 @@ def main() -> int:
             fresh.open()
             fresh.read_node(doc_id, "/title", at_version=rng.randrange(1, args.versions + 1))
 
-        show("first past read after a restart (persisted checkpoint + journal slice)", timed(cold, 5))
+        show("first past read after a restart (persisted checkpoint + journal slice)", timed(lambda _: cold(), 5))
         service = DocumentService(schema, FileDocumentStore(directory))
         service.open()
         service.read_node(doc_id, "/title", at_version=1)
         show("past read, random version (warm)",
-             timed(lambda: service.read_node(doc_id, "/title", at_version=rng.randrange(1, args.versions + 1)),
+             timed(lambda _: service.read_node(doc_id, "/title", at_version=rng.randrange(1, args.versions + 1)),
                    args.runs))
         show("past read, version 9,999 of 10,000 (63 patches from an in-memory checkpoint)" if
              args.versions == 10_000 else "past read, latest - 1",
-             timed(lambda: service.read_version(doc_id, args.versions - 1), args.runs))
+             timed(lambda _: service.read_version(doc_id, args.versions - 1), args.runs))
         show("diff between two random versions",
-             timed(lambda: service.diff(doc_id, rng.randrange(1, args.versions + 1),
+             timed(lambda _: service.diff(doc_id, rng.randrange(1, args.versions + 1),
                                         rng.randrange(1, args.versions + 1)), args.runs))
         latest = [args.versions]
 
@@ -127,7 +110,7 @@ def main() -> int:
             result = service.revert(doc_id, rng.randrange(1, latest[0]), latest[0])
             latest[0] = result.version
 
-        show("revert to a random version (a write, with fsync)", timed(revert, 20))
+        show("revert to a random version (a write, with fsync)", timed(lambda _: revert(), 20))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     return 0

@@ -35,10 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
 import orjson
+from common import p99, timed  # puts the checkout's src on sys.path
 from generate import make_book, mid_paragraph_path
 
 from schemadoc.errors import SchemaDocError
@@ -59,22 +57,10 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
 
 
-def p99(samples: list[float]) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-
 
 def summary(samples: list[float]) -> str:
     return f"p50 {ms(statistics.median(samples))}  p99 {ms(p99(samples))}"
 
-
-def timed(action: Callable[[int], object], runs: int) -> list[float]:
-    samples = []
-    for i in range(runs):
-        start = time.perf_counter()
-        action(i)
-        samples.append(time.perf_counter() - start)
-    return samples
 
 
 def service_on(schema: LoadedSchema, directory: Path, policy: SnapshotPolicy) -> DocumentService:
@@ -107,9 +93,9 @@ def writes(schema: LoadedSchema, base: Path, book: dict[str, Any], policy_name: 
         else:
             raise SystemExit("a style outside the enum was accepted")
 
-    update_samples = timed(update, runs)
-    append_samples = timed(append, runs)
-    rejected_samples = timed(rejected, min(runs, 20))
+    update_samples = timed(update, runs, collect=False)
+    append_samples = timed(append, runs, collect=False)
+    rejected_samples = timed(rejected, min(runs, 20), collect=False)
     service.close()
     usage = FileDocumentStore(directory).disk_usage(doc_id)
     print(f"  {policy_name:11}  leaf update {summary(update_samples)}   append {summary(append_samples)}   "
@@ -285,13 +271,13 @@ def reads_during_snapshot(schema: LoadedSchema, base: Path, book: dict[str, Any]
         Mechanism("thread, pieces written as they come (chosen)", lambda: _in_store(service, doc_id, leaf)),
         Mechanism("forked child, orjson.dumps", lambda: _forked(content, target)),
     ]
-    baseline = timed(lambda i: service.read_node(doc_id, f"{leaf}/text"), 2000)
+    baseline = timed(lambda i: service.read_node(doc_id, f"{leaf}/text"), 2000, collect=False)
     print(f"  deep read, idle: {summary(baseline)}", flush=True)
 
     def write_small(i: int) -> None:
         small_version[0] = service.update_node(small, "/title", f"t{i}", small_version[0]).version
 
-    print(f"  write to a small document, idle: {summary(timed(write_small, 100))}", flush=True)
+    print(f"  write to a small document, idle: {summary(timed(write_small, 100, collect=False))}", flush=True)
     chosen = [mechanism for mechanism in mechanisms if not names or any(name in mechanism.name for name in names)]
     for mechanism in chosen * rounds:  # in turn, so that the machine's load strikes each
         gc.collect()

@@ -25,7 +25,6 @@ The machine's load average is printed with the figures: on a shared machine they
 from __future__ import annotations
 
 import argparse
-import gc
 import multiprocessing
 import os
 import shutil
@@ -34,30 +33,22 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-try:
-    import schemadoc  # noqa: F401
-except ImportError:  # running from a checkout without `pip install -e .`
-    sys.path.insert(0, str(REPO / "src"))
+import orjson
+import psycopg
+from common import HERE, REPO, timed
+from generate import make_book, mid_paragraph_path
+from psycopg import sql
 
-import orjson  # noqa: E402
-import psycopg  # noqa: E402
-from generate import make_book, mid_paragraph_path  # noqa: E402
-from psycopg import sql  # noqa: E402
-
-from schemadoc.ops.journal import JournalEntry, utc_now  # noqa: E402
-from schemadoc.schema import LoadedSchema, load_schema  # noqa: E402
-from schemadoc.service import DocumentService  # noqa: E402
-from schemadoc.storage import store_for  # noqa: E402
-from schemadoc.storage.postgres import PostgresDocumentStore  # noqa: E402
+from schemadoc.ops.journal import JournalEntry, utc_now
+from schemadoc.schema import LoadedSchema, load_schema
+from schemadoc.service import DocumentService
+from schemadoc.storage import store_for
+from schemadoc.storage.postgres import PostgresDocumentStore
 
 DEFAULT_URL = os.environ.get("SCHEMADOC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 SCHEMA = REPO / "schemas" / "book.schema.json"
@@ -74,15 +65,6 @@ COLUMNS = {
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
-
-def timed(action: Callable[[int], object], runs: int) -> list[float]:
-    samples = []
-    for i in range(runs):
-        gc.collect()
-        start = time.perf_counter()
-        action(i)
-        samples.append(time.perf_counter() - start)
-    return samples
 
 
 def fmt(samples: list[float]) -> str:

@@ -34,22 +34,15 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-try:
-    import schemadoc  # noqa: F401
-except ImportError:  # running from a checkout without `pip install -e .`
-    sys.path.insert(0, str(REPO / "src"))
+import orjson
+from common import HERE, REPO
+from generate import MIB, book_stats, make_book, mid_paragraph_path, paragraph
 
-import orjson  # noqa: E402
-from generate import MIB, book_stats, make_book, mid_paragraph_path, paragraph  # noqa: E402
-
-from schemadoc.errors import SchemaDocError  # noqa: E402
-from schemadoc.schema import LoadedSchema, load_schema  # noqa: E402
-from schemadoc.service import DocumentService  # noqa: E402
-from schemadoc.snapshotter import SnapshotPolicy  # noqa: E402
-from schemadoc.storage.files import FileDocumentStore  # noqa: E402
+from schemadoc.errors import SchemaDocError
+from schemadoc.schema import LoadedSchema, load_schema
+from schemadoc.service import DocumentService
+from schemadoc.snapshotter import SnapshotPolicy
+from schemadoc.storage.files import FileDocumentStore
 
 ALL_SIZES = (1, 10, 100)
 QUICK_SIZES = (1, 10)

@@ -35,18 +35,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-try:
-    import schemadoc  # noqa: F401
-except ImportError:  # running from a checkout without `pip install -e .`
-    sys.path.insert(0, str(REPO / "src"))
+import httpx
+from common import REPO
 
-import httpx  # noqa: E402
-
-from schemadoc.config import Settings  # noqa: E402
-from schemadoc.interfaces import mcp, rest  # noqa: E402
-from schemadoc.interfaces.app import build_app, create_service  # noqa: E402
+from schemadoc.config import Settings
+from schemadoc.interfaces import mcp, rest
+from schemadoc.interfaces.app import build_app, create_service
 
 SCHEMA = REPO / "schemas" / "book.schema.json"
 

@@ -25,44 +25,21 @@ import gc
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-try:
-    import schemadoc  # noqa: F401
-except ImportError:  # running from a checkout without `pip install -e .`
-    sys.path.insert(0, str(REPO / "src"))
+from common import HERE, REPO, p99, timed
+from generate import make_book, mid_paragraph_path
 
-from generate import make_book, mid_paragraph_path  # noqa: E402
-
-from schemadoc.ops.apply import AppliedPatch, apply_patch  # noqa: E402
-from schemadoc.schema import load_schema  # noqa: E402
-from schemadoc.validation import DocumentValidator  # noqa: E402
+from schemadoc.ops.apply import AppliedPatch, apply_patch
+from schemadoc.schema import load_schema
+from schemadoc.validation import DocumentValidator
 
 WHOLE_RUNS = {1: 11, 10: 7, 100: 5}
 OUT = HERE / "results" / "validation.md"
 
 
-def timed(action: Callable[[Any], object], runs: int, setup: Callable[[int], Any] = lambda i: i) -> list[float]:
-    """``runs`` timings of ``action(setup(i))``, the setup and ``gc.collect()`` outside the timer."""
-    samples: list[float] = []
-    for i in range(runs):
-        prepared = setup(i)
-        gc.collect()
-        start = time.perf_counter()
-        action(prepared)
-        samples.append(time.perf_counter() - start)
-    return samples
-
-
-def p99(samples: list[float]) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
 def ms(seconds: float) -> str:
