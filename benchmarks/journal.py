@@ -59,6 +59,8 @@ def ms(seconds: float) -> str:
 
 
 def summary(samples: list[float]) -> str:
+    if not samples:  # a small document's snapshot can end before the first request
+        return "-"
     return f"p50 {ms(statistics.median(samples))}  p99 {ms(p99(samples))}"
 
 
@@ -304,8 +306,9 @@ def reads_during_snapshot(schema: LoadedSchema, base: Path, book: dict[str, Any]
             turn += 1
         took = time.perf_counter() - begun
         added = (peak - before) + extra[0]
-        print(f"  during a snapshot by {mechanism.name:52}: deep read {summary(reads)} max {ms(max(reads))} "
-              f"({len(reads)} reads); small write {summary(writes_) if writes_ else '-'}; snapshot {took:.2f} s; "
+        slowest = ms(max(reads)) if reads else "-"
+        print(f"  during a snapshot by {mechanism.name:52}: deep read {summary(reads)} max {slowest} "
+              f"({len(reads)} reads); small write {summary(writes_)}; snapshot {took:.2f} s; "
               f"memory added {added / 2**20:.0f} MiB", flush=True)
         target.unlink(missing_ok=True)
     service.snapshots.stop()
