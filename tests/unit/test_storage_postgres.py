@@ -310,6 +310,138 @@ def test_each_process_hears_the_commits_and_purges_of_the_others_but_not_its_own
     assert heard_first.wait_for(2)[1] == StoreNotice(other.doc_id, 2, "updated")
 
 
+class _HeldReconnect:
+    """Kills a store's listening connection from the server side and holds its reconnect until released.
+
+    Installed as the store's ``_listen_connection``: the first call after :meth:`cut` waits until
+    :meth:`release`, so whatever the test commits meanwhile falls in the gap for sure.
+    """
+
+    def __init__(self, store: PostgresDocumentStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.store = store
+        self.connect = store._listen_connection
+        self.reconnecting = threading.Event()
+        self.released = threading.Event()
+        self.holding = False
+        monkeypatch.setattr(store, "_listen_connection", self)
+
+    def __call__(self) -> psycopg.Connection[Any]:
+        if self.holding:
+            self.holding = False
+            self.reconnecting.set()
+            assert self.released.wait(NOTICE_TIMEOUT_SECONDS)
+        return self.connect()
+
+    def cut(self) -> None:
+        self.holding = True
+        name = f"schemadoc-listen-{self.store.origin}"[:63]
+        with psycopg.connect(URL, autocommit=True) as admin:
+            rows = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                                 (name,)).fetchall()
+        assert rows == [(True,)]  # exactly one listening session, and it was ended
+        assert self.reconnecting.wait(NOTICE_TIMEOUT_SECONDS)  # the listener noticed, and waits
+
+    def release(self) -> None:
+        self.released.set()
+
+
+def test_commits_made_while_the_listening_connection_was_down_are_announced_after_it_reconnects(
+        stores: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = stores
+    heard = _Heard()
+    first.watch(heard)
+    held = _HeldReconnect(first, monkeypatch)
+    edited = create_document(second, {"n": 0})
+    gone = create_document(second, {"n": 0})
+    assert heard.wait_for(2) == [StoreNotice(edited.doc_id, 1, "created"), StoreNotice(gone.doc_id, 1, "created")]
+    held.cut()
+    edited = commit_patch(second, edited, [{"op": "replace", "path": "/n", "value": 1}])
+    edited = commit_patch(second, edited, [{"op": "replace", "path": "/n", "value": 2}])
+    added = create_document(second, {"n": 0})
+    gone = delete_document(second, gone)
+    create_document(first, {"n": 0})  # its own commit: never announced to itself
+    assert heard.notices[2:] == []  # nobody listens meanwhile
+    held.release()
+    # one notice per document, its newest version and kind, in commit order
+    assert heard.wait_for(5)[2:] == [StoreNotice(edited.doc_id, 3, "updated"), StoreNotice(added.doc_id, 1, "created"),
+                                     StoreNotice(gone.doc_id, 2, "deleted")]
+    commit_patch(second, added, [{"op": "replace", "path": "/n", "value": 1}])  # and it listens again
+    assert heard.wait_for(6)[2:] == [StoreNotice(edited.doc_id, 3, "updated"), StoreNotice(added.doc_id, 1, "created"),
+                                     StoreNotice(gone.doc_id, 2, "deleted"), StoreNotice(added.doc_id, 2, "updated")]
+
+
+def _wait_until_probed_after(store: PostgresDocumentStore, moment: Any) -> None:
+    """Until the listening session of ``store`` ran a query (its feed position) after server time ``moment``."""
+    name = f"schemadoc-listen-{store.origin}"[:63]
+    deadline = time.monotonic() + NOTICE_TIMEOUT_SECONDS
+    with psycopg.connect(URL, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute("SELECT query_start > %s FROM pg_stat_activity WHERE application_name = %s",
+                               (moment, name)).fetchone()
+            if row is not None and row[0]:
+                return
+            time.sleep(0.02)
+    raise AssertionError("the listener never took the feed position again")
+
+
+def test_a_commit_in_flight_when_the_listening_connection_drops_is_announced_after_it_reconnects(
+        postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commit's transaction starts, stalls, and lands while the listener is disconnected.
+
+    Its notification is lost with the connection; the listener's mark moved on meanwhile (it
+    probed the feed well after the commit started, so a mark taken as a time would be past
+    it), but a feed cursor is held back by the stalled commit, so the catch-up finds it.
+    """
+    from schemadoc.storage import postgres
+
+    monkeypatch.setattr(postgres, "_LISTEN_POLL_SECONDS", 0.02)
+    monkeypatch.setattr(postgres, "_MARK_MARGIN_SECONDS", 0.05)
+    slow_name = f"stalled-commit-{new_doc_id()}"
+    slow = _open(postgres_url + f"&application_name={slow_name}")
+    listening = _open(postgres_url)
+    empty_tables(postgres_url)
+    try:
+        heard = _Heard()
+        listening.watch(heard)
+        held = _HeldReconnect(listening, monkeypatch)
+        late = create_document(slow, {"n": 0})
+        early = create_document(slow, {"n": 0})
+        assert len(heard.wait_for(2)) == 2
+        schema = sql.Identifier(_schema_of(slow))
+        raised: list[BaseException] = []
+        with psycopg.connect(URL) as blocker:  # holds the row of `late`, so its commit stalls mid-transaction
+            blocker.execute(sql.SQL("SELECT 1 FROM {}.documents WHERE doc_id = %s FOR UPDATE").format(schema),
+                            (late.doc_id,))
+
+            def commit_late() -> None:
+                try:
+                    commit_patch(slow, late, [{"op": "replace", "path": "/n", "value": 1}])
+                except BaseException as error:
+                    raised.append(error)
+
+            writer = threading.Thread(target=commit_late)
+            writer.start()
+            _wait_until_blocked(slow_name)
+            commit_patch(slow, early, [{"op": "replace", "path": "/n", "value": 1}])  # a later one, landed first
+            assert heard.wait_for(3)[2] == StoreNotice(early.doc_id, 2, "updated")
+            with psycopg.connect(URL, autocommit=True) as clock:
+                row = clock.execute("SELECT clock_timestamp() + interval '0.2 seconds'").fetchone()
+            assert row is not None
+            _wait_until_probed_after(listening, row[0])
+            held.cut()
+            blocker.rollback()  # the stalled commit lands now, while nobody listens
+            writer.join(NOTICE_TIMEOUT_SECONDS)
+        assert raised == []
+        assert heard.notices[3:] == []
+        held.release()
+        # in feed order; the later commit is repeated (the catch-up starts behind the stalled one)
+        assert heard.wait_for(5)[3:] == [StoreNotice(late.doc_id, 2, "updated"),
+                                         StoreNotice(early.doc_id, 2, "updated")]
+    finally:
+        slow.close()
+        listening.close()
+
+
 def test_the_schema_in_the_url_keeps_stores_apart(stores: Any) -> None:
     first, _ = stores
     with throwaway_schema() as other_url:

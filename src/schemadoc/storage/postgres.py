@@ -42,6 +42,7 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -78,6 +79,8 @@ log = logging.getLogger("schemadoc.storage.postgres")
 DEFAULT_SCHEMA: Final = "schemadoc"
 _MIGRATION_LOCK: Final = 0x5C4E_3ADC_0000_0001  # one bigint advisory key: migrations of any schema
 _LISTEN_POLL_SECONDS: Final = 1.0
+_MARK_MARGIN_SECONDS: Final = 2.0  # a feed position becomes the listener's mark this long after it was taken
+_CATCH_UP_PAGE: Final = 1000
 
 MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     (1, "documents, journal with its feed cursor, checkpoints", """
@@ -148,7 +151,8 @@ WITH moved AS (
     RETURNING doc_id),
 journaled AS (
     INSERT INTO {journal} (doc_id, version, op, at, entry)
-    SELECT doc_id, %(version)s::integer, %(op)s::text, %(at)s::text, %(entry)s::bytea FROM moved),
+    SELECT doc_id, %(version)s::integer, %(op)s::text, %(at)s::text, %(entry)s::bytea FROM moved
+    RETURNING txid),
 snapshot AS (
     INSERT INTO {snapshots} (doc_id, version, content)
     SELECT doc_id, %(version)s::integer, %(content)s::bytea FROM moved WHERE %(inline)s::boolean
@@ -158,13 +162,14 @@ dropped AS (
     WHERE %(inline)s::boolean AND s.doc_id = moved.doc_id AND s.version <> %(version)s::integer),
 notified AS (
     SELECT pg_notify(%(channel)s::text, %(payload)s::text) FROM moved)
-SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM notified)
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM notified),
+    (SELECT txid::text::bigint FROM journaled)
 """
 """A commit in one statement (one round trip, its own transaction): the documents row moves from
 version n-1 to n, or nothing happens at all; then the journal row, the snapshot when given, and
 the notification (sent at commit)."""
 
-_CHANGES: Final = """
+_HORIZON_CTES: Final = """
 WITH snapshot AS (SELECT pg_current_snapshot() AS s),
 writers AS (  -- sessions of this store that may be committing: they hold the writers' lock (shared)
     SELECT pid FROM pg_locks
@@ -178,7 +183,9 @@ others AS (  -- transactions still running now that are provably not commits of 
 horizon AS (  -- the oldest transaction, running when the snapshot was taken, that may be one of ours
     SELECT min(running) AS xid FROM snapshot, pg_snapshot_xip(snapshot.s) AS running
     WHERE (running::text::bigint %% 4294967296) NOT IN (SELECT xid FROM others))
-SELECT txid::text::bigint, doc_id, version, op, at FROM {journal}, horizon
+"""
+
+_CHANGES: Final = _HORIZON_CTES + """SELECT txid::text::bigint, doc_id, version, op, at FROM {journal}, horizon
 WHERE txid > %(since)s::text::xid8 AND (horizon.xid IS NULL OR txid < horizon.xid)
 ORDER BY txid, doc_id, version LIMIT %(limit)s
 """
@@ -192,6 +199,12 @@ transaction id and keeps it until after the commit, so a running transaction who
 not hold it is not ours and does not hold the feed back (other databases, other applications,
 autovacuum). A transaction that finished between the snapshot and the look at ``pg_locks`` is
 counted as ours: that only delays the feed by one read."""
+
+_POSITION: Final = _HORIZON_CTES + """
+SELECT coalesce((SELECT xid FROM horizon), pg_snapshot_xmax(snapshot.s))::text::bigint - 1 FROM snapshot
+"""
+"""The feed's position now: every commit of this store with a cursor at or below it has finished
+(the horizon of :data:`_CHANGES`, or the next transaction id when none of ours is running)."""
 
 _KINDS: Final = {"create": "created", "delete_document": "deleted", "undelete_document": "undeleted"}
 
@@ -259,9 +272,15 @@ class PostgresDocumentStore:
         self._watch_guard = threading.Lock()
         self._listener: threading.Thread | None = None
         self._closing = threading.Event()
+        # this process's commits whose feed cursor the listener has not passed yet: (doc_id, version)
+        # -> cursor (None while committing); a catch-up after a reconnect skips them, as _dispatch does
+        self._own: dict[tuple[str, int], int | None] = {}
+        self._own_guard = threading.Lock()
+        self._mark: int | None = None  # the listener's feed cursor: every commit at or below it was announced
         self._q = {name: sql.SQL(".").join([sql.Identifier(self.schema), sql.Identifier(name)])
                    for name in ("documents", "journal", "snapshots", "checkpoints", "schema_migrations")}
         self._changes_sql = sql.SQL(_CHANGES).format(journal=self._q["journal"])
+        self._position_sql = sql.SQL(_POSITION)
         self._commit_sql = sql.SQL(_COMMIT).format(**{name: self._q[name] for name in
                                                       ("documents", "journal", "snapshots")})
 
@@ -385,7 +404,7 @@ class PostgresDocumentStore:
     def create(self, meta: DocumentMeta, entry: JournalEntry, content: bytes) -> None:
         doc_id = check_write(meta, entry, content, new=True)
         line = journal_line(doc_id, entry)
-        with self.write_lock(doc_id), self._connection(doc_id) as conn:
+        with self.write_lock(doc_id), self._connection(doc_id) as conn, self._own_commit(doc_id, 1) as cursor:
             try:
                 with conn.transaction():
                     inserted = conn.execute(sql.SQL(
@@ -396,7 +415,8 @@ class PostgresDocumentStore:
                         raise SchemaDocError("storage-write-failed", f"Document {doc_id} already exists.",
                                              {"doc_id": doc_id, "reason": "the document already exists"})
                     self._put_snapshot(conn, doc_id, 1, content)
-                    self._append(conn, doc_id, entry, line)
+                    committed = self._append(conn, doc_id, entry, line)
+                cursor.append(committed)
             except psycopg.Error as error:
                 raise self._failed(error, doc_id, write=True) from None
 
@@ -405,7 +425,8 @@ class PostgresDocumentStore:
         line = journal_line(doc_id, entry)
         payload = orjson.dumps({"origin": self.origin, "doc_id": doc_id, "version": meta.version,
                                 "kind": _KINDS.get(entry.op, "updated")}).decode()
-        with self.write_lock(doc_id), self._connection(doc_id) as conn:
+        with (self.write_lock(doc_id), self._connection(doc_id) as conn,
+              self._own_commit(doc_id, meta.version) as cursor):
             try:
                 row = conn.execute(self._commit_sql, {
                     "doc_id": doc_id, "version": meta.version, "schema_uri": meta.schema_uri,
@@ -419,6 +440,7 @@ class PostgresDocumentStore:
                     if found is None:
                         raise document_not_found(doc_id)
                     raise version_conflict(doc_id, entry.version - 1, found[0])
+                cursor.append(row[2])
             except psycopg.Error as error:
                 raise self._failed(error, doc_id, write=True) from None
 
@@ -466,11 +488,37 @@ class PostgresDocumentStore:
         conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = %s AND version <> %s").format(self._q["snapshots"]),
                      (doc_id, version))
 
-    def _append(self, conn: psycopg.Connection[Any], doc_id: str, entry: JournalEntry, line: bytes) -> None:
-        """Insert the journal row and the notification, inside the commit's transaction."""
-        conn.execute(sql.SQL("INSERT INTO {} (doc_id, version, op, at, entry) VALUES (%s, %s, %s, %s, %s)").format(
-            self._q["journal"]), (doc_id, entry.version, entry.op, entry.at, line))
+    def _append(self, conn: psycopg.Connection[Any], doc_id: str, entry: JournalEntry, line: bytes) -> int:
+        """Insert the journal row and the notification, inside the commit's transaction; the row's cursor."""
+        row = conn.execute(sql.SQL("INSERT INTO {} (doc_id, version, op, at, entry) VALUES (%s, %s, %s, %s, %s) "
+                                   "RETURNING txid::text::bigint").format(self._q["journal"]),
+                           (doc_id, entry.version, entry.op, entry.at, line)).fetchone()
         self._notify(conn, doc_id, entry.version, _KINDS.get(entry.op, "updated"))
+        assert row is not None
+        return int(row[0])
+
+    @contextmanager
+    def _own_commit(self, doc_id: str, version: int) -> Iterator[list[int]]:
+        """Remember a commit of this process, from before it starts (so a catch-up never mistakes it
+        for another process's) to after the listener's mark passed its cursor; forgotten if it fails.
+
+        The block appends the commit's cursor to the list it is given once the commit succeeded.
+        """
+        key = (doc_id, version)
+        cursor: list[int] = []
+        if self._listener is None:  # nobody listens, so there is no catch-up to skip it in
+            yield cursor
+            return
+        with self._own_guard:
+            self._own[key] = None
+        try:
+            yield cursor
+        finally:
+            with self._own_guard:
+                if cursor:
+                    self._own[key] = cursor[0]
+                else:
+                    self._own.pop(key, None)
 
     def _notify(self, conn: psycopg.Connection[Any], doc_id: str, version: int, kind: str) -> None:
         payload = orjson.dumps({"origin": self.origin, "doc_id": doc_id, "version": version, "kind": kind})
@@ -615,13 +663,19 @@ class PostgresDocumentStore:
         """Call ``listener`` (in a listening thread) for each commit or purge made by another process.
 
         Returns the function that stops the calls. The first call starts the listening thread
-        (one connection doing ``LISTEN``); it reconnects after a lost connection. Notifications
-        sent while it was disconnected are not repeated: feeds catch up from the journal on the
-        next notice of that document.
+        (one connection doing ``LISTEN``, named ``schemadoc-listen-{origin}`` in
+        ``pg_stat_activity``); it reconnects after a lost connection. Notifications sent while it
+        was disconnected are lost with the connection, so after each reconnect (once ``LISTEN``
+        is in force again) the listener reads the change feed from its last mark and calls
+        ``listener`` once for each document another process committed meanwhile, with the newest
+        such version and its kind. A call may repeat a notice already made (the catch-up starts a
+        little before the connection was lost); listeners read the journal by version, so that is
+        harmless. A purge made while disconnected leaves no row to find and is not announced.
         """
         with self._watch_guard:
             self._watchers.append(listener)
             if self._listener is None:
+                self._mark = None
                 ready = threading.Event()
                 self._listener = threading.Thread(target=self._listen, args=(ready,), daemon=True,
                                                   name=f"schemadoc-listen-{self.schema}")
@@ -635,25 +689,102 @@ class PostgresDocumentStore:
 
         return stop
 
+    def _listen_connection(self) -> psycopg.Connection[Any]:
+        """A new connection for the listening thread, named after this store's origin."""
+        return psycopg.connect(self.url, autocommit=True, application_name=f"schemadoc-listen-{self.origin}"[:63],
+                               **self._connect_timeout())
+
+    def _position(self, conn: psycopg.Connection[Any]) -> int:
+        """The feed position now (:data:`_POSITION`)."""
+        row = conn.execute(self._position_sql, {"k1": self._writer_key[0], "k2": self._writer_key[1]}).fetchone()
+        assert row is not None
+        return int(row[0])
+
     def _listen(self, ready: threading.Event) -> None:
+        """Listen, dispatch, and after each reconnect announce what was committed while disconnected.
+
+        The listener keeps a *mark*: a feed cursor such that every commit at or below it has had
+        its notification dispatched. After a reconnect, every commit above the mark is read from
+        the change feed (:meth:`_catch_up`). The mark is a feed cursor, not a time: the feed
+        holds back behind commits still running, so a commit that was in flight when the
+        connection dropped (its transaction started before, its notification lost with the
+        connection) is above the mark and found, whereas a timestamp taken before it committed
+        could place it before the mark and miss it.
+
+        The mark moves forward while connected: each poll takes the feed position *on the
+        listening connection* (a round trip: every notification the server sent before the reply
+        has been received, and is dispatched by the next ``notifies()``), and a position becomes
+        the mark once a later round trip, at least :data:`_MARK_MARGIN_SECONDS` later,
+        succeeded, by when the notifications of the commits below it have long been signalled
+        to this session.
+        """
         delay = 0.1
         while not self._closing.is_set():
             try:
-                with psycopg.connect(self.url, autocommit=True) as conn:
+                with self._listen_connection() as conn:
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    position = self._position(conn)  # after LISTEN: later commits are notified here
+                    if self._mark is not None:  # a reconnect: announce what was committed meanwhile
+                        position = max(position, self._catch_up(self._mark))
+                    self._advance(position)
                     ready.set()
                     delay = 0.1
-                    while not self._closing.is_set():
-                        for notice in conn.notifies(timeout=_LISTEN_POLL_SECONDS):
-                            self._dispatch(notice.payload)
-                            if self._closing.is_set():
-                                break
-            except psycopg.Error as error:
+                    self._follow(conn)
+            except (psycopg.Error, SchemaDocError) as error:
                 if self._closing.is_set():
                     return
                 log.warning("listening for commits of other processes failed (%s); reconnecting", error)
                 self._closing.wait(delay)
                 delay = min(delay * 2, 5.0)
+
+    def _follow(self, conn: psycopg.Connection[Any]) -> None:
+        """Dispatch notifications until closed (or an error), moving the mark forward as it goes."""
+        taken: deque[tuple[float, int]] = deque()
+        while not self._closing.is_set():
+            for notice in conn.notifies(timeout=_LISTEN_POLL_SECONDS):
+                self._dispatch(notice.payload)
+                if self._closing.is_set():
+                    return
+            now = time.monotonic()
+            taken.append((now, self._position(conn)))
+            while taken and taken[0][0] <= now - _MARK_MARGIN_SECONDS:
+                self._advance(taken.popleft()[1])
+
+    def _advance(self, position: int) -> None:
+        """Move the mark forward to ``position`` and forget this process's commits at or below it."""
+        if self._mark is not None and position <= self._mark:
+            return
+        self._mark = position
+        with self._own_guard:
+            passed = [key for key, cursor in self._own.items() if cursor is not None and cursor <= position]
+            for key in passed:
+                del self._own[key]
+
+    def _catch_up(self, since: int) -> int:
+        """Dispatch a notice for each document another process committed after cursor ``since``.
+
+        One notice per document, its newest version (feeds read the versions between from the
+        journal), in feed order. Returns the cursor of the last commit read (``since`` when none).
+        """
+        newest: dict[str, StoredChange] = {}
+        cursor = since
+        while True:
+            page = self.read_changes(cursor, _CATCH_UP_PAGE)
+            for change in page:
+                newest.pop(change.doc_id, None)  # keeps the dict in feed order of each newest version
+                newest[change.doc_id] = change
+            if page:
+                cursor = page[-1].cursor
+            if len(page) < _CATCH_UP_PAGE:
+                break
+        with self._own_guard:
+            own = set(self._own)
+        missed = [change for change in newest.values() if (change.doc_id, change.version) not in own]
+        if missed:
+            log.info("announcing %d document(s) committed by other processes while not listening", len(missed))
+        for change in missed:
+            self._deliver(StoreNotice(change.doc_id, change.version, _KINDS.get(change.op, "updated")))
+        return cursor
 
     def _dispatch(self, payload: str) -> None:
         try:
@@ -664,6 +795,9 @@ class PostgresDocumentStore:
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             log.warning("ignoring a malformed commit notification: %r", payload[:200])
             return
+        self._deliver(notice)
+
+    def _deliver(self, notice: StoreNotice) -> None:
         with self._watch_guard:
             watchers = list(self._watchers)
         for watcher in watchers:
