@@ -346,7 +346,10 @@ class _HeldReconnect:
 
 
 def test_commits_made_while_the_listening_connection_was_down_are_announced_after_it_reconnects(
-        stores: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, stores: Any) -> None:
+    from schemadoc.storage import postgres
+
+    monkeypatch.setattr(postgres, "_LISTEN_POLL_SECONDS", 0.05)  # closing waits for the poll to end
     first, second = stores
     heard = _Heard()
     first.watch(heard)
@@ -499,5 +502,75 @@ def test_two_services_on_one_database_share_one_feed_and_hear_each_other(postgre
         assert sorted((e.version, e.kind, e.entry is not None) for e in heard) == [
             (1, "created", False), (2, "updated", False), (3, "updated", True), (4, "deleted", False)]
     finally:
+        first.close()
+        second.close()
+
+
+def test_a_service_whose_listener_reconnected_tells_its_subscribers_and_feeds_what_happened_meanwhile(
+        postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import queue
+    from pathlib import Path
+
+    from schemadoc.interfaces.feeds import FeedEvent, document_events
+    from schemadoc.schema import load_schema
+    from schemadoc.service import ChangeEvent, DocumentService
+    from schemadoc.storage import postgres
+
+    monkeypatch.setattr(postgres, "_LISTEN_POLL_SECONDS", 0.05)  # closing waits for the poll to end
+    schema = load_schema(Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json")
+    first, second = (DocumentService(schema, PostgresDocumentStore(postgres_url)) for _ in range(2))
+    first.open()  # starts listening
+    second.open()
+    empty_tables(postgres_url)
+    assert isinstance(first.store, PostgresDocumentStore)
+    held = _HeldReconnect(first.store, monkeypatch)
+    heard: list[ChangeEvent] = []
+    arrived = threading.Condition()
+
+    def listen(event: ChangeEvent) -> None:
+        with arrived:
+            heard.append(event)
+            arrived.notify_all()
+
+    def wait_for(count: int) -> list[ChangeEvent]:
+        with arrived:
+            arrived.wait_for(lambda: len(heard) >= count, NOTICE_TIMEOUT_SECONDS)
+            return list(heard)
+
+    fed: queue.Queue[FeedEvent] = queue.Queue()
+    following, stop = threading.Event(), threading.Event()
+
+    def follow(doc_id: str) -> None:  # the live feed an SSE stream of the first server sends
+        async def run() -> None:
+            async for event in document_events(first, doc_id, 1, heartbeat_seconds=0.02):
+                if event.kind != "heartbeat":
+                    fed.put(event)
+                following.set()
+                if stop.is_set():
+                    return
+
+        asyncio.run(run())
+
+    first.subscribe(listen)
+    feed = None
+    try:
+        doc_id = second.create_document()[0]
+        assert [(e.doc_id, e.version, e.kind) for e in wait_for(1)] == [(doc_id, 1, "created")]
+        feed = threading.Thread(target=follow, args=(doc_id,), daemon=True)
+        feed.start()
+        assert following.wait(NOTICE_TIMEOUT_SECONDS)
+        held.cut()
+        second.update_node(doc_id, "/title", "Dune", 1)
+        assert len(heard) == 1
+        held.release()
+        assert [(e.doc_id, e.version, e.kind, e.entry) for e in wait_for(2)[1:]] == [(doc_id, 2, "updated", None)]
+        event = fed.get(timeout=NOTICE_TIMEOUT_SECONDS)
+        assert (event.kind, event.version) == ("version", 2)
+        assert event.body.patch == [{"op": "replace", "path": "/title", "value": "Dune"}]
+    finally:
+        stop.set()
+        if feed is not None:
+            feed.join(NOTICE_TIMEOUT_SECONDS)
         first.close()
         second.close()
