@@ -68,7 +68,7 @@ def empty_tables(url: str) -> None:
     plain, schema = _split_schema(url)
     assert schema is not None
     tables = [sql.SQL(".").join([sql.Identifier(schema), sql.Identifier(name)])
-              for name in ("documents", "journal", "snapshots", "checkpoints")]
+              for name in ("documents", "journal", "snapshots", "checkpoints", "purges")]
     with psycopg.connect(plain, autocommit=True) as conn:
         conn.execute(sql.SQL("TRUNCATE {}").format(sql.SQL(", ").join(tables)))
 

@@ -356,21 +356,27 @@ def test_commits_made_while_the_listening_connection_was_down_are_announced_afte
     held = _HeldReconnect(first, monkeypatch)
     edited = create_document(second, {"n": 0})
     gone = create_document(second, {"n": 0})
-    assert heard.wait_for(2) == [StoreNotice(edited.doc_id, 1, "created"), StoreNotice(gone.doc_id, 1, "created")]
+    purged = delete_document(second, create_document(second, {"n": 0}))
+    mine = delete_document(first, create_document(first, {"n": 0}))
+    before = [StoreNotice(edited.doc_id, 1, "created"), StoreNotice(gone.doc_id, 1, "created"),
+              StoreNotice(purged.doc_id, 1, "created"), StoreNotice(purged.doc_id, 2, "deleted")]
+    assert heard.wait_for(4) == before
     held.cut()
     edited = commit_patch(second, edited, [{"op": "replace", "path": "/n", "value": 1}])
     edited = commit_patch(second, edited, [{"op": "replace", "path": "/n", "value": 2}])
     added = create_document(second, {"n": 0})
     gone = delete_document(second, gone)
-    create_document(first, {"n": 0})  # its own commit: never announced to itself
-    assert heard.notices[2:] == []  # nobody listens meanwhile
+    second.purge(purged.doc_id)  # leaves no journal row behind
+    create_document(first, {"n": 0})  # its own commit and purge: never announced to itself
+    first.purge(mine.doc_id)
+    assert heard.notices == before  # nobody listens meanwhile
     held.release()
-    # one notice per document, its newest version and kind, in commit order
-    assert heard.wait_for(5)[2:] == [StoreNotice(edited.doc_id, 3, "updated"), StoreNotice(added.doc_id, 1, "created"),
-                                     StoreNotice(gone.doc_id, 2, "deleted")]
+    # one notice per document, its newest version and kind, and each purge, in commit order
+    missed = [StoreNotice(edited.doc_id, 3, "updated"), StoreNotice(added.doc_id, 1, "created"),
+              StoreNotice(gone.doc_id, 2, "deleted"), StoreNotice(purged.doc_id, 2, "purged")]
+    assert heard.wait_for(8) == before + missed
     commit_patch(second, added, [{"op": "replace", "path": "/n", "value": 1}])  # and it listens again
-    assert heard.wait_for(6)[2:] == [StoreNotice(edited.doc_id, 3, "updated"), StoreNotice(added.doc_id, 1, "created"),
-                                     StoreNotice(gone.doc_id, 2, "deleted"), StoreNotice(added.doc_id, 2, "updated")]
+    assert heard.wait_for(9) == [*before, *missed, StoreNotice(added.doc_id, 2, "updated")]
 
 
 def _wait_until_probed_after(store: PostgresDocumentStore, moment: Any) -> None:

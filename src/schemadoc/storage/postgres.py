@@ -14,12 +14,16 @@ each version once, recorded in ``schema_migrations``):
 - ``journal``: one row per version, primary key ``(doc_id, version)``, so two writers from one
   version can never both commit. ``entry`` is the JSON line the files store would write; ``txid``
   is the committing transaction's id, the cursor of the change feed;
-- ``checkpoints``: the content of some past versions (a cache for past reads).
+- ``checkpoints``: the content of some past versions (a cache for past reads);
+- ``purges``: the documents purged in the last day (id, last version, transaction id), so that
+  a process whose listening connection was down hears of them after it reconnects.
 
 A commit is one statement, so one transaction (:data:`_COMMIT`): the ``documents`` row moves
 from version n-1 to n (a conditional update: another writer's commit makes it match nothing, a
 ``version-conflict``), the journal row is inserted (with the snapshot when the commit carries
-one), and a notification is sent (delivered at commit, to every process).
+one), and a notification is sent (delivered at commit, to every process). A process that
+missed notifications while its listening connection was down reads what it missed from the
+change feed and ``purges`` once it listens again (:meth:`PostgresDocumentStore.watch`).
 :meth:`~PostgresDocumentStore.load` is one statement, so meta, snapshot and the journal after it
 come from one consistent view without a lock.
 
@@ -81,6 +85,7 @@ _MIGRATION_LOCK: Final = 0x5C4E_3ADC_0000_0001  # one bigint advisory key: migra
 _LISTEN_POLL_SECONDS: Final = 1.0
 _MARK_MARGIN_SECONDS: Final = 2.0  # a feed position becomes the listener's mark this long after it was taken
 _CATCH_UP_PAGE: Final = 1000
+_PURGES_KEPT: Final = "1 day"  # how long a purge is remembered for listeners that were disconnected
 
 MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     (1, "documents, journal with its feed cursor, checkpoints", """
@@ -134,6 +139,15 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
             ALTER TABLE {schema}.checkpoints ALTER COLUMN content SET STORAGE EXTERNAL;
         END
         $$;
+    """),
+    (4, "purges: recent purges, so that a process whose listening connection was down still hears of them", """
+        CREATE TABLE {schema}.purges (
+            doc_id    text NOT NULL,
+            version   integer NOT NULL,
+            txid      xid8 NOT NULL DEFAULT pg_current_xact_id(),
+            purged_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (txid, doc_id)
+        );
     """),
 ]
 """(version, what, SQL with ``{schema}``): applied in order, each once; append, never edit."""
@@ -205,6 +219,12 @@ SELECT coalesce((SELECT xid FROM horizon), pg_snapshot_xmax(snapshot.s))::text::
 """
 """The feed's position now: every commit of this store with a cursor at or below it has finished
 (the horizon of :data:`_CHANGES`, or the next transaction id when none of ours is running)."""
+
+_PURGES: Final = _HORIZON_CTES + """SELECT txid::text::bigint, doc_id, version FROM {purges}, horizon
+WHERE txid > %(since)s::text::xid8 AND (horizon.xid IS NULL OR txid < horizon.xid)
+ORDER BY txid, doc_id
+"""
+"""Purges after a cursor, held back like the change feed (a purge holds the writers' lock too)."""
 
 _KINDS: Final = {"create": "created", "delete_document": "deleted", "undelete_document": "undeleted"}
 
@@ -278,9 +298,10 @@ class PostgresDocumentStore:
         self._own_guard = threading.Lock()
         self._mark: int | None = None  # the listener's feed cursor: every commit at or below it was announced
         self._q = {name: sql.SQL(".").join([sql.Identifier(self.schema), sql.Identifier(name)])
-                   for name in ("documents", "journal", "snapshots", "checkpoints", "schema_migrations")}
+                   for name in ("documents", "journal", "snapshots", "checkpoints", "purges", "schema_migrations")}
         self._changes_sql = sql.SQL(_CHANGES).format(journal=self._q["journal"])
         self._position_sql = sql.SQL(_POSITION)
+        self._purges_sql = sql.SQL(_PURGES).format(purges=self._q["purges"])
         self._commit_sql = sql.SQL(_COMMIT).format(**{name: self._q[name] for name in
                                                       ("documents", "journal", "snapshots")})
 
@@ -499,8 +520,9 @@ class PostgresDocumentStore:
 
     @contextmanager
     def _own_commit(self, doc_id: str, version: int) -> Iterator[list[int]]:
-        """Remember a commit of this process, from before it starts (so a catch-up never mistakes it
-        for another process's) to after the listener's mark passed its cursor; forgotten if it fails.
+        """Remember a commit (``version`` 0: a purge) of this process, from before it starts (so a
+        catch-up never mistakes it for another process's) to after the listener's mark passed its
+        cursor; forgotten if it fails.
 
         The block appends the commit's cursor to the list it is given once the commit succeeded.
         """
@@ -525,8 +547,13 @@ class PostgresDocumentStore:
         conn.execute("SELECT pg_notify(%s, %s)", (self.channel, payload.decode()))
 
     def purge(self, doc_id: str) -> None:
+        """Remove the document's rows; a row in ``purges`` (kept :data:`_PURGES_KEPT`) says it was purged.
+
+        The ``purges`` row names only the document and its last version: a listener that was
+        disconnected when the notification went out learns of the purge from it.
+        """
         doc_id = check_doc_id(doc_id)
-        with self.write_lock(doc_id), self._connection(doc_id) as conn:
+        with self.write_lock(doc_id), self._connection(doc_id) as conn, self._own_commit(doc_id, 0) as cursor:
             try:
                 with conn.transaction():
                     row = conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = %s RETURNING version").format(
@@ -535,7 +562,14 @@ class PostgresDocumentStore:
                         raise document_not_found(doc_id)
                     for table in ("journal", "snapshots", "checkpoints"):
                         conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = %s").format(self._q[table]), (doc_id,))
+                    conn.execute(sql.SQL("DELETE FROM {} WHERE purged_at < now() - %s::interval").format(
+                        self._q["purges"]), (_PURGES_KEPT,))
+                    purged = conn.execute(sql.SQL("INSERT INTO {} (doc_id, version) VALUES (%s, %s) "
+                                                  "RETURNING txid::text::bigint").format(self._q["purges"]),
+                                          (doc_id, row[0])).fetchone()
                     self._notify(conn, doc_id, row[0], "purged")
+                assert purged is not None
+                cursor.append(int(purged[0]))
             except psycopg.Error as error:
                 raise self._failed(error, doc_id, write=True) from None
 
@@ -668,9 +702,10 @@ class PostgresDocumentStore:
         was disconnected are lost with the connection, so after each reconnect (once ``LISTEN``
         is in force again) the listener reads the change feed from its last mark and calls
         ``listener`` once for each document another process committed meanwhile, with the newest
-        such version and its kind. A call may repeat a notice already made (the catch-up starts a
+        such version and its kind, and once for each purge (the ``purges`` table remembers them
+        for :data:`_PURGES_KEPT`). A call may repeat a notice already made (the catch-up starts a
         little before the connection was lost); listeners read the journal by version, so that is
-        harmless. A purge made while disconnected leaves no row to find and is not announced.
+        harmless.
         """
         with self._watch_guard:
             self._watchers.append(listener)
@@ -761,29 +796,41 @@ class PostgresDocumentStore:
                 del self._own[key]
 
     def _catch_up(self, since: int) -> int:
-        """Dispatch a notice for each document another process committed after cursor ``since``.
+        """Dispatch a notice for each document another process committed or purged after cursor ``since``.
 
-        One notice per document, its newest version (feeds read the versions between from the
-        journal), in feed order. Returns the cursor of the last commit read (``since`` when none).
+        One notice per document committed, its newest version (feeds read the versions between
+        from the journal), and one per purge (from ``purges``; a purged document has no journal
+        rows left), in cursor order. Returns the cursor of the last commit read (``since`` when
+        none). Purges are read after the feed, so none below that cursor can be missing.
         """
         newest: dict[str, StoredChange] = {}
         cursor = since
         while True:
             page = self.read_changes(cursor, _CATCH_UP_PAGE)
             for change in page:
-                newest.pop(change.doc_id, None)  # keeps the dict in feed order of each newest version
-                newest[change.doc_id] = change
+                newest[change.doc_id] = change  # the feed lists each document's versions in order
             if page:
                 cursor = page[-1].cursor
             if len(page) < _CATCH_UP_PAGE:
                 break
+        try:
+            with self._connection(None) as conn:
+                purges = conn.execute(self._purges_sql, {"since": str(since), "k1": self._writer_key[0],
+                                                         "k2": self._writer_key[1]}).fetchall()
+        except psycopg.Error as error:
+            raise self._failed(error, None, write=False) from None
         with self._own_guard:
             own = set(self._own)
-        missed = [change for change in newest.values() if (change.doc_id, change.version) not in own]
+        missed = sorted(
+            [(c.cursor, StoreNotice(c.doc_id, c.version, _KINDS.get(c.op, "updated")))
+             for c in newest.values() if (c.doc_id, c.version) not in own] +
+            [(txid, StoreNotice(doc_id, version, "purged"))
+             for txid, doc_id, version in purges if (doc_id, 0) not in own],
+            key=lambda pair: pair[0])
         if missed:
-            log.info("announcing %d document(s) committed by other processes while not listening", len(missed))
-        for change in missed:
-            self._deliver(StoreNotice(change.doc_id, change.version, _KINDS.get(change.op, "updated")))
+            log.info("announcing %d commit(s) and purge(s) of other processes made while not listening", len(missed))
+        for _, notice in missed:
+            self._deliver(notice)
         return cursor
 
     def _dispatch(self, payload: str) -> None:
