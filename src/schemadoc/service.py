@@ -39,9 +39,11 @@ from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.ops.limits import (
     MAX_PATCH_OPERATIONS,
     MAX_STRING_LENGTH,
+    ArgumentScan,
     check_operation_count,
     check_pointer_length,
     check_string_lengths,
+    scan_argument,
 )
 from schemadoc.ops.sizes import patch_size, serialise
 from schemadoc.pointer import format_pointer, json_type, parse, parse_node_path, resolve
@@ -557,23 +559,39 @@ class DocumentService:
         return doc_id, content, meta, report
 
     def update_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
-                    dry_run: bool = False) -> WriteResult:
+                    dry_run: bool = False, scanned: ArgumentScan | None = None) -> WriteResult:
         path = _path_arg(node_path)
-        self._check_node_write(path, node_data)
+        scan = self._check_node_write(path, node_data, scanned)
         return self._write(doc_id, version, "update_node", lambda doc: compile_update(doc, path, node_data),
-                           dry_run=dry_run, node_of=_node_at)
+                           dry_run=dry_run, node_of=_node_at, written=_written_depths(scan, [node_data], 0))
 
     def create_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
-                    dry_run: bool = False) -> WriteResult:
+                    dry_run: bool = False, scanned: ArgumentScan | None = None) -> WriteResult:
         path = _path_arg(node_path)
-        self._check_node_write(path, node_data)
+        scan = self._check_node_write(path, node_data, scanned)
         return self._write(doc_id, version, "create_node", lambda doc: compile_create(doc, path, node_data),
-                           dry_run=dry_run, node_of=_node_at)
+                           dry_run=dry_run, node_of=_node_at, written=_written_depths(scan, [node_data], 0))
 
-    def _check_node_write(self, path: str, node_data: Any) -> None:
+    def scan_argument(self, value: Any, *, text: bytes | None = None, surrogates: bool = False) -> ArgumentScan:
+        """The one walk of a written argument (``node_data``, ``patch``, ``merge_patch``) at this service's
+        limits (:func:`~schemadoc.ops.limits.scan_argument`). A door that makes it passes it on to the
+        write as ``scanned``, so the write does not walk the value again; ``text``: the JSON it was read from."""
+        return scan_argument(value, max_json_depth=self.max_json_depth, max_string_length=self.max_string_length,
+                             surrogates=surrogates, text=text)
+
+    def _scan(self, value: Any, scanned: ArgumentScan | None, argument: str) -> ArgumentScan:
+        """``scanned`` when it is a scan of ``value`` at this service's limit, else a new one;
+        ``request-too-large`` (naming the offender) when a string or member name is too long."""
+        scan = scanned if scanned is not None and scanned.covers(value, self.max_string_length) \
+            else self.scan_argument(value)
+        if scan.too_long:
+            check_string_lengths(value, self.max_string_length, argument)  # finds the offender and raises
+        return scan
+
+    def _check_node_write(self, path: str, node_data: Any, scanned: ArgumentScan | None) -> ArgumentScan:
         """The request limits of a node write: its path and the strings of ``node_data``."""
         check_pointer_length(path, self.max_string_length, "node_path")
-        check_string_lengths(node_data, self.max_string_length, "node_data")
+        return self._scan(node_data, scanned, "node_data")
 
     def delete_node(self, doc_id: str, node_path: str, version: int, *, dry_run: bool = False) -> WriteResult:
         path = _path_arg(node_path)
@@ -602,21 +620,24 @@ class DocumentService:
         return self._write(doc_id, version, "move_node", build, dry_run=dry_run, node_of=_node_at,
                            info={"from_path": source, "node_path": target})
 
-    def apply_patch(self, doc_id: str, patch: Any, version: int, *, dry_run: bool = False) -> WriteResult:
+    def apply_patch(self, doc_id: str, patch: Any, version: int, *, dry_run: bool = False,
+                    scanned: ArgumentScan | None = None) -> WriteResult:
         """A raw RFC 6902 patch (all six ops) as one atomic write."""
         if isinstance(patch, list):  # counted first: a patch over the limit is not inspected op by op
             check_operation_count(len(patch), self.max_patch_operations, "patch")
         checked = check_patch(patch)
-        check_string_lengths(checked, self.max_string_length, "patch")  # values, paths and 'from' alike
+        scan = self._scan(checked, scanned, "patch")  # values, paths and 'from' alike
+        # an operation's value sits two containers down in the patch (the array, the operation)
+        values = [operation["value"] for operation in checked if operation["op"] in ("add", "replace")]
         return self._write(doc_id, version, "patch", lambda doc: CompiledWrite(checked, ""),
-                           dry_run=dry_run, node_of=_no_node)
+                           dry_run=dry_run, node_of=_no_node, written=_written_depths(scan, values, 2))
 
     def merge_patch(self, doc_id: str, node_path: str, merge_patch: Any, version: int, *,
-                    dry_run: bool = False) -> WriteResult:
+                    dry_run: bool = False, scanned: ArgumentScan | None = None) -> WriteResult:
         """RFC 7396 at a node, checked against the node's merge-patch schema, journaled as RFC 6902."""
         path = _path_arg(node_path)
         check_pointer_length(path, self.max_string_length, "node_path")
-        check_string_lengths(merge_patch, self.max_string_length, "merge_patch")
+        self._scan(merge_patch, scanned, "merge_patch")
         tokens = parse_node_path(path)
 
         def build(document: Any) -> CompiledWrite:
@@ -678,7 +699,7 @@ class DocumentService:
 
     def _write(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
                dry_run: bool, node_of: Callable[[Any, Any, str], Any],
-               info: dict[str, Any] | None = None) -> WriteResult:
+               info: dict[str, Any] | None = None, written: dict[int, tuple[int, bool]] | None = None) -> WriteResult:
         doc_id = check_doc_id(doc_id)
         version = check_version(version)
         if not isinstance(dry_run, bool):
@@ -688,7 +709,7 @@ class DocumentService:
             _check_current(doc_id, version, current)
             compiled = build(state.content)
             applied = apply_patch(state.content, compiled.patch)
-            check_written_depth(applied.document, applied.patch, self.max_json_depth)
+            check_written_depth(applied.document, applied.patch, self.max_json_depth, known=written)
             report = self.validator.validate_change(state.content, applied.document, patch=applied.patch,
                                                     keep=not dry_run)
             node_path = compiled.node_path
@@ -1019,6 +1040,14 @@ def _check_bounds(*, max_depth: int | None = None, offset: int = 0, limit: int |
 
 MIN_MAX_BYTES = 512
 """The smallest ``max_bytes`` a bounded read accepts (room for a stub and its pointer)."""
+
+
+def _written_depths(scan: ArgumentScan, values: list[Any], below: int) -> dict[int, tuple[int, bool]]:
+    """What ``scan`` says of the depth of ``values`` it covers, each ``below`` containers down in the
+    scanned value: by identity, for :func:`~schemadoc.ops.apply.check_written_depth` (exact only for the
+    scanned value itself)."""
+    bound = max(scan.depth - below, 0)
+    return {id(value): (bound, scan.depth_exact and below == 0) for value in values if isinstance(value, dict | list)}
 
 
 def _no_node(old: Any, new: Any, pointer: str) -> Any:

@@ -43,6 +43,7 @@ from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces import feeds, results
 from schemadoc.interfaces.subscribers import SubscriberSlots
+from schemadoc.ops.limits import ArgumentScan
 from schemadoc.pointer import json_type
 from schemadoc.service import MIN_MAX_BYTES, DocumentService
 from schemadoc.storage.base import check_doc_id
@@ -240,13 +241,23 @@ class _Body:
             raise _invalid("body", f"The request body must be a JSON object, got {json_type(self.value)}.")
         return self.value
 
-    def argument(self, name: str) -> Any:
+    def argument(self, name: str, *, depth: bool = True) -> Any:
         fields = self.fields()
         if name not in fields:
             raise _invalid(name, f"The request body lacks the required member {name!r}.")
         value = fields[name]
-        check_depth(value, self.max_depth, name, self.raw)
+        if depth:
+            check_depth(value, self.max_depth, name, self.raw)
         return value
+
+    def written(self, name: str, service: DocumentService, *, whole: bool = False) -> tuple[Any, ArgumentScan]:
+        """The written argument ``name`` (``node_data``, ``patch``, ``merge_patch``; ``whole``: the body is
+        it) with the one walk of it that every limit reads: ``request-too-deep`` here, the others in the
+        write it is passed to."""
+        value = self.value if whole else self.argument(name, depth=False)
+        scan = service.scan_argument(value, text=self.raw)
+        scan.check_depth(self.max_depth, name)
+        return value, scan
 
     def dry_run(self, query: bool) -> bool:
         value = self.fields().get("dry_run", False) if isinstance(self.value, dict) else False
@@ -660,9 +671,10 @@ def rest_router(prefix: str) -> APIRouter:
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: IfMatch = None) -> JSONBody:
         body = _Body(raw, rest.max_depth, required=True, members=("node_data", "version", "dry_run"))
-        node_data = body.argument("node_data")
+        node_data, scanned = body.written("node_data", rest.service)
         version = rest.versions.resolve(doc_id, body, if_match)
-        result = rest.service.update_node(doc_id, path, node_data, version, dry_run=body.dry_run(dry_run))
+        result = rest.service.update_node(doc_id, path, node_data, version, dry_run=body.dry_run(dry_run),
+                                          scanned=scanned)
         return _write_response(results.update_node_result(result))
 
     @router.post("/documents/{doc_id}/nodes", status_code=201, response_model=results.CreateNodeResult,
@@ -675,9 +687,10 @@ def rest_router(prefix: str) -> APIRouter:
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: IfMatch = None) -> JSONBody:
         body = _Body(raw, rest.max_depth, required=True, members=("node_data", "version", "dry_run"))
-        node_data = body.argument("node_data")
+        node_data, scanned = body.written("node_data", rest.service)
         version = rest.versions.resolve(doc_id, body, if_match)
-        result = rest.service.create_node(doc_id, path, node_data, version, dry_run=body.dry_run(dry_run))
+        result = rest.service.create_node(doc_id, path, node_data, version, dry_run=body.dry_run(dry_run),
+                                          scanned=scanned)
         return _write_response(results.create_node_result(result), 201)
 
     @router.delete("/documents/{doc_id}/nodes", response_model=results.DeleteNodeResult, tags=["documents"],
@@ -701,13 +714,9 @@ def rest_router(prefix: str) -> APIRouter:
                     dry_run: Annotated[bool, Query(description=_DRY)] = False,
                     if_match: IfMatch = None) -> JSONBody:
         body = _Body(raw, rest.max_depth, required=True, members=("patch", "version", "dry_run"), array_allowed=True)
-        if isinstance(body.value, list):
-            patch: Any = body.value
-            check_depth(patch, rest.max_depth, "patch", raw)
-        else:
-            patch = body.argument("patch")
+        patch, scanned = body.written("patch", rest.service, whole=isinstance(body.value, list))
         version = rest.versions.resolve(doc_id, body, if_match)
-        result = rest.service.apply_patch(doc_id, patch, version, dry_run=body.dry_run(dry_run))
+        result = rest.service.apply_patch(doc_id, patch, version, dry_run=body.dry_run(dry_run), scanned=scanned)
         return _write_response(results.patch_result(result))
 
     # -- deletion --------------------------------------------------------------------------
@@ -769,9 +778,9 @@ def rest_router(prefix: str) -> APIRouter:
                 remediation="Send the merge patch as application/merge-patch+json, or an RFC 6902 patch "
                             "to POST /documents/{doc_id}/patch.")
         body = _Body(raw, rest.max_depth, required=True, members=None)
-        check_depth(body.value, rest.max_depth, "merge_patch", raw)
+        patch, scanned = body.written("merge_patch", rest.service, whole=True)
         version = rest.versions.from_if_match(doc_id, if_match)
-        result = rest.service.merge_patch(doc_id, path, body.value, version, dry_run=dry_run)
+        result = rest.service.merge_patch(doc_id, path, patch, version, dry_run=dry_run, scanned=scanned)
         return _write_response(results.merge_patch_result(result))
 
     @router.post("/documents/{doc_id}/merge", response_model=results.MergePatchResult, tags=["documents"],
@@ -785,9 +794,9 @@ def rest_router(prefix: str) -> APIRouter:
                          dry_run: Annotated[bool, Query(description=_DRY)] = False,
                          if_match: IfMatch = None) -> JSONBody:
         body = _Body(raw, rest.max_depth, required=True, members=("merge_patch", "version", "dry_run"))
-        patch = body.argument("merge_patch")
+        patch, scanned = body.written("merge_patch", rest.service)
         version = rest.versions.resolve(doc_id, body, if_match)
-        result = rest.service.merge_patch(doc_id, path, patch, version, dry_run=body.dry_run(dry_run))
+        result = rest.service.merge_patch(doc_id, path, patch, version, dry_run=body.dry_run(dry_run), scanned=scanned)
         return _write_response(results.merge_patch_result(result))
 
     # -- history -----------------------------------------------------------------------------

@@ -250,12 +250,15 @@ def _summary(value: Any) -> Any:
     return value
 
 
-def check_written_depth(document: Any, patch: list[dict[str, Any]], limit: int) -> None:
+def check_written_depth(document: Any, patch: list[dict[str, Any]], limit: int,
+                        known: dict[int, tuple[int, bool]] | None = None) -> None:
     """``document-too-deep`` when what ``patch`` wrote nests ``document`` more than ``limit`` levels deep.
 
     ``document`` is the patched document; a container is one level (``{"a": [1]}`` is 2 deep). Only
     the written nodes are walked (their path's length plus their own depth), so the check costs
-    what the edit costs, not what the document's size does.
+    what the edit costs, not what the document's size does. ``known`` gives, by ``id``, the depth
+    of written values already measured (the request's own walk): ``(depth, exact)``, an upper
+    bound unless exact; a written node found there is not walked again unless the bound is over.
     """
     for operation in patch:
         if operation["op"] not in ("add", "replace", "move", "copy"):
@@ -266,14 +269,25 @@ def check_written_depth(document: Any, patch: list[dict[str, Any]], limit: int) 
         except SchemaDocError:  # removed or moved away by a later operation, which is checked itself
             continue
         room = limit - len(tokens)
-        stack: list[tuple[Any, int]] = [(node, 1)] if isinstance(node, dict | list) else []
-        while stack:
-            value, depth = stack.pop()
-            if depth > room:
-                raise SchemaDocError(
-                    "document-too-deep",
-                    f"The write would nest the document more than {limit} levels deep (at {operation['path']}).",
-                    {"path": operation["path"], "max_json_depth": limit})
-            for child in value.values() if isinstance(value, dict) else value:
-                if isinstance(child, dict | list):
-                    stack.append((child, depth + 1))
+        measured = known.get(id(node)) if known else None
+        if measured is not None and (measured[0] <= room or measured[1]):
+            deeper = measured[0] > room
+        else:
+            deeper = _deeper_than(node, room)
+        if deeper:
+            raise SchemaDocError(
+                "document-too-deep",
+                f"The write would nest the document more than {limit} levels deep (at {operation['path']}).",
+                {"path": operation["path"], "max_json_depth": limit})
+
+
+def _deeper_than(node: Any, room: int) -> bool:
+    stack: list[tuple[Any, int]] = [(node, 1)] if isinstance(node, dict | list) else []
+    while stack:
+        value, depth = stack.pop()
+        if depth > room:
+            return True
+        for child in value.values() if isinstance(value, dict) else value:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+    return False
