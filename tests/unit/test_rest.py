@@ -514,3 +514,13 @@ def test_post_documents_links_every_operation_on_the_new_document(client: TestCl
     response = client.post(f"{API}/documents")
     assert re.fullmatch(created["headers"]["ETag"]["schema"]["pattern"], response.headers["ETag"])
     assert response.headers["Location"].endswith(response.json()["doc_id"])
+
+
+@pytest.mark.parametrize("number", [10**19 + 7, 2**64, -(10**25) - 3, 12345678901234567890123456789])
+def test_a_body_keeps_integers_of_twenty_digits_and_more_exact(number: int) -> None:
+    """orjson reads them approximately (as floats); the body parser notices the run of digits and reads exactly."""
+    from schemadoc.interfaces.rest import parse_json
+
+    value = parse_json(orjson.dumps({"text": "0" * 30, "n": [1.5, 3]})[:-2] + f", {number}]}}".encode())
+    assert value == {"text": "0" * 30, "n": [1.5, 3, number]}
+    assert type(value["n"][2]) is int
