@@ -80,3 +80,28 @@ def test_a_huge_offending_value_is_summarised_not_copied(tmp_path: Path) -> None
     report = validator.validate({"a": {f"k{i}": "x" * 50 for i in range(1000)}})
     (violation,) = report.violations
     assert violation.actual["summary"] == "object with 1000 members"
+
+
+def test_a_rejected_change_is_reported_as_whole_validation_reports_it(tmp_path: Path) -> None:
+    validator = validator_for(tmp_path, '{"$schema": "https://json-schema.org/draft/2020-12/schema",'
+                                        ' "type": "object", "required": ["n"],'
+                                        ' "properties": {"n": {"type": "integer", "maximum": 3},'
+                                        '                "tags": {"type": "array", "items": {"type": "string"}}}}')
+    before = {"n": 1, "tags": ["a"]}
+    assert validator.validate(before).valid
+    after = {"tags": ["a", 2]}
+    change = validator.validate_change(before, after, keep=False)
+    assert not change.valid
+    assert change == validator.validate(after)
+    assert {(v.path, v.code) for v in change.violations} == {("", "required-missing"),
+                                                             ("/tags/1", "type-mismatch")}
+
+
+def test_a_change_judged_invalid_by_mistake_is_still_judged_by_whole_validation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    validator = validator_for(tmp_path, '{"$schema": "https://json-schema.org/draft/2020-12/schema",'
+                                        ' "type": "object", "properties": {"n": {"type": "integer"}}}')
+    before = {"n": 1}
+    assert validator.validate(before).valid
+    monkeypatch.setattr(validator, "change_is_valid", lambda *args, **kwargs: False)
+    assert validator.validate_change(before, {"n": 2}, keep=False).valid

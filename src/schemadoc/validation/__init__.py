@@ -152,7 +152,9 @@ class DocumentValidator:
             if keep:
                 self._remember(after, before)
             return VALID
-        return _report(self._validator, after, self._schema)
+        # the verdict is in: collect the errors without asking jsonschema-rs for it again (a
+        # whole is_valid pass, half the cost of a rejected write on a big document)
+        return _report(self._validator, after, self._schema, judged_invalid=True)
 
     def change_is_valid(self, before: Any, after: Any, patch: Sequence[Any] | None = None) -> bool:
         """The verdict alone (see :meth:`validate_change`); nothing is remembered."""
@@ -175,8 +177,11 @@ class DocumentValidator:
                 known.popitem(last=False)
 
 
-def _report(validator: Any, instance: Any, schema: LoadedSchema | None = None) -> ValidationReport:
-    if validator.is_valid(instance):
+def _report(validator: Any, instance: Any, schema: LoadedSchema | None = None, *,
+            judged_invalid: bool = False) -> ValidationReport:
+    """Every violation of ``instance`` (at most ``_MAX_VIOLATIONS``); ``judged_invalid``: the
+    verdict is known already, so the ``is_valid`` pass that spares valid documents is skipped."""
+    if not judged_invalid and validator.is_valid(instance):
         return VALID
     violations: list[Violation] = []
     truncated = False
@@ -188,6 +193,8 @@ def _report(validator: Any, instance: Any, schema: LoadedSchema | None = None) -
         if schema is not None:  # whole documents: paths are the schema's own, so fixes can be suggested
             violation = suggest(violation, error.instance, schema)
         violations.append(violation)
+    if not violations:  # whole-document validation is the truth, whatever the verdict said
+        return VALID
     return ValidationReport(False, tuple(violations), truncated)
 
 
