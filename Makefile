@@ -79,7 +79,7 @@ inspector:  ## the MCP Inspector (TypeScript SDK) for the client-depth test, in 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
-bench-limits: $(VENV)/.installed  ## what the string-length check costs a write (0.1, 1, 10 MiB), a subscriber slot
+bench-limits: $(VENV)/.installed  ## the one walk of a written value beside the write (0.1, 1, 10 MiB), whole writes through REST and MCP (1, 10 MiB), a subscriber slot
 	$(PY) benchmarks/limits.py
 
 bench-validation: $(VENV)/.installed  ## validation per write, incremental beside whole, at 1/10/100 MiB
