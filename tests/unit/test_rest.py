@@ -524,3 +524,19 @@ def test_a_body_keeps_integers_of_twenty_digits_and_more_exact(number: int) -> N
     value = parse_json(orjson.dumps({"text": "0" * 30, "n": [1.5, 3]})[:-2] + f", {number}]}}".encode())
     assert value == {"text": "0" * 30, "n": [1.5, 3, number]}
     assert type(value["n"][2]) is int
+
+
+def test_the_error_catalog_is_served_as_the_mcp_resource_serves_it(client: TestClient) -> None:
+    from schemadoc.errors import CATALOG
+
+    response = client.get("/api/v1/errors")
+
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert body["success"] is True
+    assert body["errors"] == [entry.as_dict() for entry in CATALOG.values()]
+    documented = client.get("/openapi.json").json()["paths"]["/api/v1/errors"]["get"]
+    assert documented["operationId"] == "errors_catalog"
+    assert set(body["errors"][0]) <= set(client.get("/openapi.json").json()["components"]["schemas"]
+                                          ["ErrorCatalogEntry"]["properties"])

@@ -86,7 +86,7 @@ document's journal: read its history, any past version, diffs between versions, 
 or follow new versions live as Server-Sent Events (`/documents/{doc_id}/events`, resumable
 with `Last-Event-ID`); `/changes` is a polling feed across all documents. Every error has the shape
 `{"error": {"code", "category", "message", "details", "remediation"}}` with a stable `code`
-from the error catalog (`docs/errors.md`, or the MCP resource `schema://errors`).
+from the error catalog (`GET /api/v1/errors`, or the MCP resource `schema://errors`).
 """
 
 

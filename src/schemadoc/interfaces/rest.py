@@ -39,7 +39,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
 from schemadoc.config import Settings
-from schemadoc.errors import SchemaDocError
+from schemadoc.errors import CATALOG, SchemaDocError
 from schemadoc.interfaces import feeds, results
 from schemadoc.interfaces.subscribers import SubscriberSlots
 from schemadoc.ops.limits import ArgumentScan
@@ -109,7 +109,7 @@ def error_response(error: SchemaDocError, headers: dict[str, str] | None = None)
 
 
 class ErrorObject(BaseModel):
-    code: str = Field(description="Stable kebab-case code from the error catalog (docs/errors.md, schema://errors).")
+    code: str = Field(description="Stable kebab-case code from the error catalog (GET /api/v1/errors, schema://errors).")
     category: str = Field(description="The HTTP status as a string, e.g. '409'.")
     message: str = Field(description="What went wrong, for a person or an agent.")
     details: dict[str, Any] = Field(description="Data to act on: the path, the current version, every violation, …")
@@ -896,6 +896,13 @@ def rest_router(prefix: str) -> APIRouter:
     ) -> JSONBody:
         root = rest.service.root_schema(dereferenced=dereferenced)
         return JSONBody(results.root_schema_result(rest.service.schema_uri, root, rest.service.schema.schema_version))
+
+    @router.get("/errors", response_model=results.ErrorCatalogResult, tags=["schema"],
+                summary="The error catalog", operation_id="errors_catalog",
+                description="Every error code a route or MCP tool can return, with its HTTP status, typical "
+                            "causes and remediation: the list the MCP resource schema://errors holds.")
+    async def error_catalog() -> JSONBody:
+        return JSONBody({"success": True, "errors": [entry.as_dict() for entry in CATALOG.values()]})
 
     @router.get("/schema/node", response_model=results.NodeSchemaResult, tags=["schema"],
                 summary="The schema of a node", operation_id="schema_get_node", responses=_errors(400, 404))

@@ -181,6 +181,26 @@ class RootSchemaResult(_Body):
     schema_version: str | None = None
 
 
+class ErrorCatalogEntry(_Body):
+    code: str = Field(description="The stable kebab-case code an error object carries.")
+    status: int = Field(description="The HTTP status REST answers with (MCP carries the same error object).")
+    category: str = Field(description="The status as a string, as in an error object's `category`.")
+    kind: str = Field(description="What kind of problem: the request, the document's state, the server, ...")
+    description: str
+    causes: list[str] = Field(description="Typical situations that produce it.")
+    remediation: str = Field(description="How to fix it.")
+    origin: str = Field(description="'spec': a code of the specification's catalog; 'extension': a situation "
+                                    "the specification does not cover.")
+    extension: str | None = Field(default=None, description="For an extension: why it exists (absent for the "
+                                                            "specification's codes).")
+
+
+class ErrorCatalogResult(_Body):
+    success: bool = True
+    errors: list[ErrorCatalogEntry] = Field(description="Every code, in catalog order; the same list as the MCP "
+                                                        "resource schema://errors.")
+
+
 class NodeSchemaResult(_Body):
     success: bool = True
     node_path: str
