@@ -94,8 +94,8 @@ def test_a_written_depth_already_measured_is_not_walked_again(
     """A bound within the room needs no walk; an exact depth over it is refused as the walk would refuse
     it; a bound over the room is checked by walking (the value is 2 deep, the room 2: it fits)."""
     walks: list[Any] = []
-    walk = apply_module._deeper_than
-    monkeypatch.setattr(apply_module, "_deeper_than", lambda node, room: walks.append(node) or walk(node, room))
+    walk = apply_module.deeper_than
+    monkeypatch.setattr(apply_module, "deeper_than", lambda node, room: walks.append(node) or walk(node, room))
     value = {"b": [1]}
     document = {"a": value}
     patch = [{"op": "add", "path": "/a", "value": value}]
@@ -116,7 +116,7 @@ CHAPTER = {"id": "ch-1", "title": "One " * 10, "sections": [{"title": "S", "para
 def walks(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How many times a write walks a value: the scan's walk, the written-depth walk."""
     counts = {"scan": 0, "written depth": 0}
-    scan_walk, depth_walk = limits_module._walk, apply_module._deeper_than
+    scan_walk, depth_walk = limits_module._walk, apply_module.deeper_than
 
     def counted_scan(*args: Any) -> Any:
         counts["scan"] += 1
@@ -127,7 +127,7 @@ def walks(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         return depth_walk(*args)
 
     monkeypatch.setattr(limits_module, "_walk", counted_scan)
-    monkeypatch.setattr(apply_module, "_deeper_than", counted_depth)
+    monkeypatch.setattr(apply_module, "deeper_than", counted_depth)
     return counts
 
 

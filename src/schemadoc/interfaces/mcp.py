@@ -115,7 +115,7 @@ from schemadoc.interfaces.subscribers import SubscriberSlots
 from schemadoc.ops.limits import ArgumentScan
 from schemadoc.service import DocumentService, check_doc_id
 
-__all__ = ["SchemaDocMCPServer", "build_mcp_server", "check_depth", "error_result", "success_result", "version_uri"]
+__all__ = ["SchemaDocMCPServer", "build_mcp_server", "error_result", "success_result", "version_uri"]
 
 log = logging.getLogger("schemadoc.mcp")
 
@@ -604,19 +604,6 @@ def check_unicode(arguments: dict[str, Any], service: DocumentService | None = N
             elif isinstance(node, list):
                 stack.extend((child, f"{where}/{index}") for index, child in enumerate(node))
     return scans
-
-
-def check_depth(value: Any, limit: int, argument: str) -> None:
-    """``request-too-deep`` when ``value`` nests containers more than ``limit`` levels (as over REST)."""
-    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            raise SchemaDocError("request-too-deep", f"The {argument} is nested more than {limit} levels deep.",
-                                 {"argument": argument, "max_json_depth": limit})
-        for child in node.values() if isinstance(node, dict) else node:
-            if isinstance(child, dict | list):
-                stack.append((child, depth + 1))
 
 
 def _validate_arguments(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from schemadoc.config import Settings
 from schemadoc.errors import CATALOG, SchemaDocError
 from schemadoc.interfaces import feeds, results
 from schemadoc.interfaces.subscribers import SubscriberSlots
-from schemadoc.ops.limits import ArgumentScan
+from schemadoc.ops.limits import ArgumentScan, deeper_than
 from schemadoc.pointer import json_type
 from schemadoc.service import MIN_MAX_BYTES, DocumentService
 from schemadoc.storage.base import check_doc_id
@@ -191,18 +191,9 @@ def check_depth(value: Any, limit: int, argument: str, raw: bytes | None = None)
     """
     if raw is not None and raw.count(b"[") + raw.count(b"{") <= limit:
         return
-    if not isinstance(value, dict | list):
-        return
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            raise SchemaDocError("request-too-deep",
-                                 f"The {argument} is nested more than {limit} levels deep.",
-                                 {"argument": argument, "max_json_depth": limit})
-        for child in node.values() if isinstance(node, dict) else node:
-            if isinstance(child, dict | list):
-                stack.append((child, depth + 1))
+    if deeper_than(value, limit):
+        raise SchemaDocError("request-too-deep", f"The {argument} is nested more than {limit} levels deep.",
+                             {"argument": argument, "max_json_depth": limit})
 
 
 def _invalid(argument: str, message: str) -> SchemaDocError:

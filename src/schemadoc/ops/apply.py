@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.ops.limits import deeper_than
 from schemadoc.pointer import _INDEX, format_pointer, index_token, json_type, parse, resolve
 
 __all__ = ["AppliedPatch", "apply_patch", "apply_patches", "check_patch", "check_written_depth", "json_equal"]
@@ -273,21 +274,10 @@ def check_written_depth(document: Any, patch: list[dict[str, Any]], limit: int,
         if measured is not None and (measured[0] <= room or measured[1]):
             deeper = measured[0] > room
         else:
-            deeper = _deeper_than(node, room)
+            deeper = deeper_than(node, room)
         if deeper:
             raise SchemaDocError(
                 "document-too-deep",
                 f"The write would nest the document more than {limit} levels deep (at {operation['path']}).",
                 {"path": operation["path"], "max_json_depth": limit})
 
-
-def _deeper_than(node: Any, room: int) -> bool:
-    stack: list[tuple[Any, int]] = [(node, 1)] if isinstance(node, dict | list) else []
-    while stack:
-        value, depth = stack.pop()
-        if depth > room:
-            return True
-        for child in value.values() if isinstance(value, dict) else value:
-            if isinstance(child, dict | list):
-                stack.append((child, depth + 1))
-    return False
