@@ -110,8 +110,9 @@ async def measure_doors(size: float, runs: int) -> tuple[int, Timing, Timing]:
                         assert response.status_code == 200, response.text[:500]
                         version = response.json()["version"]
 
-                        arguments = {"doc_id": doc_id, "node_path": "/chapters",
-                                     "node_data": variants[(run + 1) % 2], "version": version}
+                        fresh = orjson.loads(bodies[(run + 1) % 2])["node_data"]  # as a server parses it
+                        arguments = {"doc_id": doc_id, "node_path": "/chapters", "node_data": fresh,
+                                     "version": version}
                         start = time.perf_counter()
                         result = await mcp.call_tool("document_update_node", arguments)
                         mcp_ms.append((time.perf_counter() - start) * 1000)
