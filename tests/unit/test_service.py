@@ -266,6 +266,7 @@ def test_past_versions_are_rebuilt_from_persisted_checkpoints_not_from_version_o
     doc_id, *_ = writer.create_document()
     for version in range(1, 600):
         writer.update_node(doc_id, "/title", f"t{version + 1}", version)
+    assert writer.snapshots.wait_idle()  # history checkpoints are written in the background
     assert store.read_checkpoint(doc_id, 599) is not None and store.read_checkpoint(doc_id, 599)[0] == 512
     reader = DocumentService(SCHEMA, store)  # a restart: nothing in memory
     for version in (2, 300, 511, 512, 599):
@@ -282,6 +283,7 @@ def test_a_checkpoint_torn_by_a_crash_is_ignored_and_the_journal_replayed(tmp_pa
     doc_id, *_ = service.create_document()
     for version in range(1, 300):
         service.update_node(doc_id, "/title", f"t{version + 1}", version)
+    assert service.snapshots.wait_idle()  # history checkpoints are written in the background
     checkpoint = tmp_path / "checkpoints" / doc_id / "256.json"
     assert checkpoint.exists()
     checkpoint.write_bytes(b"")  # what a crash before the data reached the disk can leave
