@@ -9,7 +9,9 @@ Not a test: it prints figures and writes them as a Markdown table to
 * incremental: ``DocumentValidator.validate_change(before, after, patch=...)`` for a leaf update
   and a chapter append, given the strict patch as the service gives it;
 * rejected update (a paragraph style outside its enum): the time to the verdict
-  (``change_is_valid``) and to the whole report every rejected write carries.
+  (``change_is_valid``), to the verdict and the report built by validating the whole new
+  document (what a rejected write paid before), and to the verdict and the report built where
+  the change is (``validate_change``, what a rejected write pays now).
 
     .venv/bin/python benchmarks/validation.py                 # 1, 10 and 100 MiB
     .venv/bin/python benchmarks/validation.py --sizes 1 10 --writes 100
@@ -34,7 +36,7 @@ from generate import make_book, mid_paragraph_path
 
 from schemadoc.ops.apply import AppliedPatch, apply_patch
 from schemadoc.schema import load_schema
-from schemadoc.validation import DocumentValidator
+from schemadoc.validation import DocumentValidator, ValidationReport, _report
 
 WHOLE_RUNS = {1: 11, 10: 7, 100: 5}
 OUT = HERE / "results" / "validation.md"
@@ -79,9 +81,25 @@ def measure(size: int, writes: int, validator: DocumentValidator) -> dict[str, l
     rows["rejected: verdict (incremental)"] = timed(
         lambda applied: _refused(validator, book, applied), writes, setup=change(rejected))
     rows["rejected: verdict + whole report"] = timed(
-        lambda applied: validator.validate_change(book, applied.document, patch=applied.patch, keep=False), whole,
-        setup=change(rejected))
+        lambda applied: _whole_report(validator, book, applied), whole, setup=change(rejected))
+    sample = change(rejected)(0)
+    if validator.change_report(book, sample.document, sample.patch) != _whole_report(validator, book, sample):
+        raise AssertionError("the rejected write is not reported from where it changed, or not as whole")
+    rows["rejected: verdict + incremental report"] = timed(
+        lambda applied: _reported(validator, book, applied), writes, setup=change(rejected))
     return rows
+
+
+def _whole_report(validator: DocumentValidator, before: Any, applied: AppliedPatch) -> ValidationReport:
+    """What a rejected write cost before its report was built where it changed."""
+    _refused(validator, before, applied)
+    return _report(validator._validator, applied.document, validator._schema, judged_invalid=True)
+
+
+def _reported(validator: DocumentValidator, before: Any, applied: AppliedPatch) -> None:
+    report = validator.validate_change(before, applied.document, patch=applied.patch, keep=False)
+    if report.valid or len(report.violations) != 1:
+        raise AssertionError("a rejected write was not reported with its one violation")
 
 
 def _accepted(validator: DocumentValidator, before: Any, applied: AppliedPatch) -> None:

@@ -2,7 +2,8 @@
 
 A valid document is changed by a patch applied on a structurally shared copy (as every write
 is); the verdict that looks only where the patch reached must equal validating the whole result
-with the runtime validator, and a rejected change must carry the whole-document report. The
+with the runtime validator, and a rejected change must carry the whole-document report, also
+when that report is built from the places the change reached (``change_report``). The
 schemas are the official JSON-Schema-Test-Suite (draft 2020-12, optional tests included), our
 example schemas, and generated ones:
 
@@ -175,7 +176,18 @@ def assert_incremental_equals_whole(validator: DocumentValidator, before: Any, p
     assert validator.change_is_valid(before, after) is whole.valid, (before, patch, after)
     assert validator.change_is_valid(before, after, applied.patch) is whole.valid, (before, patch, after)
     report = validator.validate_change(before, after, patch=applied.patch, keep=False)
-    assert report.to_dict() == whole.to_dict()
+    assert report.to_dict() == whole.to_dict(), (report.to_dict(), whole.to_dict())
+    if whole.valid:
+        return
+    # a rejected change: the report built where the change is, when it is built, is the whole one
+    for paths in (applied.patch, None):
+        incremental = validator.change_report(before, after, paths)
+        if incremental is not None:
+            assert incremental.to_dict() == whole.to_dict(), (before, patch, after)
+            INCREMENTAL_REPORTS[paths is None] += 1
+
+
+INCREMENTAL_REPORTS = [0, 0]  # rejected changes reported from the change: with the patch's paths, found by scanning
 
 
 def test_the_official_suite_is_available_and_mostly_loads() -> None:
@@ -187,6 +199,7 @@ def test_the_official_suite_is_available_and_mostly_loads() -> None:
 
 def test_every_valid_invalid_pair_of_the_suite_replays_through_the_incremental_path() -> None:
     pairs = 0
+    reported_before = min(INCREMENTAL_REPORTS)
     for case in suite_cases():
         for before in case.valid:
             for target in _targets(case):
@@ -196,6 +209,7 @@ def test_every_valid_invalid_pair_of_the_suite_replays_through_the_incremental_p
             for patch in shifts(before):
                 assert_incremental_equals_whole(case.validator, before, patch)
     assert pairs > 1000
+    assert min(INCREMENTAL_REPORTS) - reported_before > 500  # the incremental report really ran
 
 
 def _targets(case: Case) -> list[Any]:

@@ -26,6 +26,13 @@ documents are never mutated. So ``after`` is valid if and only if what differs i
 Per-location validators are ``{"$ref": "<document>#<pointer>"}`` compiled against the registry of
 every schema document, so each subschema sees its own base URI, anchors and ``$defs``. Nothing
 here touches the disk.
+
+The same walk also collects a rejected change's errors (:meth:`ChangeChecker.change_errors`):
+since ``before`` was valid, every error of ``after`` lies in what the walk checks, so the errors
+of those checks, placed at their node's path (and a shallow keyword at its schema's location),
+are the whole document's errors. Where that cannot be told exactly (an error carrying its
+alternatives', a false schema, a schema reached twice at one place, embedded ``$id`` s,
+``$dynamicRef``, too many errors), the whole document is validated instead.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from itertools import compress, repeat
 from itertools import count as count_from
 from operator import is_not
 from typing import Any, Final
+from urllib.parse import unquote, urldefrag
 
 import jsonschema_rs
 
@@ -44,7 +52,7 @@ from schemadoc.pointer import parse
 from schemadoc.schema import LoadedSchema
 from schemadoc.schema.refs import Located
 
-__all__ = ["ChangeChecker"]
+__all__ = ["ChangeChecker", "PlacedError"]
 
 # Keywords that say which schemas apply to a child (or to the same node): followed by the walk.
 _CHILDREN: Final = frozenset(
@@ -70,6 +78,9 @@ _NON_LOCAL: Final = frozenset(
         "$dynamicRef", "$recursiveRef", "$recursiveAnchor", "dependencies", "additionalItems", "$vocabulary",
     }
 )
+_SHALLOW_ASSERTED: Final = _SHALLOW | frozenset(_SHALLOW_SUBSCHEMAS)
+# Errors carrying their alternatives' errors, whose paths are relative to the validated subtree.
+_BRANCHING: Final = frozenset({"oneOf", "anyOf", "anyOfMultipleErrors", "oneOfMultipleValid", "oneOfNotValid"})
 _MAX_CHILD_MEMO = 4096
 _MISSING: Final = object()
 _FAILED: Final = object()  # a validator that cannot be compiled apart (remembered, not retried)
@@ -81,6 +92,39 @@ class _Unsupported(Exception):
 
 class _HintMismatch(Exception):
     """Internal: a patch's paths do not exist in the documents it was given with."""
+
+
+class PlacedError:
+    """A runtime validator's error, placed in the whole document and in the schema's own documents.
+
+    It has what :mod:`schemadoc.validation` reads of an error: ``kind``, ``message``,
+    ``instance``, ``instance_path`` (from the document's root) and ``schema_path`` (the keyword's
+    location in its schema document, as whole-document validation gives it).
+    """
+
+    __slots__ = ("instance", "instance_path", "kind", "message", "schema_path")
+
+    def __init__(self, error: Any, path: tuple[str | int, ...], schema_path: tuple[str | int, ...]) -> None:
+        self.kind = error.kind
+        self.message: str = error.message
+        self.instance = error.instance
+        # the runtime validator leaves empty member names out of its instance paths (an error
+        # in {"": {"a": 1}} at "/a"): whole-document reports say so, and so must this one
+        self.instance_path = (*(token for token in path if token != ""), *error.instance_path)
+        self.schema_path = schema_path
+
+
+class _Errors(list[PlacedError]):
+    """Errors collected by the walk; more than ``limit`` of them: report the whole document."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def add(self, error: PlacedError) -> None:
+        if len(self) >= self.limit:
+            raise _Unsupported
+        self.append(error)
 
 
 class _Hint:
@@ -138,7 +182,7 @@ class _Node:
 
     __slots__ = (
         "_by_index", "_by_key", "_checker", "_items", "_whole", "dependent", "direct", "impossible", "local",
-        "members", "prefix_items", "shallow", "unconstrained",
+        "members", "merged", "prefix_items", "shallow", "unconstrained",
     )
 
     def __init__(self, checker: ChangeChecker, direct: tuple[Located, ...]) -> None:
@@ -151,6 +195,7 @@ class _Node:
         members: list[Located] = []
         self.impossible = False
         self.local = True
+        self.merged = False  # a schema reached twice here: whole validation evaluates it twice
         seen: set[int] = set()
         pending = list(direct)
         while pending:
@@ -162,6 +207,7 @@ class _Node:
                 self.impossible = True
                 continue
             if id(schema) in seen:
+                self.merged = True
                 continue
             seen.add(id(schema))
             members.append(located)
@@ -196,6 +242,44 @@ class _Node:
                 self._checker.location_validator(located) for located in self.direct if located.schema is not True
             )
         return all(validator.is_valid(instance) for validator in whole)
+
+    def collect_whole(self, instance: Any, path: tuple[str | int, ...], out: _Errors) -> None:
+        """Every error of ``instance`` against the schemas of this location, placed at ``path``."""
+        if self.impossible:
+            raise _Unsupported  # a false schema: reported whole
+        whole = self._whole
+        if whole is None:
+            whole = self._whole = tuple(
+                self._checker.location_validator(located) for located in self.direct if located.schema is not True
+            )
+        for validator in whole:
+            for error in validator.iter_errors(instance):
+                if error.kind.name in _BRANCHING or getattr(error.kind, "context", None):
+                    raise _Unsupported
+                out.add(PlacedError(error, path, tuple(error.schema_path)))
+
+    def collect_shallow(self, instance: Any, path: tuple[str | int, ...], out: _Errors) -> None:
+        """The errors of this location's own keywords (see :meth:`ChangeChecker.shallow_validator`)."""
+        checker = self._checker
+        for member in self.members:
+            validator = checker.shallow_validator(member)
+            if validator is None:
+                continue
+            prefix: tuple[str, ...] | None = None
+            for error in validator.iter_errors(instance):
+                name = error.kind.name
+                schema_path = tuple(error.schema_path)
+                if name in _BRANCHING or getattr(error.kind, "context", None):
+                    raise _Unsupported
+                if name == "propertyNames" and isinstance(member.schema.get("propertyNames"), dict):
+                    pass  # compiled as a $ref to its own location: the path is the schema's already
+                elif schema_path and schema_path[0] in _SHALLOW_ASSERTED:
+                    if prefix is None:
+                        prefix = checker.pointer(member.schema)
+                    schema_path = prefix + schema_path
+                else:
+                    raise _Unsupported
+                out.add(PlacedError(error, path, schema_path))
 
     # -- children -------------------------------------------------------------------------
 
@@ -277,6 +361,9 @@ class ChangeChecker:
         self._whole = schema.make_validator()
         self._uris = self.resources.location_uris()
         self._dynamic = any(_uses_dynamic_refs(contents) for _, contents in self.resources.all_documents())
+        # the runtime validator places an error's keyword from the root of its resource (the
+        # innermost $id), the walk from the root of its document: alike without embedded $ids
+        self._embedded = any(_embeds_resources(contents) for _, contents in self.resources.all_documents())
         self._lock = threading.Lock()
         self._nodes: dict[tuple[int, ...], _Node] = {}
         self._location_validators: dict[str, Any] = {}
@@ -313,6 +400,52 @@ class ChangeChecker:
             return _check(root, after, before)
         except _Unsupported:
             return bool(self._whole.is_valid(after))
+
+    def change_errors(self, before: Any, after: Any, patch: Sequence[Any] | None = None, *,
+                      limit: int) -> list[PlacedError] | None:
+        """Every error whole-document validation finds in ``after``, found where it changed.
+
+        ``before`` must be valid (see :meth:`is_valid_change`). The errors are those of the
+        places the walk checks: the changed nodes' own keywords and the subtrees it validates
+        whole, each error placed in the document and in the schema as whole validation places
+        it (the order may differ). None when that cannot be told exactly here, so the whole
+        document must be validated: an error
+        carrying its alternatives' errors (``oneOf``/``anyOf``), a false schema, a schema
+        reached twice at one place, embedded ``$id``s, ``$dynamicRef``, or more than ``limit`` errors.
+        """
+        if after is before or self._dynamic or self._embedded:
+            return None
+        try:
+            root = self._root
+            if root is None:
+                root = self._root = self.node((self.resources.root,))
+            hint = _hint(patch) if patch is not None else None
+            if hint is not None:
+                try:
+                    out = _Errors(limit)
+                    _collect(root, after, before, hint, (), out)
+                    return out
+                except _HintMismatch:
+                    pass
+            out = _Errors(limit)
+            _collect(root, after, before, None, (), out)
+            return out
+        except _Unsupported:
+            return None
+
+    def pointer(self, schema: dict[str, Any]) -> tuple[str, ...]:
+        """The tokens of a subschema's location in its schema document."""
+        uri = self._uris.get(id(schema))
+        if uri is None:
+            raise _Unsupported
+        fragment = unquote(urldefrag(uri).fragment)
+        try:
+            tokens = tuple(parse(fragment))
+        except SchemaDocError as error:
+            raise _Unsupported from error
+        if tokens and tokens[0] in _SHALLOW_ASSERTED:
+            raise _Unsupported  # its keywords' own paths could not be told from this prefix
+        return tokens
 
     # -- building blocks (used by the walk) -------------------------------------------------
 
@@ -472,6 +605,82 @@ def _check(node: _Node, after: Any, before: Any, hint: _Hint | None = None) -> b
     return True
 
 
+def _collect(node: _Node, after: Any, before: Any, hint: _Hint | None, path: tuple[str | int, ...],
+             out: _Errors) -> None:
+    """The walk of :func:`_check`, collecting every error of ``after`` at ``node`` instead of a verdict."""
+    if hint is not None and hint.whole:
+        hint = None
+    if after is before or node.unconstrained:
+        return
+    if node.impossible:
+        raise _Unsupported
+    if not node.local or type(after) is not type(before) or not isinstance(after, dict | list):
+        node.collect_whole(after, path, out)
+        return
+    if isinstance(after, dict):
+        if node.dependent:
+            if after.keys() != before.keys():
+                node.collect_whole(after, path, out)
+                return
+            node = node.with_dependents(after)
+            if not node.local:
+                node.collect_whole(after, path, out)
+                return
+        if node.merged:
+            raise _Unsupported
+        node.collect_shallow(after, path, out)
+        if hint is None:
+            previous_values = map(before.get, after, repeat(_MISSING))
+            names: Iterable[str] = compress(after, map(is_not, after.values(), previous_values))
+        else:
+            names = [*hint.children, *([hint.added] if hint.added is not None else [])]
+        for name in names:
+            child, previous = after.get(name, _MISSING), before.get(name, _MISSING)
+            if child is _MISSING:
+                raise _HintMismatch
+            sub = node.for_key(name)
+            if previous is _MISSING:
+                if not sub.unconstrained:
+                    sub.collect_whole(child, (*path, name), out)
+            else:
+                _collect(sub, child, previous, hint.children.get(name) if hint is not None else None,
+                         (*path, name), out)
+        return
+    count, previous_count = len(after), len(before)
+    if count != previous_count and node.prefix_items and not (hint is not None and hint.added is None
+                                                              and hint.removed is None):
+        node.collect_whole(after, path, out)  # items moved to positions with other schemas
+        return
+    if node.merged:
+        raise _Unsupported
+    node.collect_shallow(after, path, out)
+    if hint is not None and hint.added is None and hint.removed is None:
+        if count != previous_count:
+            raise _HintMismatch
+        for token, below in hint.children.items():
+            index = _position(token, count)
+            _collect(node.for_index(index), after[index], before[index], below, (*path, index), out)
+        return
+    if count == previous_count:
+        for index in compress(range(count), map(is_not, after, before)):
+            _collect(node.for_index(index), after[index], before[index], None, (*path, index), out)
+        return
+    if hint is not None:
+        start = _position(hint.added if hint.added is not None else hint.removed, max(count, previous_count))
+        end = count - start - (1 if hint.added is not None else 0)
+        if end < 0 or count - previous_count != (1 if hint.added is not None else -1):
+            raise _HintMismatch
+    else:
+        shortest = min(count, previous_count)
+        start = next(compress(count_from(), map(is_not, after, before)), shortest)
+        end = next(compress(count_from(), map(is_not, reversed(after), reversed(before))), shortest)
+        end = min(end, shortest - start)
+    for index in range(start, count - end):
+        sub = node.for_index(index)
+        if not sub.unconstrained:
+            sub.collect_whole(after[index], (*path, index), out)
+
+
 def _position(token: str | None, length: int) -> int:
     if token is None or not token.isdigit() or int(token) >= length:
         raise _HintMismatch
@@ -484,6 +693,20 @@ def _uses_dynamic_refs(schema: Any) -> bool:
         value = stack.pop()
         if isinstance(value, dict):
             if "$dynamicRef" in value or "$recursiveRef" in value:
+                return True
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
+
+
+def _embeds_resources(schema: Any) -> bool:
+    """Whether a schema document has a subschema with its own ``$id`` (or anything that looks like one)."""
+    stack = [value for value in schema.values()] if isinstance(schema, dict) else []
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            if isinstance(value.get("$id"), str):
                 return True
             stack.extend(value.values())
         elif isinstance(value, list):
