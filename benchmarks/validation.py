@@ -145,6 +145,11 @@ def main(argv: list[str] | None = None) -> int:
         verdict = statistics.median(results[size]["rejected: verdict (incremental)"])
         ratios.append(f"{whole / leaf:.0f}× / {whole / verdict:.0f}×")
     lines.append("| whole is_valid ÷ incremental (leaf update / rejected verdict) | " + " | ".join(ratios) + " |")
+    reported = []
+    for size in options.sizes:
+        whole = statistics.median(results[size]["rejected: verdict + whole report"])
+        reported.append(f"{whole / statistics.median(results[size]['rejected: verdict + incremental report']):.0f}×")
+    lines.append("| rejected write with its report: whole ÷ incremental | " + " | ".join(reported) + " |")
     text = "\n".join(lines) + "\n"
     print(text)
     options.out.parent.mkdir(parents=True, exist_ok=True)
