@@ -19,6 +19,10 @@ async def _all_pages(door: Door, limit: int) -> list[dict[str, Any]]:
         body = ok(await door.call("document_list", {"limit": limit, "offset": offset}))
         assert body["limit"] == limit and body["offset"] == offset
         documents += body["documents"]
+        if body.get("truncated"):  # an MCP result cut to its size budget says where the next page starts
+            assert body["next_offset"] == offset + len(body["documents"]) and body["has_more"]
+            offset = body["next_offset"]
+            continue
         offset += limit
         if not body["has_more"]:
             assert offset >= body["total_documents"]

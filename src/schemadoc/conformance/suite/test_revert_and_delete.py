@@ -21,7 +21,8 @@ async def _listed(door: Door) -> set[str]:
         ids |= {summary["doc_id"] for summary in body["documents"]}
         if not body["has_more"]:
             return ids
-        offset += 1000
+        # an MCP result cut to its size budget says where the next page starts
+        offset = body["next_offset"] if body.get("truncated") else offset + 1000
 
 
 async def _edited(door: Door) -> Doc:
