@@ -586,18 +586,7 @@ def _check(node: _Node, after: Any, before: Any, hint: _Hint | None = None) -> b
         return all(_check(node.for_index(index), after[index], before[index]) for index in changed)
     if node.prefix_items:
         return node.validate_whole(after)  # items moved to positions with other schemas
-    if hint is not None:  # one item added or removed at a known position: the rest only moved
-        start = _position(hint.added if hint.added is not None else hint.removed, max(count, previous_count))
-        end = count - start - (1 if hint.added is not None else 0)
-        if end < 0 or count - previous_count != (1 if hint.added is not None else -1):
-            raise _HintMismatch
-    else:
-        # The same objects before the first difference and after the last one (each found by
-        # C-level scans) keep their verdict; the rest are new at their positions.
-        shortest = min(count, previous_count)
-        start = next(compress(count_from(), map(is_not, after, before)), shortest)
-        end = next(compress(count_from(), map(is_not, reversed(after), reversed(before))), shortest)
-        end = min(end, shortest - start)
+    start, end = _moved_range(after, before, hint)
     for index in range(start, count - end):
         sub = node.for_index(index)
         if not sub.unconstrained and not sub.validate_whole(after[index]):
@@ -665,20 +654,31 @@ def _collect(node: _Node, after: Any, before: Any, hint: _Hint | None, path: tup
         for index in compress(range(count), map(is_not, after, before)):
             _collect(node.for_index(index), after[index], before[index], None, (*path, index), out)
         return
+    start, end = _moved_range(after, before, hint)
+    for index in range(start, count - end):
+        sub = node.for_index(index)
+        if not sub.unconstrained:
+            sub.collect_whole(after[index], (*path, index), out)
+
+
+def _moved_range(after: list[Any], before: list[Any], hint: _Hint | None) -> tuple[int, int]:
+    """``(start, end)``: items ``after[start:len(after) - end]`` are new at their positions.
+
+    With a ``hint`` (one item added or removed at a known position) the rest only moved;
+    without one, the same objects before the first difference and after the last one (each
+    found by C-level scans) keep their verdict.
+    """
+    count, previous_count = len(after), len(before)
     if hint is not None:
         start = _position(hint.added if hint.added is not None else hint.removed, max(count, previous_count))
         end = count - start - (1 if hint.added is not None else 0)
         if end < 0 or count - previous_count != (1 if hint.added is not None else -1):
             raise _HintMismatch
-    else:
-        shortest = min(count, previous_count)
-        start = next(compress(count_from(), map(is_not, after, before)), shortest)
-        end = next(compress(count_from(), map(is_not, reversed(after), reversed(before))), shortest)
-        end = min(end, shortest - start)
-    for index in range(start, count - end):
-        sub = node.for_index(index)
-        if not sub.unconstrained:
-            sub.collect_whole(after[index], (*path, index), out)
+        return start, end
+    shortest = min(count, previous_count)
+    start = next(compress(count_from(), map(is_not, after, before)), shortest)
+    end = next(compress(count_from(), map(is_not, reversed(after), reversed(before))), shortest)
+    return start, min(end, shortest - start)
 
 
 def _position(token: str | None, length: int) -> int:
