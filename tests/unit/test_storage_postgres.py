@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
@@ -19,7 +20,7 @@ from pg_support import URL, empty_tables, throwaway_schema, url_with_schema
 from psycopg import sql
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.storage.base import SharedStore, StoreNotice
+from schemadoc.storage.base import DocumentMeta, SharedStore, StoreNotice
 from schemadoc.storage.postgres import MIGRATIONS, PostgresDocumentStore
 from schemadoc.storage.testing import commit_patch, create_document, delete_document, new_doc_id
 
@@ -205,6 +206,36 @@ def _wait_until_blocked(application_name: str) -> None:
     raise AssertionError("the commit never started waiting")
 
 
+@contextmanager
+def _stalled_commit(slow: PostgresDocumentStore, slow_name: str, late: DocumentMeta) -> Iterator[Callable[[], None]]:
+    """A commit of ``late`` by ``slow`` (its session named ``slow_name``) that has taken its
+    transaction id and waits on a row lock for the whole block; the function it yields lets the
+    commit land and waits for it."""
+    schema = sql.Identifier(_schema_of(slow))
+    raised: list[BaseException] = []
+    with psycopg.connect(URL) as blocker:  # holds the row of `late`, so its commit stalls mid-transaction
+        blocker.execute(sql.SQL("SELECT 1 FROM {}.documents WHERE doc_id = %s FOR UPDATE").format(schema),
+                        (late.doc_id,))
+
+        def commit_late() -> None:
+            try:
+                commit_patch(slow, late, [{"op": "replace", "path": "/n", "value": 1}])
+            except BaseException as error:
+                raised.append(error)
+
+        # commit_patch loads first (no lock needed), then commits: the UPDATE takes a transaction id and waits
+        writer = threading.Thread(target=commit_late)
+        writer.start()
+        _wait_until_blocked(slow_name)
+
+        def land() -> None:
+            blocker.rollback()
+            writer.join(NOTICE_TIMEOUT_SECONDS)
+            assert raised == []
+
+        yield land
+
+
 def test_a_commit_that_lands_late_holds_the_feed_back_and_is_never_skipped(postgres_url: str) -> None:
     """Commit A starts (its transaction id is taken) and stalls; commit B starts later and lands first.
 
@@ -219,28 +250,11 @@ def test_a_commit_that_lands_late_holds_the_feed_back_and_is_never_skipped(postg
         late = create_document(fast, {"n": 0})
         early = create_document(fast, {"n": 0})
         start = fast.read_changes(0, 100)[-1].cursor
-        schema = sql.Identifier(_schema_of(fast))
-        raised: list[BaseException] = []
-        with psycopg.connect(URL) as blocker:  # holds the row of `late`, so its commit stalls mid-transaction
-            blocker.execute(sql.SQL("SELECT 1 FROM {}.documents WHERE doc_id = %s FOR UPDATE").format(schema),
-                            (late.doc_id,))
-
-            def commit_late() -> None:
-                try:
-                    commit_patch(slow, late, [{"op": "replace", "path": "/n", "value": 1}])
-                except BaseException as error:
-                    raised.append(error)
-
-            # commit_patch loads first (no lock needed), then commits: the UPDATE takes a transaction id and waits
-            writer = threading.Thread(target=commit_late)
-            writer.start()
-            _wait_until_blocked(slow_name)
+        with _stalled_commit(slow, slow_name, late) as land:
             commit_patch(fast, early, [{"op": "replace", "path": "/n", "value": 1}])  # a later id, landed first
             assert fast.read_meta(early.doc_id).version == 2
             assert fast.read_changes(start, 100) == []  # held back behind the stalled commit
-            blocker.rollback()
-        writer.join(10)
-        assert raised == []
+            land()
         changes = fast.read_changes(start, 100)
         assert [(c.doc_id, c.version) for c in changes] == [(late.doc_id, 2), (early.doc_id, 2)]
         assert changes[0].cursor < changes[1].cursor
@@ -416,21 +430,7 @@ def test_a_commit_in_flight_when_the_listening_connection_drops_is_announced_aft
         late = create_document(slow, {"n": 0})
         early = create_document(slow, {"n": 0})
         assert len(heard.wait_for(2)) == 2
-        schema = sql.Identifier(_schema_of(slow))
-        raised: list[BaseException] = []
-        with psycopg.connect(URL) as blocker:  # holds the row of `late`, so its commit stalls mid-transaction
-            blocker.execute(sql.SQL("SELECT 1 FROM {}.documents WHERE doc_id = %s FOR UPDATE").format(schema),
-                            (late.doc_id,))
-
-            def commit_late() -> None:
-                try:
-                    commit_patch(slow, late, [{"op": "replace", "path": "/n", "value": 1}])
-                except BaseException as error:
-                    raised.append(error)
-
-            writer = threading.Thread(target=commit_late)
-            writer.start()
-            _wait_until_blocked(slow_name)
+        with _stalled_commit(slow, slow_name, late) as land:
             commit_patch(slow, early, [{"op": "replace", "path": "/n", "value": 1}])  # a later one, landed first
             assert heard.wait_for(3)[2] == StoreNotice(early.doc_id, 2, "updated")
             with psycopg.connect(URL, autocommit=True) as clock:
@@ -438,9 +438,7 @@ def test_a_commit_in_flight_when_the_listening_connection_drops_is_announced_aft
             assert row is not None
             _wait_until_probed_after(listening, row[0])
             held.cut()
-            blocker.rollback()  # the stalled commit lands now, while nobody listens
-            writer.join(NOTICE_TIMEOUT_SECONDS)
-        assert raised == []
+            land()  # the stalled commit lands now, while nobody listens
         assert heard.notices[3:] == []
         held.release()
         # in feed order; the later commit is repeated (the catch-up starts behind the stalled one)
