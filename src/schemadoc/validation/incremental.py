@@ -38,11 +38,11 @@ alternatives', a false schema, a schema reached twice at one place, embedded ``$
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import compress, repeat
 from itertools import count as count_from
 from operator import is_not
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 from urllib.parse import unquote, urldefrag
 
 import jsonschema_rs
@@ -388,16 +388,8 @@ class ChangeChecker:
         if self._dynamic:
             return bool(self._whole.is_valid(after))
         try:
-            root = self._root
-            if root is None:
-                root = self._root = self.node((self.resources.root,))
-            hint = _hint(patch) if patch is not None else None
-            if hint is not None:
-                try:
-                    return _check(root, after, before, hint)
-                except _HintMismatch:  # the patch does not describe these documents: scan instead
-                    pass
-            return _check(root, after, before)
+            root = self._root_node()
+            return _guided(patch, lambda hint: _check(root, after, before, hint))
         except _Unsupported:
             return bool(self._whole.is_valid(after))
 
@@ -415,23 +407,22 @@ class ChangeChecker:
         """
         if after is before or self._dynamic or self._embedded:
             return None
-        try:
-            root = self._root
-            if root is None:
-                root = self._root = self.node((self.resources.root,))
-            hint = _hint(patch) if patch is not None else None
-            if hint is not None:
-                try:
-                    out = _Errors(limit)
-                    _collect(root, after, before, hint, (), out)
-                    return out
-                except _HintMismatch:
-                    pass
+        def collect(hint: _Hint | None) -> list[PlacedError]:
             out = _Errors(limit)
-            _collect(root, after, before, None, (), out)
+            _collect(root, after, before, hint, (), out)
             return out
+
+        try:
+            root = self._root_node()
+            return _guided(patch, collect)
         except _Unsupported:
             return None
+
+    def _root_node(self) -> _Node:
+        root = self._root
+        if root is None:
+            root = self._root = self.node((self.resources.root,))
+        return root
 
     def pointer(self, schema: dict[str, Any]) -> tuple[str, ...]:
         """The tokens of a subschema's location in its schema document."""
@@ -679,6 +670,20 @@ def _moved_range(after: list[Any], before: list[Any], hint: _Hint | None) -> tup
     start = next(compress(count_from(), map(is_not, after, before)), shortest)
     end = next(compress(count_from(), map(is_not, reversed(after), reversed(before))), shortest)
     return start, min(end, shortest - start)
+
+
+_T = TypeVar("_T")
+
+
+def _guided(patch: Sequence[Any] | None, walk: Callable[[_Hint | None], _T]) -> _T:
+    """``walk`` guided by what ``patch`` says changed, or, without a usable patch, scanning."""
+    hint = _hint(patch) if patch is not None else None
+    if hint is not None:
+        try:
+            return walk(hint)
+        except _HintMismatch:  # the patch does not describe these documents: scan instead
+            pass
+    return walk(None)
 
 
 def _position(token: str | None, length: int) -> int:
