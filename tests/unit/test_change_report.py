@@ -8,25 +8,15 @@ write is reported by validating the whole document.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_incremental_validation import CASES
+from test_incremental_validation import CASES, REPO, validator_for
 
 from schemadoc.ops.apply import apply_patch
 from schemadoc.schema import load_schema
 from schemadoc.validation import _MAX_VIOLATIONS, DocumentValidator, ValidationReport
-
-REPO = Path(__file__).resolve().parents[2]
-DRAFT = "https://json-schema.org/draft/2020-12/schema"
-
-
-def validator_for(tmp_path: Path, schema: dict[str, Any]) -> DocumentValidator:
-    path = tmp_path / "s.schema.json"
-    path.write_text(json.dumps({"$schema": DRAFT, **schema}))
-    return DocumentValidator(load_schema(path))
 
 
 def reports(validator: DocumentValidator, before: Any, patch: list[dict[str, Any]]
