@@ -282,16 +282,18 @@ def test_a_transaction_of_someone_else_left_open_does_not_hold_the_feed_back(pos
 
 
 class _Heard:
+    """A listener that keeps what it hears (a store's notices, a service's events) and can wait for it."""
+
     def __init__(self) -> None:
-        self.notices: list[StoreNotice] = []
+        self.notices: list[Any] = []
         self.changed = threading.Condition()
 
-    def __call__(self, notice: StoreNotice) -> None:
+    def __call__(self, notice: Any) -> None:
         with self.changed:
             self.notices.append(notice)
             self.changed.notify_all()
 
-    def wait_for(self, count: int) -> list[StoreNotice]:
+    def wait_for(self, count: int) -> list[Any]:
         with self.changed:
             self.changed.wait_for(lambda: len(self.notices) >= count, NOTICE_TIMEOUT_SECONDS)
             return list(self.notices)
@@ -469,26 +471,25 @@ def test_the_schema_in_the_url_keeps_stores_apart(stores: Any) -> None:
 # -- two services (two server processes' worth) on one database ----------------------------------------------
 
 
-def test_two_services_on_one_database_share_one_feed_and_hear_each_other(postgres_url: str) -> None:
+def _two_services(postgres_url: str) -> tuple[Any, Any]:
+    """The services of two servers on one database, opened (the first listens first), tables emptied."""
     from pathlib import Path
 
     from schemadoc.schema import load_schema
-    from schemadoc.service import ChangeEvent, DocumentService
+    from schemadoc.service import DocumentService
 
     schema = load_schema(Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json")
     first, second = (DocumentService(schema, PostgresDocumentStore(postgres_url)) for _ in range(2))
     first.open()
     second.open()
     empty_tables(postgres_url)
-    heard: list[ChangeEvent] = []
-    arrived = threading.Condition()
+    return first, second
 
-    def listen(event: ChangeEvent) -> None:
-        with arrived:
-            heard.append(event)
-            arrived.notify_all()
 
-    second.subscribe(listen)
+def test_two_services_on_one_database_share_one_feed_and_hear_each_other(postgres_url: str) -> None:
+    first, second = _two_services(postgres_url)
+    heard = _Heard()
+    second.subscribe(heard)
     try:
         doc_id = first.create_document()[0]
         first.update_node(doc_id, "/title", "Dune", 1)
@@ -499,11 +500,9 @@ def test_two_services_on_one_database_share_one_feed_and_hear_each_other(postgre
             (doc_id, 1, "create"), (doc_id, 2, "update_node"), (doc_id, 3, "update_node"),
             (doc_id, 4, "delete_document")]
         assert all("seq" not in entry.info for entry in second.store.read_journal(doc_id))  # no per-process clock
-        with arrived:
-            arrived.wait_for(lambda: len(heard) >= 4, NOTICE_TIMEOUT_SECONDS)
         # its own write comes with its journal entry; the other's without (feeds read the journal);
         # the other's arrive from the listening thread, so they may come after a later own one
-        assert sorted((e.version, e.kind, e.entry is not None) for e in heard) == [
+        assert sorted((e.version, e.kind, e.entry is not None) for e in heard.wait_for(4)) == [
             (1, "created", False), (2, "updated", False), (3, "updated", True), (4, "deleted", False)]
     finally:
         first.close()
@@ -514,33 +513,15 @@ def test_a_service_whose_listener_reconnected_tells_its_subscribers_and_feeds_wh
         postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
     import queue
-    from pathlib import Path
 
     from schemadoc.interfaces.feeds import FeedEvent, document_events
-    from schemadoc.schema import load_schema
-    from schemadoc.service import ChangeEvent, DocumentService
     from schemadoc.storage import postgres
 
     monkeypatch.setattr(postgres, "_LISTEN_POLL_SECONDS", 0.05)  # closing waits for the poll to end
-    schema = load_schema(Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json")
-    first, second = (DocumentService(schema, PostgresDocumentStore(postgres_url)) for _ in range(2))
-    first.open()  # starts listening
-    second.open()
-    empty_tables(postgres_url)
+    first, second = _two_services(postgres_url)  # the first starts listening
     assert isinstance(first.store, PostgresDocumentStore)
     held = _HeldReconnect(first.store, monkeypatch)
-    heard: list[ChangeEvent] = []
-    arrived = threading.Condition()
-
-    def listen(event: ChangeEvent) -> None:
-        with arrived:
-            heard.append(event)
-            arrived.notify_all()
-
-    def wait_for(count: int) -> list[ChangeEvent]:
-        with arrived:
-            arrived.wait_for(lambda: len(heard) >= count, NOTICE_TIMEOUT_SECONDS)
-            return list(heard)
+    heard = _Heard()
 
     fed: queue.Queue[FeedEvent] = queue.Queue()
     following, stop = threading.Event(), threading.Event()
@@ -556,19 +537,19 @@ def test_a_service_whose_listener_reconnected_tells_its_subscribers_and_feeds_wh
 
         asyncio.run(run())
 
-    first.subscribe(listen)
+    first.subscribe(heard)
     feed = None
     try:
         doc_id = second.create_document()[0]
-        assert [(e.doc_id, e.version, e.kind) for e in wait_for(1)] == [(doc_id, 1, "created")]
+        assert [(e.doc_id, e.version, e.kind) for e in heard.wait_for(1)] == [(doc_id, 1, "created")]
         feed = threading.Thread(target=follow, args=(doc_id,), daemon=True)
         feed.start()
         assert following.wait(NOTICE_TIMEOUT_SECONDS)
         held.cut()
         second.update_node(doc_id, "/title", "Dune", 1)
-        assert len(heard) == 1
+        assert len(heard.notices) == 1
         held.release()
-        assert [(e.doc_id, e.version, e.kind, e.entry) for e in wait_for(2)[1:]] == [(doc_id, 2, "updated", None)]
+        assert [(e.doc_id, e.version, e.kind, e.entry) for e in heard.wait_for(2)[1:]] == [(doc_id, 2, "updated", None)]
         event = fed.get(timeout=NOTICE_TIMEOUT_SECONDS)
         assert (event.kind, event.version) == ("version", 2)
         assert event.body.patch == [{"op": "replace", "path": "/title", "value": "Dune"}]
