@@ -197,7 +197,7 @@ def test_the_patch_check_refuses_exactly_what_serialising_the_document_refused()
 
 def lazy_service(tmp_path: Path, **policy: Any) -> DocumentService:
     service = DocumentService(SCHEMA, FileDocumentStore(tmp_path),
-                              snapshot_policy=SnapshotPolicy(mode="lazy", inline_below_bytes=0, **policy))
+                              snapshot_policy=SnapshotPolicy(**{"mode": "lazy", "inline_below_bytes": 0, **policy}))
     service.open()
     return service
 
@@ -243,10 +243,7 @@ def test_a_lagging_snapshot_is_written_after_the_interval(tmp_path: Path) -> Non
 
 
 def test_documents_below_the_inline_size_keep_their_snapshot_current(tmp_path: Path) -> None:
-    service = DocumentService(SCHEMA, FileDocumentStore(tmp_path),
-                              snapshot_policy=SnapshotPolicy(mode="lazy", inline_below_bytes=1 << 20,
-                                                             interval_seconds=3600))
-    service.open()
+    service = lazy_service(tmp_path, inline_below_bytes=1 << 20, interval_seconds=3600)
     doc_id, *_ = service.create_document()
     service.update_node(doc_id, "/title", "Now", 1)
     assert service.store.read_meta(doc_id).snapshot_version == 2
