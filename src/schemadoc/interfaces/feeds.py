@@ -33,7 +33,7 @@ from typing import Any, Final
 import anyio
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces import results
+from schemadoc.operations import results
 from schemadoc.service import ChangeEvent, DocumentService, HistoryPage
 
 __all__ = [

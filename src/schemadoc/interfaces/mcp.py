@@ -4,7 +4,7 @@
 eras, on stdio (``server.run("stdio")``) or mounted in the ASGI app
 (``server.streamable_http_app()``).
 
-Tools return the bodies of :mod:`schemadoc.interfaces.results` as structured content (and
+Tools return the bodies of :mod:`schemadoc.operations.results` as structured content (and
 the same JSON as text); their output schemas are those models. A failed call is an
 ``isError`` result whose only content is the JSON of the full error object
 (``{"error": {...}}``) and which carries no structured content. Arguments are checked
@@ -25,14 +25,14 @@ both eras through :class:`ChangeNotifier` (``server.notifier``).
 
 from __future__ import annotations
 
-import contextvars
 import functools
+import inspect
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import anyio.to_thread
 import orjson
@@ -51,69 +51,17 @@ from mcp.types import (
     TextContent,
     ToolAnnotations,
 )
-from pydantic import BaseModel, Field, ValidationError, WithJsonSchema
+from pydantic import BaseModel, Field
 
 from schemadoc import __version__
 from schemadoc.errors import CATALOG, SchemaDocError
-from schemadoc.interfaces.budget import (
-    MCP_RESULT_BUDGET_BYTES,
-    fit_error,
-    fit_model,
-    fit_result,
-    fit_write,
-    read_budget,
-)
 from schemadoc.interfaces.mcp_notify import ChangeNotifier, document_uri
 from schemadoc.interfaces.mcp_prompts import PromptArgumentError, fill_document_text, fix_validation_errors_text
-from schemadoc.interfaces.results import (
-    ApplyPatchResult,
-    ChangesResult,
-    CreateDocumentResult,
-    CreateNodeResult,
-    DeleteNodeResult,
-    DiffResult,
-    DocumentStateResult,
-    HistoryResult,
-    ListDocumentsResult,
-    MergePatchResult,
-    MoveNodeResult,
-    NextIncompleteResult,
-    NodeSchemaResult,
-    OutlineResult,
-    PurgeResult,
-    ReadNodeResult,
-    RenderResult,
-    RevertResult,
-    RootSchemaResult,
-    SearchResult,
-    StatsResult,
-    UpdateNodeResult,
-    changes_result,
-    create_document_result,
-    create_node_result,
-    delete_node_result,
-    diff_result,
-    document_state_result,
-    history_result,
-    list_documents_result,
-    merge_patch_result,
-    move_node_result,
-    next_incomplete_result,
-    node_schema_result,
-    outline_result,
-    patch_result,
-    purge_result,
-    read_view_result,
-    render_result,
-    revert_result,
-    root_schema_result,
-    search_result,
-    stats_result,
-    update_node_result,
-)
 from schemadoc.interfaces.subscribers import SubscriberSlots
+from schemadoc.operations.budget import MCP_RESULT_BUDGET_BYTES, fit_error, fit_model, fit_result, fit_write
+from schemadoc.operations.catalogue import BY_NAME, CATALOGUE, Call, Operation, invoke
 from schemadoc.ops.limits import ArgumentScan
-from schemadoc.service import DocumentService, check_doc_id
+from schemadoc.service import DocumentService
 
 __all__ = ["SchemaDocMCPServer", "build_mcp_server", "error_result", "success_result", "version_uri"]
 
@@ -131,261 +79,13 @@ INSTRUCTIONS = (
     "compares two, and document_revert undoes changes by making a new version equal to an old one."
 )
 
-# -- argument types (the input schemas come from these) -----------------------------------------
-
-DocId = Annotated[str, Field(
-    strict=True,
-    description="The document's id: the 26-character ULID returned by document_create or document_list.")]
-NodePath = Annotated[str, Field(
-    strict=True,
-    description="RFC 6901 JSON Pointer to the node: '/' is the whole document, '/chapters/0/title' a member "
-                "of an array item. Escape '/' in a key as '~1' and '~' as '~0'. A negative array index counts "
-                "from the end ('/chapters/-1' is the last chapter).")]
-NewNodePath = Annotated[str, Field(
-    strict=True,
-    description="RFC 6901 JSON Pointer of the node to create: a new object member ('/title'), an array index "
-                "to insert at ('/chapters/0'), or '-' to append to an array ('/chapters/-'). The parent "
-                "must exist.")]
-NodeData = Annotated[Any, Field(
-    description="The node's new JSON value (object, array, string, number, boolean or null). It must fit "
-                "the schema at node_path; check it with schema_get_node.")]
-Version = Annotated[int, Field(
-    strict=True, ge=1,
-    description="The document version you last read or wrote (optimistic locking). If the document has "
-                "moved on, the write fails with version-conflict and details.actual_version.")]
-DryRun = Annotated[bool, Field(
-    strict=True,
-    description="true: compile and validate the write and return the result without applying it "
-                "(the version does not change).")]
-Patch = Annotated[Any, WithJsonSchema({
-    "type": "array", "items": {"type": "object"},
-    "description": "An RFC 6902 JSON Patch: a list of operations such as {\"op\": \"add\", \"path\": \"/tags/-\", "
-                   "\"value\": \"x\"}; ops add, remove, replace, move, copy and test. All operations apply "
-                   "atomically and the result is validated once. A malformed patch fails with patch-invalid."})]
-Limit = Annotated[int, Field(strict=True, ge=1, le=1000, description="How many documents to return (1-1000).")]
-Offset = Annotated[int, Field(strict=True, ge=0, description="How many documents to skip (for paging).")]
-Dereferenced = Annotated[bool, Field(
-    strict=True,
-    description="true: resolve $ref so the schema is self-contained; false: return it as written.")]
-OptionalDocId = Annotated[str | None, Field(
-    strict=True,
-    description="Optional document id: when given, the result also says whether the node exists there.")]
-AtVersion = Annotated[int | None, Field(
-    strict=True, ge=1,
-    description="Optional past version to read (1 = as created; see document_history). Omit it to read the "
-                "current document. A version the document does not have fails with version-not-found.")]
-SinceVersion = Annotated[int, Field(
-    strict=True, ge=0,
-    description="Return the versions after this one (0 = from the first); pass the previous page's "
-                "next_since_version to get the next page.")]
-HistoryLimit = Annotated[int, Field(strict=True, ge=1, le=1000,
-                                    description="How many versions to return (1-1000).")]
-FromVersion = Annotated[int, Field(strict=True, ge=1, description="The version to compare from (1 or more).")]
-ToVersion = Annotated[int, Field(strict=True, ge=1, description="The version to compare to (1 or more).")]
-RevertTarget = Annotated[int, Field(
-    strict=True, ge=1,
-    description="The earlier version whose content the document should get back (see document_history).")]
-MergePatch = Annotated[Any, Field(
-    description="An RFC 7396 JSON Merge Patch for the node: an object whose members are set (objects merge "
-                "recursively, arrays and other values replace), with null removing a member; any other "
-                "JSON value replaces the node.")]
-Cursor = Annotated[int, Field(
-    strict=True, ge=0,
-    description="Return the changes committed after this cursor: 0 for everything, else the next_cursor of "
-                "your previous call.")]
-ChangesLimit = Annotated[int, Field(strict=True, ge=1, le=1000, description="How many changes to return (1-1000).")]
-MaxDepth = Annotated[int | None, Field(
-    strict=True, ge=0, le=255,
-    description="Show this many container levels below the node; deeper containers become stubs "
-                '{"$stub": true, "type", "count", "size_bytes", "pointer"} (0: the node itself is a stub).')]
-WindowOffset = Annotated[int, Field(
-    strict=True, ge=0, description="Skip this many of the node's members, items (or characters of a string).")]
-WindowLimit = Annotated[int | None, Field(
-    strict=True, ge=1, description="Show at most this many of the node's members, items or characters.")]
-MaxBytes = Annotated[int | None, Field(
-    strict=True, ge=512,
-    description="Keep the view within this many bytes of JSON (capped by the 40,000-byte result budget).")]
-OutlineDepth = Annotated[int, Field(strict=True, ge=0, le=32,
-                                    description="How many levels of members and items to list (0-32).")]
-IncompleteLimit = Annotated[int, Field(strict=True, ge=1, le=100, description="How many places to return (1-100).")]
-OptionalNodePath = Annotated[str | None, Field(
-    strict=True, description="Only search below this JSON Pointer (in each document that has it).")]
-DocIds = Annotated[list[str] | None, Field(description="Only search these documents (default: all).")]
-Query = Annotated[str, Field(strict=True, min_length=1, description="Text to find in string values "
-                                                                     "(case-insensitive).")]
-SearchLimit = Annotated[int, Field(strict=True, ge=1, le=100, description="How many hits to return (1-100).")]
-SearchCursor = Annotated[int, Field(strict=True, ge=0, description="0 for the first page, else the next_cursor "
-                                                                  "of the previous one.")]
-RenderFormat = Annotated[str, Field(strict=True, description="Only 'markdown'.")]
-FromPath = Annotated[str, Field(strict=True, description="RFC 6901 JSON Pointer of the node to move.")]
-ToPath = Annotated[str, Field(
-    strict=True, description="Where it goes: a new member, an array index to insert at, or '/-' to append "
-                             "(inside the same array this reorders).")]
-
-# -- tool descriptions (written for agents) -----------------------------------------------------
-
-_VERSION_NOTE = (" Pass the document's current `version`; the result carries the new one for your next "
-                 "write. The whole document is validated: if the change would make it invalid, the call "
-                 "fails with validation-failed listing every violation (details.violations), and nothing "
-                 "changes. Use dry_run=true to try a write first.")
-
-DESCRIPTIONS: dict[str, str] = {
-    "document_create": (
-        "Create a new document from the schema's defaults and return its doc_id, version 1 and initial "
-        "content. Use it once before filling a document; then add content with document_create_node and "
-        "document_update_node (the fill-document prompt walks through it).\n"
-        "Example: document_create {}"),
-    "document_read_node": (
-        "Read the JSON value at one node of a document, with the document's current `version` (needed "
-        "by your next write) and the node's JSON type. Use it before writing, and to inspect a subtree "
-        "without loading the whole document (the whole document is also the resource schema://{doc_id}). "
-        "A missing path fails with path-not-found, whose details name the deepest existing ancestor. "
-        "Pass at_version to read the node as it was at a past version (see document_history); the "
-        "result's `version` is then that past version, so take the current one from a read without "
-        "at_version before writing.\n"
-        'Example: document_read_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/chapters/0"}\n'
-        'Example: document_read_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/title", '
-        '"at_version": 2}'),
-    "document_update_node": (
-        "Replace the value of an existing node (use '/' to replace the whole document)." + _VERSION_NOTE
-        + " To add a member or array item that does not exist yet, use document_create_node.\n"
-        'Example: document_update_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/title", '
-        '"node_data": "A New Title", "version": 3}'),
-    "document_create_node": (
-        "Create a node that does not exist yet: a new object member, an array item inserted at an index, "
-        "or an item appended with a path ending in '/-'. The parent must exist (create ancestors first); "
-        "an existing member fails with conflict (use document_update_node instead). Include every "
-        "member the new node's own schema requires." + _VERSION_NOTE + "\n"
-        'Example: document_create_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/chapters/-", '
-        '"node_data": {"title": "Intro", "pages": 12}, "version": 4}'),
-    "document_delete_node": (
-        "Delete an existing node (an object member or an array item; later items shift down). The root "
-        "cannot be deleted. Deleting something the schema requires fails with validation-failed."
-        + _VERSION_NOTE + "\n"
-        'Example: document_delete_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/chapters/2", '
-        '"version": 5}'),
-    "document_apply_patch": (
-        "Apply an RFC 6902 JSON Patch (add, remove, replace, move, copy, test) as ONE atomic write: all "
-        "operations succeed together or nothing changes. Use it for changes that are only valid together "
-        "(e.g. renaming a required member, or several fixes at once)." + _VERSION_NOTE + "\n"
-        'Example: document_apply_patch {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "patch": [{"op": "test", '
-        '"path": "/title", "value": "Draft"}, {"op": "replace", "path": "/title", "value": "Final"}], '
-        '"version": 6}'),
-    "document_list": (
-        "List the documents on this server (doc_id, version, created/modified times, size), oldest first, "
-        "a page at a time; `has_more` says whether to ask for the next page with a larger offset.\n"
-        'Example: document_list {"limit": 20, "offset": 0}'),
-    "schema_get_root": (
-        "Return the JSON Schema every document on this server must satisfy (also the resource "
-        "schema://schema). Read it before creating or filling documents.\n"
-        'Example: schema_get_root {"dereferenced": true}'),
-    "schema_get_node": (
-        "Return the JSON Schema that applies at a node path (its type, required members, constraints), "
-        "even where the document has no node yet. Use it before creating or updating a node; pass doc_id "
-        "to also learn whether the node exists.\n"
-        'Example: schema_get_node {"node_path": "/chapters/0", "doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"}'),
-    "document_history": (
-        "List a document's versions from its journal, oldest first: for each, the version, the operation "
-        "(create, update_node, create_node, delete_node, patch, merge_patch, revert, delete_document, "
-        "undelete_document), the RFC 6902 patch that produced it and when. `current_version` is the "
-        "version your next write must send. While `has_more` is true, call again with since_version = "
-        "next_since_version. Use it to find the version to read (document_read_node with at_version), "
-        "compare (document_diff) or return to (document_revert).\n"
-        'Example: document_history {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "since_version": 0, "limit": 20}'),
-    "document_diff": (
-        "Return the RFC 6902 JSON Patch that turns version from_version of a document into version "
-        "to_version; applied to from_version it gives to_version exactly. Either direction works: from a "
-        "newer to an older version it is the patch that undoes the changes in between. A version the "
-        "document does not have fails with version-not-found.\n"
-        'Example: document_diff {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "from_version": 3, "to_version": 5}'),
-    "document_revert": (
-        "Undo: make a NEW version whose content equals an earlier version to_version. Nothing is "
-        "rewritten: the versions in between stay in the history, and a revert can itself be reverted. "
-        "The result's `patch` is what changed." + _VERSION_NOTE + "\n"
-        'Example: document_revert {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "to_version": 4, "version": 7}'),
-    "document_merge_patch": (
-        "Change a node with an RFC 7396 JSON Merge Patch: members present in merge_patch are set "
-        "(objects merge recursively), members set to null are removed, members left out stay as they "
-        "are; arrays, and a merge_patch that is not an object, replace the value whole. Handy to change "
-        "several members of an object at once without restating the rest. The merge patch is first "
-        "checked against the node's schema and the result validated: a refusal is validation-failed listing "
-        "every violation at once (details.violations), values the schema refuses and required members "
-        "deleted alike." + _VERSION_NOTE
-        + "\n"
-        'Example: document_merge_patch {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/metadata", '
-        '"merge_patch": {"status": "review", "isbn": null}, "version": 8}'),
-    "document_delete": (
-        "Delete a whole document. It is a soft delete, journaled as a new version: the document leaves "
-        "document_list and resources/list, and reads and writes fail with document-not-found "
-        "(details.deleted is true) until document_undelete restores it with its whole history. Pass the "
-        "document's current `version`; if it has moved on, the call fails with version-conflict. To "
-        "remove a node inside a document use document_delete_node; to erase a deleted document for good, "
-        "document_purge.\n"
-        'Example: document_delete {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "version": 9}'),
-    "document_undelete": (
-        "Restore a document deleted with document_delete, with its whole history, as a new version (the "
-        "result carries it). A document that is not deleted fails with conflict; a purged one no longer "
-        "exists (document-not-found).\n"
-        'Example: document_undelete {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"}'),
-    "document_purge": (
-        "Erase a deleted document and its whole history for good; this cannot be undone. Only a document "
-        "deleted with document_delete can be purged: a live one fails with conflict.\n"
-        'Example: document_purge {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"}'),
-    "document_changes": (
-        "The change feed of every document on this server: each committed version (doc_id, version, "
-        "operation, time) in commit order, after the cursor `since`. Poll it: start with since=0, then "
-        "pass the `next_cursor` of each answer back as `since` to get only what was committed since. "
-        "To be told about one document's changes instead of polling, subscribe to its resource "
-        "schema://{doc_id}.\n"
-        'Example: document_changes {"since": 0, "limit": 50}'),
+_ANNOTATIONS: dict[str, ToolAnnotations] = {
+    "read": ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+    "write": ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                             open_world_hint=False),
+    "replace": ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                               open_world_hint=False),
 }
-
-_BUDGET_NOTE = (f" Results stay within {MCP_RESULT_BUDGET_BYTES:,} bytes of JSON: what does not fit is "
-                "replaced by stubs or left for the next page, with truncated: true and where to go on.")
-
-DESCRIPTIONS.update({
-    "document_outline": (
-        "The table of contents of a node: its members and items `depth` levels down, each with its pointer, "
-        "type, member or item count, size in bytes, the schema's title and, for objects with a title or name "
-        "member, that label; no other leaf values. Start here on a big document, then read the part you "
-        "need with document_read_node." + _BUDGET_NOTE + "\n"
-        'Example: document_outline {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/", "depth": 2}'),
-    "document_next_incomplete": (
-        "Where the document is valid but not finished by the schema's own words, breadth first in a stable "
-        "order: optional properties that are absent, empty arrays whose items the schema describes, values "
-        "still equal to their default. Each comes with its pointer, the schema of the value to write and, "
-        "when one can be built, an example_call (document_create_node or document_update_node) that would "
-        "fill it. Call it, fill the first place, repeat.\n"
-        'Example: document_next_incomplete {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "limit": 5}'),
-    "document_move_node": (
-        "Move a node (RFC 6902 move): to another member or array position, or within one array to reorder "
-        "it ('/chapters/-' appends)." + _VERSION_NOTE + "\n"
-        'Example: document_move_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "from_path": "/chapters/3", '
-        '"to_path": "/chapters/0", "version": 7}'),
-    "document_search": (
-        "Find text in the string values of documents (case-insensitive): each hit is a doc_id, the pointer "
-        "of the string and a snippet around the match, oldest document first. Page with cursor = next_cursor."
-        "\n"
-        'Example: document_search {"query": "lighthouse", "limit": 10}'),
-    "document_stats": (
-        "Measure a document: its size in bytes, node counts by JSON type, depth, version and journal length.\n"
-        'Example: document_stats {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"}'),
-    "document_render": (
-        "A readable Markdown rendering of a node driven by the schema (titles as headings, arrays as lists), "
-        "to review a draft. offset/limit choose which children of the node to render." + _BUDGET_NOTE + "\n"
-        'Example: document_render {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/chapters/0"}'),
-})
-DESCRIPTIONS["document_read_node"] += (
-    "\nBig nodes: max_depth shows that many levels (deeper containers become stubs with their type, count, "
-    "size_bytes and pointer), offset/limit a window of the node's members or items, max_bytes a size cap."
-    + _BUDGET_NOTE + "\n"
-    'Example: document_read_node {"doc_id": "01JC6Y0Z8K9M2N3P4Q5R6S7T8V", "node_path": "/chapters", '
-    '"offset": 20, "limit": 10, "max_depth": 1}')
-
-_READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-_REPLACE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
-                           open_world_hint=False)
 
 # -- results -----------------------------------------------------------------------------------
 
@@ -415,21 +115,6 @@ def error_result(error: SchemaDocError) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=_dumps(error.to_dict()))], is_error=True)
 
 
-def _argument_error(tool: str, error: ValidationError) -> SchemaDocError:
-    problems: list[dict[str, Any]] = []
-    for item in error.errors(include_url=False, include_input=False):
-        argument = ".".join(str(part) for part in item["loc"]) or "arguments"
-        problem = "missing" if item["type"] == "missing" else "wrong-type-or-value"
-        problems.append({"argument": argument, "problem": problem, "message": item["msg"]})
-    summary = "; ".join(
-        f"'{p['argument']}' is missing" if p["problem"] == "missing" else f"'{p['argument']}': {p['message']}"
-        for p in problems)
-    return SchemaDocError(
-        "invalid-request", f"Invalid arguments for {tool}: {summary}.",
-        {"tool": tool, "argument": problems[0]["argument"] if problems else None, "problems": problems},
-        remediation=f"Send the arguments {tool}'s input schema declares, with those types (see tools/list).")
-
-
 # -- the server --------------------------------------------------------------------------------
 
 
@@ -455,29 +140,22 @@ class SchemaDocMCPServer(MCPServer[Any]):
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None) -> CallToolResult | InputRequiredResult:
         """Run a tool; every failure becomes an ``isError`` result carrying a catalogued error object."""
-        tool = self._tool_manager.get_tool(name)
-        if tool is None:
-            known = sorted(t.name for t in self._tool_manager.list_tools())
+        operation = BY_NAME.get(name)
+        if operation is None:
             return error_result(SchemaDocError(
-                "invalid-request", f"Unknown tool {name!r}.", {"tool": name, "tools": known},
+                "invalid-request", f"Unknown tool {name!r}.", {"tool": name, "tools": sorted(BY_NAME)},
                 remediation="Call one of the tools tools/list returns."))
         try:
             scans = check_unicode(arguments, self.service)
-            kwargs = _validate_arguments(tool, arguments)
-            for argument in _FREE_FORM_ARGUMENTS & kwargs.keys():
-                scan = scans.get(argument)
-                if scan is None or scan.value is not kwargs[argument]:
-                    scan = scans[argument] = self.service.scan_argument(kwargs[argument])
-                scan.check_depth(self.max_json_depth, argument)
         except SchemaDocError as error:
             return error_result(error)
+        call = Call(self.service, self.max_json_depth, MCP_RESULT_BUDGET_BYTES, scans, document_uri)
 
         def run() -> BaseModel:
-            _SCANS.set(scans)  # this call's own context: the write reads the walk instead of walking again
-            return self._within_budget(tool.fn(**kwargs), kwargs)
+            return self._within_budget(invoke(call, operation, arguments), arguments)
 
         try:
-            body: BaseModel = await anyio.to_thread.run_sync(contextvars.copy_context().run, run)
+            body: BaseModel = await anyio.to_thread.run_sync(run)
             return success_result(body)
         except SchemaDocError as error:
             log.info("tool %s failed: %s", name, error)
@@ -489,7 +167,7 @@ class SchemaDocMCPServer(MCPServer[Any]):
                 "internal-error", f"{name} failed unexpectedly; the server log has the details.", {"tool": name}))
 
     def _within_budget(self, body: BaseModel, arguments: dict[str, Any]) -> BaseModel:
-        """The result, fitted to the MCP budget (see :mod:`schemadoc.interfaces.budget`)."""
+        """The result, fitted to the MCP budget (see :mod:`schemadoc.operations.budget`)."""
         if "patch" in type(body).model_fields and "validation_report" in type(body).model_fields:
             body = fit_write(body, self.service.sizes)
         else:
@@ -550,14 +228,6 @@ async def _lifespan(server: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
 _FREE_FORM_ARGUMENTS = frozenset({"node_data", "patch", "merge_patch"})
 
 
-_SCANS: contextvars.ContextVar[dict[str, ArgumentScan]] = contextvars.ContextVar("schemadoc_argument_scans")
-"""The walks of a tool call's written arguments, by argument name, for the write the call makes."""
-
-
-def _scanned(argument: str) -> ArgumentScan | None:
-    return _SCANS.get({}).get(argument)
-
-
 def check_unicode(arguments: dict[str, Any], service: DocumentService | None = None) -> dict[str, ArgumentScan]:
     """``invalid-request`` for an argument holding a lone surrogate (in a key or a string, at any depth).
 
@@ -606,23 +276,6 @@ def check_unicode(arguments: dict[str, Any], service: DocumentService | None = N
     return scans
 
 
-def _validate_arguments(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Strict validation against the tool's argument model, without the SDK's JSON-string pre-parsing."""
-    model = tool.fn_metadata.arg_model
-    known = {field.alias or name for name, field in model.model_fields.items()}
-    unknown = sorted(set(arguments) - known)
-    if unknown:
-        raise SchemaDocError(
-            "invalid-request", f"Unknown argument(s) for {tool.name}: {', '.join(unknown)}.",
-            {"tool": tool.name, "argument": unknown[0], "unknown": unknown, "accepted": sorted(known)},
-            remediation=f"Send only the arguments {tool.name}'s input schema declares.")
-    try:
-        validated = model.model_validate(arguments)
-    except ValidationError as error:
-        raise _argument_error(tool.name, error) from None
-    return validated.model_dump_one_level()
-
-
 def build_mcp_server(service: DocumentService, *, bus: SubscriptionBus | None = None,
                      max_json_depth: int | None = None,
                      subscribers: SubscriberSlots | None = None) -> SchemaDocMCPServer:
@@ -638,7 +291,7 @@ def build_mcp_server(service: DocumentService, *, bus: SubscriptionBus | None = 
     """
     server = SchemaDocMCPServer(service, bus if bus is not None else InMemorySubscriptionBus(),
                                 max_json_depth=service.max_json_depth if max_json_depth is None else max_json_depth,
-                                subscribers=subscribers, tools=_bound_tools(service))
+                                subscribers=subscribers, tools=_bound_tools())
     _add_resources(server, service)
     _add_prompts(server, service)
     server.notifier.install(server)
@@ -646,50 +299,27 @@ def build_mcp_server(service: DocumentService, *, bus: SubscriptionBus | None = 
     return server
 
 
-_TOOL_TABLE: tuple[tuple[str, str, ToolAnnotations], ...] = (
-    ("document_create", "Create a document", _WRITE),
-    ("document_read_node", "Read a node", _READ),
-    ("document_update_node", "Replace a node", _REPLACE),
-    ("document_create_node", "Create a node", _WRITE),
-    ("document_delete_node", "Delete a node", _REPLACE),
-    ("document_apply_patch", "Apply a JSON Patch", _REPLACE),
-    ("document_list", "List documents", _READ),
-    ("schema_get_root", "Get the schema", _READ),
-    ("schema_get_node", "Get a node's schema", _READ),
-    ("document_history", "List a document's versions", _READ),
-    ("document_diff", "Compare two versions", _READ),
-    ("document_revert", "Revert to an earlier version", _REPLACE),
-    ("document_merge_patch", "Apply a JSON Merge Patch", _REPLACE),
-    ("document_delete", "Delete a document", _REPLACE),
-    ("document_undelete", "Restore a deleted document", _WRITE),
-    ("document_purge", "Erase a deleted document", _REPLACE),
-    ("document_changes", "Changes of all documents", _READ),
-    ("document_outline", "Outline a node", _READ),
-    ("document_next_incomplete", "Find what is not finished", _READ),
-    ("document_move_node", "Move a node", _REPLACE),
-    ("document_search", "Search documents", _READ),
-    ("document_stats", "Measure a document", _READ),
-    ("document_render", "Render a node as Markdown", _READ),
-)
-"""Every tool in ``tools/list`` order: name (= its function's name), title, annotations."""
+def _tool(operation: Operation) -> Tool:
+    """The tool of an operation: its arguments model as the input schema, its result model as the output
+    schema (the SDK derives it from the return annotation), its description and examples, its annotations.
+    The function is never called: :meth:`SchemaDocMCPServer.call_tool` runs the operation."""
 
+    def never_called() -> BaseModel:  # pragma: no cover - call_tool runs the catalogue's operation
+        raise NotImplementedError(operation.name)
 
-def _tool_from_function(fn: Callable[..., BaseModel], title: str, annotations: ToolAnnotations) -> Tool:
-    """What ``MCPServer.add_tool`` registers for ``fn`` (its argument and output models, their JSON schemas),
-    with ``additionalProperties: false`` in the input schema: unknown arguments are refused, so it says so."""
-    tool = Tool.from_function(fn, name=fn.__name__, title=title, description=DESCRIPTIONS[fn.__name__],
-                              annotations=annotations, structured_output=True)
-    tool.parameters["additionalProperties"] = False
+    never_called.__signature__ = inspect.Signature(return_annotation=operation.result)  # type: ignore[attr-defined]
+    tool = Tool.from_function(never_called, name=operation.name, title=operation.title,
+                              description=operation.agent_description(), annotations=_ANNOTATIONS[operation.kind],
+                              structured_output=True)
+    tool.parameters = operation.args.model_json_schema()
     return tool
 
 
 @functools.cache
 def _tool_templates() -> tuple[Tool, ...]:
-    """The tools, described once per process: building them (pydantic models generated from the signatures,
-    their JSON schemas) is most of what building a server costs, and none of it depends on the service.
-    Their functions are never called: each server binds its own (:func:`_bound_tools`)."""
-    functions = _tool_functions(cast(DocumentService, None))
-    return tuple(_tool_from_function(functions[name], title, annotations) for name, title, annotations in _TOOL_TABLE)
+    """The tools, described once per process (building their JSON schemas is most of what building a
+    server costs, and none of it depends on the service)."""
+    return tuple(_tool(operation) for operation in CATALOGUE)
 
 
 def _copy_json(value: Any) -> Any:
@@ -697,133 +327,16 @@ def _copy_json(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value))
 
 
-def _bound_tools(service: DocumentService) -> list[Tool]:
-    """The tools of a server on ``service``: the templates with this service's functions, each with its own
-    copy of the JSON schemas (the models behind them are shared: classes, never changed)."""
-    functions = _tool_functions(service)
+def _bound_tools() -> list[Tool]:
+    """The tools of one server, each with its own copy of the JSON schemas."""
     tools: list[Tool] = []
     for template in _tool_templates():
         metadata = template.fn_metadata
         tools.append(template.model_copy(update={
-            "fn": functions[template.name],
             "parameters": _copy_json(template.parameters),
             "fn_metadata": metadata.model_copy(update={"output_schema": _copy_json(metadata.output_schema)}),
         }))
     return tools
-
-
-def _tool_functions(service: DocumentService) -> dict[str, Callable[..., BaseModel]]:
-    """The tool functions over ``service``, by name (their signatures and docstrings describe the tools)."""
-
-    def document_create() -> CreateDocumentResult:
-        doc_id, content, meta, report = service.create_document()
-        return create_document_result(doc_id, content, meta, report, document_uri(doc_id))
-
-    def document_read_node(doc_id: DocId, node_path: NodePath, at_version: AtVersion = None,
-                           max_depth: MaxDepth = None, offset: WindowOffset = 0, limit: WindowLimit = None,
-                           max_bytes: MaxBytes = None) -> ReadNodeResult:
-        bounded = max_depth is not None or offset != 0 or limit is not None or max_bytes is not None
-        view = service.read_view(doc_id, node_path, at_version=at_version, max_depth=max_depth, offset=offset,
-                                 limit=limit, max_bytes=read_budget(max_bytes))
-        return read_view_result(view, bounded)
-
-    def document_outline(doc_id: DocId, node_path: NodePath = "/", depth: OutlineDepth = 2,
-                         offset: WindowOffset = 0, limit: WindowLimit = None,
-                         max_bytes: MaxBytes = None) -> OutlineResult:
-        read, found = service.outline(doc_id, node_path, depth, offset=offset, limit=limit,
-                                      max_bytes=read_budget(max_bytes))
-        return outline_result(read, found)
-
-    def document_next_incomplete(doc_id: DocId, node_path: NodePath = "/",
-                                 limit: IncompleteLimit = 10) -> NextIncompleteResult:
-        return next_incomplete_result(*service.next_incomplete(doc_id, node_path, limit))
-
-    def document_move_node(doc_id: DocId, from_path: FromPath, to_path: ToPath, version: Version,
-                           dry_run: DryRun = False) -> MoveNodeResult:
-        result = service.move_node(doc_id, from_path, to_path, version, dry_run=dry_run)
-        return move_node_result(result, from_path)
-
-    def document_search(query: Query, node_path: OptionalNodePath = None, doc_ids: DocIds = None,
-                        limit: SearchLimit = 20, cursor: SearchCursor = 0) -> SearchResult:
-        return search_result(query, service.search(query, node_path, doc_ids, limit=limit, cursor=cursor))
-
-    def document_stats(doc_id: DocId) -> StatsResult:
-        return stats_result(service.stats(doc_id))
-
-    def document_render(doc_id: DocId, node_path: NodePath = "/", format: RenderFormat = "markdown",
-                        offset: WindowOffset = 0, limit: WindowLimit = None,
-                        max_bytes: MaxBytes = None) -> RenderResult:
-        read, rendered = service.render(doc_id, node_path, format, offset=offset, limit=limit,
-                                        max_bytes=read_budget(max_bytes))
-        return render_result(read, rendered, format)
-
-    def document_update_node(doc_id: DocId, node_path: NodePath, node_data: NodeData, version: Version,
-                             dry_run: DryRun = False) -> UpdateNodeResult:
-        return update_node_result(service.update_node(doc_id, node_path, node_data, version, dry_run=dry_run,
-                                                      scanned=_scanned("node_data")))
-
-    def document_create_node(doc_id: DocId, node_path: NewNodePath, node_data: NodeData, version: Version,
-                             dry_run: DryRun = False) -> CreateNodeResult:
-        return create_node_result(service.create_node(doc_id, node_path, node_data, version, dry_run=dry_run,
-                                                      scanned=_scanned("node_data")))
-
-    def document_delete_node(doc_id: DocId, node_path: NodePath, version: Version,
-                             dry_run: DryRun = False) -> DeleteNodeResult:
-        return delete_node_result(service.delete_node(doc_id, node_path, version, dry_run=dry_run))
-
-    def document_apply_patch(doc_id: DocId, patch: Patch, version: Version,
-                             dry_run: DryRun = False) -> ApplyPatchResult:
-        return patch_result(service.apply_patch(doc_id, patch, version, dry_run=dry_run,
-                                                scanned=_scanned("patch")))
-
-    def document_list(limit: Limit = 100, offset: Offset = 0) -> ListDocumentsResult:
-        return list_documents_result(service.list_documents(limit=limit, offset=offset), service.schema_uri)
-
-    def schema_get_root(dereferenced: Dereferenced = True) -> RootSchemaResult:
-        return root_schema_result(service.schema_uri, service.root_schema(dereferenced=dereferenced),
-                                  service.schema.schema_version)
-
-    def schema_get_node(node_path: NodePath, doc_id: OptionalDocId = None,
-                        dereferenced: Dereferenced = True) -> NodeSchemaResult:
-        return node_schema_result(service.node_schema(node_path, doc_id, dereferenced=dereferenced))
-
-    def document_history(doc_id: DocId, since_version: SinceVersion = 0,
-                         limit: HistoryLimit = 100) -> HistoryResult:
-        return history_result(service.history(doc_id, since_version=since_version, limit=limit))
-
-    def document_diff(doc_id: DocId, from_version: FromVersion, to_version: ToVersion) -> DiffResult:
-        patch = service.diff(doc_id, from_version, to_version)
-        return diff_result(check_doc_id(doc_id), from_version, to_version, patch)
-
-    def document_revert(doc_id: DocId, to_version: RevertTarget, version: Version,
-                        dry_run: DryRun = False) -> RevertResult:
-        return revert_result(service.revert(doc_id, to_version, version, dry_run=dry_run), to_version)
-
-    def document_merge_patch(doc_id: DocId, node_path: NodePath, merge_patch: MergePatch, version: Version,
-                             dry_run: DryRun = False) -> MergePatchResult:
-        return merge_patch_result(service.merge_patch(doc_id, node_path, merge_patch, version, dry_run=dry_run,
-                                                      scanned=_scanned("merge_patch")))
-
-    def document_delete(doc_id: DocId, version: Version) -> DocumentStateResult:
-        return document_state_result(service.delete_document(doc_id, version))
-
-    def document_undelete(doc_id: DocId) -> DocumentStateResult:
-        return document_state_result(service.undelete_document(doc_id))
-
-    def document_purge(doc_id: DocId) -> PurgeResult:
-        service.purge_document(doc_id)
-        return purge_result(check_doc_id(doc_id))
-
-    def document_changes(since: Cursor = 0, limit: ChangesLimit = 100) -> ChangesResult:
-        return changes_result(service.changes(since=since, limit=limit))
-
-    functions: list[Callable[..., BaseModel]] = [
-        document_create, document_read_node, document_update_node, document_create_node, document_delete_node,
-        document_apply_patch, document_list, schema_get_root, schema_get_node, document_history, document_diff,
-        document_revert, document_merge_patch, document_delete, document_undelete, document_purge,
-        document_changes, document_outline, document_next_incomplete, document_move_node, document_search,
-        document_stats, document_render]
-    return {fn.__name__: fn for fn in functions}
 
 
 def _not_found(uri: str, error: SchemaDocError) -> MCPError:

@@ -9,7 +9,7 @@ versions, listings, feeds, a shared store) still go to a thread.
 Request bodies are read as bytes and parsed with orjson here (not by pydantic models), so a
 wrongly typed argument gives the catalogued ``invalid-request`` naming the argument, exactly as
 the MCP door does; the OpenAPI document still describes every body.
-Responses are the bodies of :mod:`schemadoc.interfaces.results`, serialised with orjson
+Responses are the bodies of :mod:`schemadoc.operations.results`, serialised with orjson
 without copying the (possibly 100 MB) document content.
 
 Versions travel in the body (``"version": 5``) or as ``If-Match: "5"`` (the body wins); reads
@@ -40,8 +40,9 @@ from starlette.types import Receive, Scope, Send
 
 from schemadoc.config import Settings
 from schemadoc.errors import CATALOG, SchemaDocError
-from schemadoc.interfaces import feeds, results
+from schemadoc.interfaces import feeds
 from schemadoc.interfaces.subscribers import SubscriberSlots
+from schemadoc.operations import results
 from schemadoc.ops.limits import ArgumentScan, deeper_than
 from schemadoc.pointer import json_type
 from schemadoc.service import MIN_MAX_BYTES, DocumentService

@@ -1,7 +1,8 @@
-"""Building MCP servers: the tools are described once per process, and each server still gets its own.
+"""Building MCP servers: the tools are the operation catalogue's, and each server gets its own copies.
 
-``tools/list`` must stay what the SDK's own registration gives (``MCPServer.add_tool`` on each
-function), and two servers must share no state: each tool calls its own server's service.
+``tools/list`` says exactly what the catalogue declares (name, title, description with examples,
+input schema = the arguments model, output schema = the result model, annotations from the
+operation's kind), and two servers share no state: each tool calls its own server's service.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from schemadoc.interfaces.mcp import _TOOL_TABLE, DESCRIPTIONS, _tool_functions, build_mcp_server
+from schemadoc.interfaces.mcp import build_mcp_server
+from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.schema import LoadedSchema
 from schemadoc.service import DocumentService
 from schemadoc.storage.memory import MemoryDocumentStore
@@ -34,22 +36,25 @@ async def _tools_list(server: MCPServer[Any]) -> str:
 
 
 @pytest.mark.anyio
-async def test_tools_list_is_what_the_sdk_registers_from_the_functions(schema: LoadedSchema) -> None:
-    """Byte for byte: the tools a server gets equal those ``add_tool`` generates afresh from each function."""
-    service = _service(schema)
-    reference: MCPServer[Any] = MCPServer("reference")
-    for name, title, hints in _TOOL_TABLE:
-        reference.add_tool(_tool_functions(service)[name], name=name, title=title, description=DESCRIPTIONS[name],
-                           annotations=hints, structured_output=True)
-        registered = reference._tool_manager.get_tool(name)
-        assert registered is not None
-        registered.parameters["additionalProperties"] = False
-
-    first, second = build_mcp_server(service), build_mcp_server(_service(schema))
-    expected = await _tools_list(reference)
-    assert await _tools_list(first) == expected
-    assert await _tools_list(second) == expected
-    assert len(first._tool_manager.list_tools()) == len(_TOOL_TABLE) == 23
+async def test_tools_list_is_the_catalogue(schema: LoadedSchema) -> None:
+    first, second = build_mcp_server(_service(schema)), build_mcp_server(_service(schema))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        async with Client(first) as client:
+            listed = (await client.list_tools()).tools
+    assert [tool.name for tool in listed] == [operation.name for operation in CATALOGUE]
+    assert len(listed) == 23
+    for tool, operation in zip(listed, CATALOGUE, strict=True):
+        assert tool.title == operation.title
+        assert tool.description == operation.agent_description()
+        assert all(f"Example: {operation.name} " in line for line in tool.description.splitlines()[-len(operation.examples):])
+        assert tool.input_schema == operation.args.model_json_schema()
+        assert tool.input_schema.get("additionalProperties") is False
+        assert tool.output_schema == operation.result.model_json_schema()
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is (operation.kind == "read")
+        assert tool.annotations.destructive_hint is (operation.kind == "replace")
+    assert await _tools_list(second) == await _tools_list(first)
 
 
 @pytest.mark.anyio
@@ -59,7 +64,6 @@ async def test_two_servers_share_no_tool_state(schema: LoadedSchema) -> None:
     for tool in first._tool_manager.list_tools():
         twin = second._tool_manager.get_tool(tool.name)
         assert twin is not None and twin is not tool
-        assert tool.fn is not twin.fn
         assert tool.parameters == twin.parameters and tool.parameters is not twin.parameters
         assert tool.output_schema == twin.output_schema and tool.output_schema is not twin.output_schema
 

@@ -1,0 +1,258 @@
+"""The arguments of every operation, one pydantic model each: types, bounds, descriptions, examples.
+
+These models are the one description of what an operation accepts. The MCP door lists them as
+tool input schemas; the REST door documents them as query parameters and request bodies and
+feeds every request through them (:func:`schemadoc.operations.catalogue.invoke`), so a bad
+argument gets the same ``invalid-request`` at both doors.
+
+Fields are strict: a number is not a string, a string not a boolean. The REST door turns query
+strings into the JSON values they spell (``"5"`` into ``5``) before validation, because a query
+string has no other way of saying a number; JSON bodies and MCP arguments arrive typed.
+The ``pattern`` of pointers and ids is documentation only: the service checks them and answers
+with its own codes (``path-invalid``, ``invalid-doc-id``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+__all__ = [
+    "ARGUMENTS",
+    "Arguments",
+    "ChangesArgs",
+    "CreateDocumentArgs",
+    "CreateNodeArgs",
+    "DeleteDocumentArgs",
+    "DeleteNodeArgs",
+    "DiffArgs",
+    "DocumentArgs",
+    "HistoryArgs",
+    "ListArgs",
+    "MergePatchArgs",
+    "MoveNodeArgs",
+    "NextIncompleteArgs",
+    "NodeSchemaArgs",
+    "OutlineArgs",
+    "PatchArgs",
+    "ReadNodeArgs",
+    "RenderArgs",
+    "RevertArgs",
+    "RootSchemaArgs",
+    "SearchArgs",
+    "UpdateNodeArgs",
+]
+
+EXAMPLE_ID = "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"
+_ULID = "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$"
+_TOKEN = "([^~/]|~[01])"  # a reference token: '~' only as '~0' or '~1'
+_POINTER = f"^(/{_TOKEN}*)*$"
+_NODE_POINTER = f"^/({_TOKEN}+(/{_TOKEN}*)*|(/{_TOKEN}*)+)$"
+
+
+def _text(description: str, **extra: Any) -> Any:
+    return Field(strict=True, description=description, json_schema_extra=extra or None)
+
+
+def _count(description: str, low: int, high: int | None = None) -> Any:
+    return Field(strict=True, ge=low, le=high, description=description)
+
+
+DocId = Annotated[str, _text("The document's id: the 26-character ULID returned by document_create or "
+                             "document_list.", pattern=_ULID)]
+NodePath = Annotated[str, _text(
+    "RFC 6901 JSON Pointer to the node: '/' is the whole document, '/chapters/0/title' a member of an array "
+    "item. Escape '/' in a key as '~1' and '~' as '~0'. A negative array index counts from the end "
+    "('/chapters/-1' is the last chapter).", pattern=_POINTER)]
+NewNodePath = Annotated[str, _text(
+    "RFC 6901 JSON Pointer of the node to create: a new object member ('/title'), an array index to insert at "
+    "('/chapters/0'), or '-' to append to an array ('/chapters/-'). The parent must exist.", pattern=_POINTER)]
+DeletedPath = Annotated[str, _text("RFC 6901 JSON Pointer of the node to delete (not the root).",
+                                   pattern=_NODE_POINTER)]
+NodeData = Annotated[Any, Field(
+    description="The node's new JSON value (object, array, string, number, boolean or null). It must fit the "
+                "schema at node_path; check it with schema_get_node.")]
+Version = Annotated[int, Field(
+    strict=True, ge=1,
+    description="The document version you last read or wrote (optimistic locking). If the document has moved "
+                "on, the write fails with version-conflict and details.actual_version. Over REST it may come "
+                "as an If-Match header (the ETag of your last read) instead.")]
+DryRun = Annotated[bool, Field(
+    strict=True, description="true: compile and validate the write and return the result without applying it "
+                             "(the version does not change).")]
+_OPERATIONS = {"add": ("path", "value"), "remove": ("path",), "replace": ("path", "value"),
+               "move": ("from", "path"), "copy": ("from", "path"), "test": ("path", "value")}
+_MEMBERS: dict[str, Any] = {"path": {"type": "string", "pattern": _POINTER},
+                            "from": {"type": "string", "pattern": _POINTER}, "value": {}}
+Patch = Annotated[Any, WithJsonSchema({
+    "type": "array",
+    "description": "An RFC 6902 JSON Patch: a list of operations such as {\"op\": \"add\", \"path\": \"/tags/-\", "
+                   "\"value\": \"x\"}; ops add, remove, replace, move, copy and test. All operations apply "
+                   "atomically and the result is validated once. A malformed patch fails with patch-invalid.",
+    "items": {"oneOf": [{"type": "object", "required": ["op", *members],
+                         "properties": {"op": {"const": op}, **{name: _MEMBERS[name] for name in members}}}
+                        for op, members in _OPERATIONS.items()]}})]
+MergePatch = Annotated[Any, Field(
+    description="An RFC 7396 JSON Merge Patch for the node: an object whose members are set (objects merge "
+                "recursively, arrays and other values replace), with null removing a member; any other JSON "
+                "value replaces the node.")]
+Dereferenced = Annotated[bool, Field(
+    strict=True, description="true: resolve $ref so the schema is self-contained (cycles stay as $ref); false: "
+                             "return it as written.")]
+AtVersion = Annotated[int | None, Field(
+    strict=True, ge=1,
+    description="Optional past version to read (1 = as created; see document_history). Omit it to read the "
+                "current document. A version the document does not have fails with version-not-found.")]
+MaxDepth = Annotated[int | None, Field(
+    strict=True, ge=0, le=255,
+    description="Show this many container levels below the node; deeper containers become stubs "
+                '{"$stub": true, "type", "count", "size_bytes", "pointer"} (0: the node itself is a stub).')]
+WindowOffset = Annotated[int, _count("Skip this many of the node's members, items (or characters of a string).", 0)]
+WindowLimit = Annotated[int | None, Field(
+    strict=True, ge=1, description="Show at most this many of the node's members, items or characters.")]
+MaxBytes = Annotated[int | None, Field(
+    strict=True, ge=512, description="Keep the result's node within this many bytes of JSON (512 or more; over MCP "
+                                     "capped by the 40,000-byte result budget).")]
+
+
+class Arguments(BaseModel):
+    """Every operation's arguments: unknown members are refused, nothing is coerced."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CreateDocumentArgs(Arguments):
+    """No arguments: the document is built from the schema's defaults."""
+
+
+class ListArgs(Arguments):
+    limit: Annotated[int, _count("How many documents to return (1-1000).", 1, 1000)] = 100
+    offset: Annotated[int, _count("How many documents to skip (for paging).", 0)] = 0
+
+
+class RootSchemaArgs(Arguments):
+    dereferenced: Dereferenced = True
+
+
+class NodeSchemaArgs(Arguments):
+    node_path: NodePath
+    doc_id: Annotated[str | None, _text("Optional document id: when given, the result also says whether the node "
+                                        "exists there.", pattern=_ULID)] = None
+    dereferenced: Dereferenced = True
+
+
+class DocumentArgs(Arguments):
+    doc_id: DocId
+
+
+class ReadNodeArgs(DocumentArgs):
+    node_path: NodePath
+    at_version: AtVersion = None
+    max_depth: MaxDepth = None
+    offset: WindowOffset = 0
+    limit: WindowLimit = None
+    max_bytes: MaxBytes = None
+
+    @property
+    def bounded(self) -> bool:
+        """Whether a window, depth or size was asked for."""
+        return self.max_depth is not None or self.offset != 0 or self.limit is not None or self.max_bytes is not None
+
+
+class _Write(DocumentArgs):
+    version: Version
+    dry_run: DryRun = False
+
+
+class UpdateNodeArgs(_Write):
+    node_path: NodePath
+    node_data: NodeData
+
+
+class CreateNodeArgs(_Write):
+    node_path: NewNodePath
+    node_data: NodeData
+
+
+class DeleteNodeArgs(_Write):
+    node_path: DeletedPath
+
+
+class PatchArgs(_Write):
+    patch: Patch
+
+
+class MoveNodeArgs(_Write):
+    from_path: Annotated[str, _text("RFC 6901 JSON Pointer of the node to move (not the root).",
+                                    pattern=_NODE_POINTER)]
+    to_path: Annotated[str, _text("Where it goes: a new member, an array index to insert at, or '/-' to append "
+                                  "(inside the same array this reorders).", pattern=_POINTER)]
+
+
+class MergePatchArgs(_Write):
+    node_path: NodePath
+    merge_patch: MergePatch
+
+
+class RevertArgs(_Write):
+    to_version: Annotated[int, _count("The earlier version whose content the document should get back (see "
+                                      "document_history).", 1)]
+
+
+class DeleteDocumentArgs(DocumentArgs):
+    version: Version
+
+
+class HistoryArgs(DocumentArgs):
+    since_version: Annotated[int, _count("Return the versions after this one (0 = from the first); pass the "
+                                         "previous page's next_since_version to get the next page.", 0)] = 0
+    limit: Annotated[int, _count("How many versions to return (1-1000).", 1, 1000)] = 100
+
+
+class DiffArgs(DocumentArgs):
+    from_version: Annotated[int, _count("The version the patch applies to (1 or more).", 1)]
+    to_version: Annotated[int, _count("The version the patch produces (1 or more).", 1)]
+
+
+class ChangesArgs(Arguments):
+    since: Annotated[int, _count("Return the changes committed after this cursor: 0 for everything, else the "
+                                 "next_cursor of your previous call.", 0)] = 0
+    limit: Annotated[int, _count("How many changes to return (1-1000).", 1, 1000)] = 100
+
+
+class OutlineArgs(DocumentArgs):
+    node_path: NodePath = "/"
+    depth: Annotated[int, _count("How many levels of members and items to list (0-32).", 0, 32)] = 2
+    offset: WindowOffset = 0
+    limit: WindowLimit = None
+    max_bytes: MaxBytes = None
+
+
+class NextIncompleteArgs(DocumentArgs):
+    node_path: NodePath = "/"
+    limit: Annotated[int, _count("How many places to return (1-100).", 1, 100)] = 10
+
+
+class SearchArgs(Arguments):
+    query: Annotated[str, Field(strict=True, min_length=1,
+                                description="Text to find in string values (case-insensitive).")]
+    node_path: Annotated[str | None, _text("Only search below this JSON Pointer (in each document that has it).",
+                                           pattern=_POINTER)] = None
+    doc_ids: Annotated[list[str] | None, Field(description="Only search these documents (default: all).")] = None
+    limit: Annotated[int, _count("How many hits to return (1-100).", 1, 100)] = 20
+    cursor: Annotated[int, _count("0 for the first page, else the next_cursor of the previous one.", 0)] = 0
+
+
+class RenderArgs(DocumentArgs):
+    node_path: NodePath = "/"
+    format: Annotated[str, _text("Only 'markdown'.", enum=["markdown"])] = "markdown"
+    offset: Annotated[int, _count("Render from this child of the node.", 0)] = 0
+    limit: Annotated[int | None, Field(strict=True, ge=1, description="At most this many children of the node.")] = None
+    max_bytes: MaxBytes = None
+
+
+ARGUMENTS: tuple[type[Arguments], ...] = (
+    CreateDocumentArgs, ListArgs, RootSchemaArgs, NodeSchemaArgs, DocumentArgs, ReadNodeArgs, UpdateNodeArgs,
+    CreateNodeArgs, DeleteNodeArgs, PatchArgs, MoveNodeArgs, MergePatchArgs, RevertArgs, DeleteDocumentArgs,
+    HistoryArgs, DiffArgs, ChangesArgs, OutlineArgs, NextIncompleteArgs, SearchArgs, RenderArgs)

@@ -1,0 +1,548 @@
+"""The operation catalogue: every operation of schemadoc, declared once.
+
+One :class:`Operation` per operation: its name (the MCP tool name and the REST operationId),
+what it says to agents and in the API reference, its arguments (one model of
+:mod:`schemadoc.operations.arguments`), its result model (:mod:`schemadoc.operations.results`),
+its REST routes, and its traits: whether it writes (and how destructively), whether it has a dry
+run, which arguments carry written JSON (walked once for every limit), whether REST answers it on
+the event loop, whether its result is fitted to the MCP budget.
+
+Both doors are built by walking :data:`CATALOGUE` (``interfaces/mcp.py`` registers the tools,
+``interfaces/rest.py`` adds the routes, the OpenAPI document and ``docs/tools.md`` come from the
+same entries), and both call :func:`invoke`: one argument check, one limits scan, one error
+wording for every door.
+
+Adding an operation: an arguments model, a result model and builder, a ``_run`` function and one
+``Operation(...)`` entry below; the doors, the OpenAPI document and the reference follow.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.operations import arguments as a
+from schemadoc.operations import results as r
+from schemadoc.operations.budget import read_budget
+from schemadoc.ops.limits import ArgumentScan
+from schemadoc.service import DocumentService
+from schemadoc.storage.base import check_doc_id
+
+__all__ = ["BY_NAME", "CATALOGUE", "Call", "Operation", "Route", "argument_error", "invoke"]
+
+Kind = Literal["read", "write", "replace"]
+"""read: changes nothing; write: adds without destroying (create, undelete); replace: may overwrite or remove."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """One REST route of an operation (under ``/api/v1``).
+
+    Path parameters are fields of the arguments model. On ``GET`` every other argument is a query
+    parameter; on a method with a body, ``node_path`` and ``dry_run`` are query parameters and the
+    rest are members of the JSON body, the version also as ``If-Match``. ``node_path`` is spelt
+    ``path`` over REST. ``whole``: the body is this argument itself (not an object holding it), as
+    the merge patch of ``PATCH``; ``bare``: the body may also be this argument alone (a bare RFC 6902
+    array). ``defaults``: what REST assumes for arguments a request leaves out.
+    """
+
+    method: str
+    path: str
+    operation_id: str = ""
+    summary: str = ""
+    description: str = ""
+    status: int = 200
+    whole: str | None = None
+    bare: str | None = None
+    media_types: tuple[str, ...] = ("application/json",)
+    version_only_from_header: bool = False
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Call:
+    """What an invocation runs with, as its door sets it up.
+
+    ``budget``: the MCP result budget in bytes (``None`` over REST: whole answers, as the spec says);
+    ``scans``: walks of written arguments a door already made (REST from the body's text, MCP with
+    the surrogate check); ``document_uri``: where a document can be read at this door.
+    """
+
+    service: DocumentService
+    max_depth: int
+    budget: int | None = None
+    scans: Mapping[str, ArgumentScan] = field(default_factory=dict)
+    document_uri: Callable[[str], str] = lambda doc_id: f"schema://{doc_id}"
+
+    def scanned(self, name: str) -> ArgumentScan | None:
+        return self.scans.get(name)
+
+    def max_bytes(self, asked: int | None) -> int | None:
+        """A bounded read's size: the caller's, within the result budget at a door that has one."""
+        return asked if self.budget is None else read_budget(asked, self.budget)
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    title: str
+    description: str
+    args: type[a.Arguments]
+    result: type[BaseModel]
+    run: Callable[[Call, Any], BaseModel]
+    kind: Kind
+    routes: tuple[Route, ...]
+    tag: str
+    errors: tuple[int, ...] = (400, 404)
+    examples: tuple[dict[str, Any], ...] = ()
+    written: tuple[str, ...] = ()
+    no_dry_run: str = ""
+    """Why a write has no dry run (refused with this reason rather than ignored)."""
+    local: Callable[[DocumentService, Any], bool] | None = None
+    """REST answers on the event loop when this says the service holds what it needs (else a worker thread)."""
+    etag: bool = True
+    rest_result: Any = None
+    """The REST response model when it differs from ``result`` (a union)."""
+
+    @property
+    def dry_run(self) -> bool:
+        return "dry_run" in self.args.model_fields
+
+    @property
+    def writes(self) -> bool:
+        return self.kind != "read"
+
+    def agent_description(self) -> str:
+        """The tool description: the text, then one example call per line."""
+        lines = [self.description, *(f"Example: {self.name} {json.dumps(example)}" for example in self.examples)]
+        return "\n".join(lines)
+
+
+# -- the one argument check ----------------------------------------------------------------------
+
+
+def argument_error(name: str, error: ValidationError) -> SchemaDocError:
+    """``invalid-request`` for arguments the operation's model refuses, worded the same at every door."""
+    problems: list[dict[str, Any]] = []
+    for item in error.errors(include_url=False, include_input=False):
+        argument = ".".join(str(part) for part in item["loc"]) or "arguments"
+        problem = "missing" if item["type"] == "missing" else "wrong-type-or-value"
+        problems.append({"argument": argument, "problem": problem, "message": item["msg"]})
+    summary = "; ".join(
+        (f"'{p['argument']}' is missing" + (_VERSION_HINT if p["argument"] == "version" else ""))
+        if p["problem"] == "missing" else f"'{p['argument']}': {p['message']}" for p in problems)
+    return SchemaDocError(
+        "invalid-request", f"Invalid arguments for {name}: {summary}.",
+        {"tool": name, "argument": problems[0]["argument"] if problems else None, "problems": problems},
+        remediation=f"Send the arguments {name} declares, with those types (MCP: tools/list; REST: /openapi.json).")
+
+
+_VERSION_HINT = (" (the version of your last read or write; over REST as \"version\" in the body or an If-Match "
+                 "header)")
+
+
+def invoke(call: Call, operation: Operation, raw: Mapping[str, Any]) -> BaseModel:
+    """Check ``raw`` against the operation's arguments, walk its written arguments once, and run it."""
+    if not operation.dry_run and "dry_run" in raw and raw["dry_run"] is not False:
+        raise SchemaDocError("invalid-request", f"{operation.title} has no dry run; {operation.no_dry_run}",
+                             {"tool": operation.name, "argument": "dry_run"})
+    known = operation.args.model_fields
+    unknown = sorted(str(name) for name in raw if name not in known and not (name == "dry_run" and not raw[name]))
+    if unknown:
+        raise SchemaDocError(
+            "invalid-request", f"Unknown argument(s) for {operation.name}: {', '.join(unknown)}.",
+            {"tool": operation.name, "argument": unknown[0], "unknown": unknown, "accepted": sorted(known)},
+            remediation=f"Send only the arguments {operation.name} declares (MCP: tools/list; REST: /openapi.json).")
+    try:
+        args = operation.args.model_validate({name: value for name, value in raw.items() if name in known})
+    except ValidationError as error:
+        raise argument_error(operation.name, error) from None
+    scans = dict(call.scans)
+    for name in operation.written:
+        value = getattr(args, name)
+        scan = scans.get(name)
+        if scan is None or scan.value is not value:
+            scan = scans[name] = call.service.scan_argument(value)
+        scan.check_depth(call.max_depth, name)
+    if scans != call.scans:
+        call = Call(call.service, call.max_depth, call.budget, scans, call.document_uri)
+    return operation.run(call, args)
+
+
+# -- what each operation does --------------------------------------------------------------------
+
+
+def _create_document(call: Call, args: a.CreateDocumentArgs) -> BaseModel:
+    doc_id, content, meta, report = call.service.create_document()
+    return r.create_document_result(doc_id, content, meta, report, call.document_uri(doc_id))
+
+
+def _read_node(call: Call, args: a.ReadNodeArgs) -> BaseModel:
+    service = call.service
+    if call.budget is None and not args.bounded:
+        return r.read_node_result(service.read_node(args.doc_id, args.node_path, at_version=args.at_version))
+    view = service.read_view(args.doc_id, args.node_path, at_version=args.at_version, max_depth=args.max_depth,
+                             offset=args.offset, limit=args.limit, max_bytes=call.max_bytes(args.max_bytes))
+    return r.read_view_result(view, args.bounded)
+
+
+def _update_node(call: Call, args: a.UpdateNodeArgs) -> BaseModel:
+    return r.update_node_result(call.service.update_node(
+        args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
+        scanned=call.scanned("node_data")))
+
+
+def _create_node(call: Call, args: a.CreateNodeArgs) -> BaseModel:
+    return r.create_node_result(call.service.create_node(
+        args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
+        scanned=call.scanned("node_data")))
+
+
+def _delete_node(call: Call, args: a.DeleteNodeArgs) -> BaseModel:
+    return r.delete_node_result(call.service.delete_node(args.doc_id, args.node_path, args.version,
+                                                         dry_run=args.dry_run))
+
+
+def _apply_patch(call: Call, args: a.PatchArgs) -> BaseModel:
+    return r.patch_result(call.service.apply_patch(args.doc_id, args.patch, args.version, dry_run=args.dry_run,
+                                                   scanned=call.scanned("patch")))
+
+
+def _move_node(call: Call, args: a.MoveNodeArgs) -> BaseModel:
+    result = call.service.move_node(args.doc_id, args.from_path, args.to_path, args.version, dry_run=args.dry_run)
+    return r.move_node_result(result, args.from_path)
+
+
+def _merge_patch(call: Call, args: a.MergePatchArgs) -> BaseModel:
+    return r.merge_patch_result(call.service.merge_patch(
+        args.doc_id, args.node_path, args.merge_patch, args.version, dry_run=args.dry_run,
+        scanned=call.scanned("merge_patch")))
+
+
+def _revert(call: Call, args: a.RevertArgs) -> BaseModel:
+    result = call.service.revert(args.doc_id, args.to_version, args.version, dry_run=args.dry_run)
+    return r.revert_result(result, args.to_version)
+
+
+def _delete_document(call: Call, args: a.DeleteDocumentArgs) -> BaseModel:
+    return r.document_state_result(call.service.delete_document(args.doc_id, args.version))
+
+
+def _undelete_document(call: Call, args: a.DocumentArgs) -> BaseModel:
+    return r.document_state_result(call.service.undelete_document(args.doc_id))
+
+
+def _purge_document(call: Call, args: a.DocumentArgs) -> BaseModel:
+    call.service.purge_document(args.doc_id)
+    return r.purge_result(check_doc_id(args.doc_id))
+
+
+def _list_documents(call: Call, args: a.ListArgs) -> BaseModel:
+    listing = call.service.list_documents(limit=args.limit, offset=args.offset)
+    return r.list_documents_result(listing, call.service.schema_uri)
+
+
+def _root_schema(call: Call, args: a.RootSchemaArgs) -> BaseModel:
+    service = call.service
+    return r.root_schema_result(service.schema_uri, service.root_schema(dereferenced=args.dereferenced),
+                                service.schema.schema_version)
+
+
+def _node_schema(call: Call, args: a.NodeSchemaArgs) -> BaseModel:
+    return r.node_schema_result(call.service.node_schema(args.node_path, args.doc_id, dereferenced=args.dereferenced))
+
+
+def _history(call: Call, args: a.HistoryArgs) -> BaseModel:
+    return r.history_result(call.service.history(args.doc_id, since_version=args.since_version, limit=args.limit))
+
+
+def _diff(call: Call, args: a.DiffArgs) -> BaseModel:
+    patch = call.service.diff(args.doc_id, args.from_version, args.to_version)
+    return r.diff_result(check_doc_id(args.doc_id), args.from_version, args.to_version, patch)
+
+
+def _changes(call: Call, args: a.ChangesArgs) -> BaseModel:
+    return r.changes_result(call.service.changes(since=args.since, limit=args.limit))
+
+
+def _outline(call: Call, args: a.OutlineArgs) -> BaseModel:
+    read, found = call.service.outline(args.doc_id, args.node_path, args.depth, offset=args.offset,
+                                       limit=args.limit, max_bytes=call.max_bytes(args.max_bytes))
+    return r.outline_result(read, found)
+
+
+def _next_incomplete(call: Call, args: a.NextIncompleteArgs) -> BaseModel:
+    return r.next_incomplete_result(*call.service.next_incomplete(args.doc_id, args.node_path, args.limit))
+
+
+def _search(call: Call, args: a.SearchArgs) -> BaseModel:
+    page = call.service.search(args.query, args.node_path, args.doc_ids, limit=args.limit, cursor=args.cursor)
+    return r.search_result(args.query, page)
+
+
+def _stats(call: Call, args: a.DocumentArgs) -> BaseModel:
+    return r.stats_result(call.service.stats(args.doc_id))
+
+
+def _render(call: Call, args: a.RenderArgs) -> BaseModel:
+    read, rendered = call.service.render(args.doc_id, args.node_path, args.format, offset=args.offset,
+                                         limit=args.limit, max_bytes=call.max_bytes(args.max_bytes))
+    return r.render_result(read, rendered, args.format)
+
+
+def _reads_node_locally(service: DocumentService, args: a.ReadNodeArgs) -> bool:
+    return args.at_version is None and not args.bounded and service.reads_locally(args.doc_id)
+
+
+def _schema_locally(service: DocumentService, args: a.NodeSchemaArgs) -> bool:
+    return args.doc_id is None or service.reads_locally(args.doc_id)
+
+
+# -- the catalogue -------------------------------------------------------------------------------
+
+_ID = a.EXAMPLE_ID
+_WRITE_ERRORS = (400, 404, 408, 409, 413, 422)
+_VERSION_NOTE = (" Pass the document's current `version`; the result carries the new one for your next write. The "
+                 "whole document is validated: if the change would make it invalid, the call fails with "
+                 "validation-failed listing every violation (details.violations), and nothing changes. Use "
+                 "dry_run=true to try a write first.")
+_BUDGET_NOTE = (" Results stay within 40,000 bytes of JSON: what does not fit is replaced by stubs or left for the "
+                "next page, with truncated: true and where to go on.")
+_DOCUMENT = "/documents/{doc_id}"
+
+CATALOGUE: tuple[Operation, ...] = (
+    Operation(
+        "document_create", "Create a document",
+        "Create a new document from the schema's defaults and return its doc_id, version 1 and initial content. Use "
+        "it once before filling a document; then add content with document_create_node and document_update_node "
+        "(the fill-document prompt walks through it).",
+        a.CreateDocumentArgs, r.CreateDocumentResult, _create_document, "write",
+        (Route("POST", "/documents", summary="Create a document from the schema's defaults", status=201),),
+        "documents", errors=(400, 422, 500), examples=({},)),
+    Operation(
+        "document_read_node", "Read a node",
+        "Read the JSON value at one node of a document, with the document's current `version` (needed by your next "
+        "write) and the node's JSON type. Use it before writing, and to inspect a subtree without loading the whole "
+        "document (the whole document is also the resource schema://{doc_id}). A missing path fails with "
+        "path-not-found, whose details name the deepest existing ancestor. Pass at_version to read the node as it "
+        "was at a past version (see document_history); the result's `version` is then that past version, so take "
+        "the current one from a read without at_version before writing.\n"
+        "Big nodes: max_depth shows that many levels (deeper containers become stubs with their type, count, "
+        "size_bytes and pointer), offset/limit a window of the node's members or items, max_bytes a size cap."
+        + _BUDGET_NOTE,
+        a.ReadNodeArgs, r.ReadNodeResult, _read_node, "read",
+        (Route("GET", _DOCUMENT, summary="Read a node, now or at a past version (bounded when asked)",
+               defaults={"node_path": "/"}),),
+        "documents", examples=({"doc_id": _ID, "node_path": "/chapters/0"},
+                               {"doc_id": _ID, "node_path": "/title", "at_version": 2},
+                               {"doc_id": _ID, "node_path": "/chapters", "offset": 20, "limit": 10, "max_depth": 1}),
+        local=_reads_node_locally, rest_result=r.ReadNodeResult | r.BoundedReadNodeResult),
+    Operation(
+        "document_update_node", "Replace a node",
+        "Replace the value of an existing node (use '/' to replace the whole document)." + _VERSION_NOTE
+        + " To add a member or array item that does not exist yet, use document_create_node.",
+        a.UpdateNodeArgs, r.UpdateNodeResult, _update_node, "replace",
+        (Route("PUT", _DOCUMENT, summary="Replace a node"),), "documents", errors=_WRITE_ERRORS,
+        examples=({"doc_id": _ID, "node_path": "/title", "node_data": "A New Title", "version": 3},),
+        written=("node_data",)),
+    Operation(
+        "document_create_node", "Create a node",
+        "Create a node that does not exist yet: a new object member, an array item inserted at an index, or an item "
+        "appended with a path ending in '/-'. The parent must exist (create ancestors first); an existing member "
+        "fails with conflict (use document_update_node instead). Include every member the new node's own schema "
+        "requires." + _VERSION_NOTE,
+        a.CreateNodeArgs, r.CreateNodeResult, _create_node, "write",
+        (Route("POST", _DOCUMENT + "/nodes", summary="Create a node (a path ending in /- appends to an array)",
+               status=201),),
+        "documents", errors=_WRITE_ERRORS,
+        examples=({"doc_id": _ID, "node_path": "/chapters/-", "node_data": {"title": "Intro", "pages": 12},
+                   "version": 4},), written=("node_data",)),
+    Operation(
+        "document_delete_node", "Delete a node",
+        "Delete an existing node (an object member or an array item; later items shift down). The root cannot be "
+        "deleted. Deleting something the schema requires fails with validation-failed." + _VERSION_NOTE,
+        a.DeleteNodeArgs, r.DeleteNodeResult, _delete_node, "replace",
+        (Route("DELETE", _DOCUMENT + "/nodes", summary="Delete a node"),), "documents",
+        errors=(400, 404, 408, 409, 422), examples=({"doc_id": _ID, "node_path": "/chapters/2", "version": 5},)),
+    Operation(
+        "document_apply_patch", "Apply a JSON Patch",
+        "Apply an RFC 6902 JSON Patch (add, remove, replace, move, copy, test) as ONE atomic write: all operations "
+        "succeed together or nothing changes. Use it for changes that are only valid together (e.g. renaming a "
+        "required member, or several fixes at once)." + _VERSION_NOTE,
+        a.PatchArgs, r.ApplyPatchResult, _apply_patch, "replace",
+        (Route("POST", _DOCUMENT + "/patch", summary="Apply an RFC 6902 JSON Patch atomically", bare="patch"),),
+        "documents", errors=_WRITE_ERRORS,
+        examples=({"doc_id": _ID, "patch": [{"op": "test", "path": "/title", "value": "Draft"},
+                                            {"op": "replace", "path": "/title", "value": "Final"}], "version": 6},),
+        written=("patch",)),
+    Operation(
+        "document_list", "List documents",
+        "List the documents on this server (doc_id, version, created/modified times, size), oldest first, a page at "
+        "a time; `has_more` says whether to ask for the next page with a larger offset.",
+        a.ListArgs, r.ListDocumentsResult, _list_documents, "read",
+        (Route("GET", "/documents", summary="List documents"),), "documents", errors=(400,), etag=False,
+        examples=({"limit": 20, "offset": 0},)),
+    Operation(
+        "schema_get_root", "Get the schema",
+        "Return the JSON Schema every document on this server must satisfy (also the resource schema://schema). "
+        "Read it before creating or filling documents.",
+        a.RootSchemaArgs, r.RootSchemaResult, _root_schema, "read",
+        (Route("GET", "/schema", summary="The root schema"),), "schema", errors=(400,), etag=False,
+        examples=({"dereferenced": True},), local=lambda service, args: True),
+    Operation(
+        "schema_get_node", "Get a node's schema",
+        "Return the JSON Schema that applies at a node path (its type, required members, constraints), even where "
+        "the document has no node yet. Use it before creating or updating a node; pass doc_id to also learn whether "
+        "the node exists.",
+        a.NodeSchemaArgs, r.NodeSchemaResult, _node_schema, "read",
+        (Route("GET", "/schema/node", summary="The schema of a node", defaults={"node_path": "/"}),), "schema",
+        etag=False, examples=({"node_path": "/chapters/0", "doc_id": _ID},), local=_schema_locally),
+    Operation(
+        "document_history", "List a document's versions",
+        "List a document's versions from its journal, oldest first: for each, the version, the operation (create, "
+        "update_node, create_node, delete_node, patch, merge_patch, revert, delete_document, undelete_document), the "
+        "RFC 6902 patch that produced it and when. `current_version` is the version your next write must send. "
+        "While `has_more` is true, call again with since_version = next_since_version. Use it to find the version "
+        "to read (document_read_node with at_version), compare (document_diff) or return to (document_revert).",
+        a.HistoryArgs, r.HistoryResult, _history, "read",
+        (Route("GET", _DOCUMENT + "/history", summary="The journal: one entry per version, oldest first"),),
+        "history", examples=({"doc_id": _ID, "since_version": 0, "limit": 20},)),
+    Operation(
+        "document_diff", "Compare two versions",
+        "Return the RFC 6902 JSON Patch that turns version from_version of a document into version to_version; "
+        "applied to from_version it gives to_version exactly. Either direction works: from a newer to an older "
+        "version it is the patch that undoes the changes in between. A version the document does not have fails "
+        "with version-not-found.",
+        a.DiffArgs, r.DiffResult, _diff, "read",
+        (Route("GET", _DOCUMENT + "/diff",
+               summary="An RFC 6902 patch from one version to another (either direction)"),),
+        "history", etag=False, examples=({"doc_id": _ID, "from_version": 3, "to_version": 5},)),
+    Operation(
+        "document_revert", "Revert to an earlier version",
+        "Undo: make a NEW version whose content equals an earlier version to_version. Nothing is rewritten: the "
+        "versions in between stay in the history, and a revert can itself be reverted. The result's `patch` is "
+        "what changed." + _VERSION_NOTE,
+        a.RevertArgs, r.RevertResult, _revert, "replace",
+        (Route("POST", _DOCUMENT + "/revert", summary="Undo: a new version whose content equals a past version",
+               description="Nothing in the history is rewritten: the revert is journaled as a new version."),),
+        "history", errors=(400, 404, 408, 409, 422), examples=({"doc_id": _ID, "to_version": 4, "version": 7},)),
+    Operation(
+        "document_merge_patch", "Apply a JSON Merge Patch",
+        "Change a node with an RFC 7396 JSON Merge Patch: members present in merge_patch are set (objects merge "
+        "recursively), members set to null are removed, members left out stay as they are; arrays, and a "
+        "merge_patch that is not an object, replace the value whole. Handy to change several members of an object "
+        "at once without restating the rest. The merge patch is first checked against the node's schema and the "
+        "result validated: a refusal is validation-failed listing every violation at once (details.violations), "
+        "values the schema refuses and required members deleted alike." + _VERSION_NOTE,
+        a.MergePatchArgs, r.MergePatchResult, _merge_patch, "replace",
+        (Route("PATCH", _DOCUMENT, summary="Apply an RFC 7396 JSON Merge Patch to a node",
+               description="The body is the merge patch itself (`Content-Type: application/merge-patch+json`); the "
+                           "version comes from `If-Match`. The merge patch is checked against the node's schema and "
+                           "the result validated (`validation-failed` lists every violation either finds), then "
+                           "journaled as an RFC 6902 patch.",
+               whole="merge_patch", media_types=("application/merge-patch+json",), version_only_from_header=True,
+               defaults={"node_path": "/"}),
+         Route("POST", _DOCUMENT + "/merge", operation_id="document_merge_patch_post",
+               summary="Apply an RFC 7396 JSON Merge Patch to a node (JSON body with the version)",
+               description="Like PATCH /documents/{doc_id}, for clients that cannot send PATCH or "
+                           "application/merge-patch+json.", defaults={"node_path": "/"})),
+        "documents", errors=_WRITE_ERRORS,
+        examples=({"doc_id": _ID, "node_path": "/metadata", "merge_patch": {"status": "review", "isbn": None},
+                   "version": 8},), written=("merge_patch",)),
+    Operation(
+        "document_delete", "Delete a document",
+        "Delete a whole document. It is a soft delete, journaled as a new version: the document leaves document_list "
+        "and resources/list, and reads and writes fail with document-not-found (details.deleted is true) until "
+        "document_undelete restores it with its whole history. Pass the document's current `version`; if it has "
+        "moved on, the call fails with version-conflict. To remove a node inside a document use "
+        "document_delete_node; to erase a deleted document for good, document_purge.",
+        a.DeleteDocumentArgs, r.DocumentStateResult, _delete_document, "replace",
+        (Route("DELETE", _DOCUMENT, summary="Delete a document (restorable with undelete until purged)"),),
+        "documents", errors=(400, 404, 408, 409), examples=({"doc_id": _ID, "version": 9},),
+        no_dry_run="it can be undone with document_undelete (POST .../undelete)."),
+    Operation(
+        "document_undelete", "Restore a deleted document",
+        "Restore a document deleted with document_delete, with its whole history, as a new version (the result "
+        "carries it). A document that is not deleted fails with conflict; a purged one no longer exists "
+        "(document-not-found).",
+        a.DocumentArgs, r.DocumentStateResult, _undelete_document, "write",
+        (Route("POST", _DOCUMENT + "/undelete", summary="Restore a deleted document with its whole history"),),
+        "documents", errors=(400, 404, 408, 409), examples=({"doc_id": _ID},),
+        no_dry_run="it can be undone with document_delete (DELETE)."),
+    Operation(
+        "document_purge", "Erase a deleted document",
+        "Erase a deleted document and its whole history for good; this cannot be undone. Only a document deleted "
+        "with document_delete can be purged: a live one fails with conflict.",
+        a.DocumentArgs, r.PurgeResult, _purge_document, "replace",
+        (Route("POST", _DOCUMENT + "/purge", summary="Remove a deleted document for good (content, history and all)",
+               description="Only a deleted document can be purged (otherwise `conflict`). This cannot be undone."),),
+        "documents", errors=(400, 404, 408, 409), etag=False, examples=({"doc_id": _ID},),
+        no_dry_run="it cannot be undone, so it is never done by accident."),
+    Operation(
+        "document_changes", "Changes of all documents",
+        "The change feed of every document on this server: each committed version (doc_id, version, operation, "
+        "time) in commit order, after the cursor `since`. Poll it: start with since=0, then pass the `next_cursor` "
+        "of each answer back as `since` to get only what was committed since. To be told about one document's "
+        "changes instead of polling, subscribe to its resource schema://{doc_id}.",
+        a.ChangesArgs, r.ChangesResult, _changes, "read",
+        (Route("GET", "/changes", summary="Committed versions of every document, in commit order (a polling feed)",
+               description="Pass `next_cursor` as `since` to get what was committed after the page: the cursor "
+                           "never skips nor repeats a change, also across restarts."),),
+        "feeds", errors=(400,), etag=False, examples=({"since": 0, "limit": 50},)),
+    Operation(
+        "document_outline", "Outline a node",
+        "The table of contents of a node: its members and items `depth` levels down, each with its pointer, type, "
+        "member or item count, size in bytes, the schema's title and, for objects with a title or name member, that "
+        "label; no other leaf values. Start here on a big document, then read the part you need with "
+        "document_read_node." + _BUDGET_NOTE,
+        a.OutlineArgs, r.OutlineResult, _outline, "read",
+        (Route("GET", _DOCUMENT + "/outline",
+               summary="The table of contents of a node: members and items with type, count, size and title"),),
+        "navigation", examples=({"doc_id": _ID, "node_path": "/", "depth": 2},)),
+    Operation(
+        "document_next_incomplete", "Find what is not finished",
+        "Where the document is valid but not finished by the schema's own words, breadth first in a stable order: "
+        "optional properties that are absent, empty arrays whose items the schema describes, values still equal to "
+        "their default. Each comes with its pointer, the schema of the value to write and, when one can be built, "
+        "an example_call (document_create_node or document_update_node) that would fill it. Call it, fill the first "
+        "place, repeat.",
+        a.NextIncompleteArgs, r.NextIncompleteResult, _next_incomplete, "read",
+        (Route("GET", _DOCUMENT + "/incomplete",
+               summary="Where the document is valid but not finished by the schema, breadth first"),),
+        "navigation", examples=({"doc_id": _ID, "limit": 5},)),
+    Operation(
+        "document_move_node", "Move a node",
+        "Move a node (RFC 6902 move): to another member or array position, or within one array to reorder it "
+        "('/chapters/-' appends)." + _VERSION_NOTE,
+        a.MoveNodeArgs, r.MoveNodeResult, _move_node, "replace",
+        (Route("POST", _DOCUMENT + "/move", summary="Move a node (RFC 6902 move; also reorders inside an array)"),),
+        "documents", errors=_WRITE_ERRORS,
+        examples=({"doc_id": _ID, "from_path": "/chapters/3", "to_path": "/chapters/0", "version": 7},)),
+    Operation(
+        "document_search", "Search documents",
+        "Find text in the string values of documents (case-insensitive): each hit is a doc_id, the pointer of the "
+        "string and a snippet around the match, oldest document first. Page with cursor = next_cursor.",
+        a.SearchArgs, r.SearchResult, _search, "read",
+        (Route("GET", "/search", summary="Text search over the string values of documents"),), "navigation",
+        etag=False, examples=({"query": "lighthouse", "limit": 10},)),
+    Operation(
+        "document_stats", "Measure a document",
+        "Measure a document: its size in bytes, node counts by JSON type, depth, version and journal length.",
+        a.DocumentArgs, r.StatsResult, _stats, "read",
+        (Route("GET", _DOCUMENT + "/stats", summary="Size, node counts by type, depth, version and journal length"),),
+        "navigation", examples=({"doc_id": _ID},)),
+    Operation(
+        "document_render", "Render a node as Markdown",
+        "A readable Markdown rendering of a node driven by the schema (titles as headings, arrays as lists), to "
+        "review a draft. offset/limit choose which children of the node to render." + _BUDGET_NOTE,
+        a.RenderArgs, r.RenderResult, _render, "read",
+        (Route("GET", _DOCUMENT + "/render", summary="A readable Markdown rendering of a node, driven by the schema"),),
+        "navigation", examples=({"doc_id": _ID, "node_path": "/chapters/0"},)),
+)
+
+BY_NAME: dict[str, Operation] = {operation.name: operation for operation in CATALOGUE}
