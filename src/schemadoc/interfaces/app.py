@@ -52,6 +52,7 @@ from schemadoc.interfaces.apidocs import add_api_docs
 from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
 from schemadoc.interfaces.mcp import SchemaDocMCPServer, build_mcp_server
 from schemadoc.interfaces.rest import (
+    BINDINGS,
     REST_STATE,
     JSONBody,
     check_depth,
@@ -498,7 +499,7 @@ def build_app(service: DocumentService, settings: Settings, *,
 
     # added inner to outer: the lane for the frequent REST requests innermost, then the error guard,
     # CORS outermost (so errors carry CORS headers)
-    app.add_middleware(RestLane, routes=rest.routes, prefix=API_PREFIX, on_error=_on_schemadoc_error, state=state)
+    app.add_middleware(RestLane, bindings=BINDINGS, prefix=API_PREFIX, on_error=_on_schemadoc_error, state=state)
     app.add_middleware(_ErrorGuard)
     app.add_middleware(_RequestLimits, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
     if settings.cors_origins:

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 EXAMPLE_ID = "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"
-_ULID = "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$"
+ULID_PATTERN = "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$"
 _TOKEN = "([^~/]|~[01])"  # a reference token: '~' only as '~0' or '~1'
 _POINTER = f"^(/{_TOKEN}*)*$"
 _NODE_POINTER = f"^/({_TOKEN}+(/{_TOKEN}*)*|(/{_TOKEN}*)+)$"
@@ -60,7 +60,7 @@ def _count(description: str, low: int, high: int | None = None) -> Any:
 
 
 DocId = Annotated[str, _text("The document's id: the 26-character ULID returned by document_create or "
-                             "document_list.", pattern=_ULID)]
+                             "document_list.", pattern=ULID_PATTERN)]
 NodePath = Annotated[str, _text(
     "RFC 6901 JSON Pointer to the node: '/' is the whole document, '/chapters/0/title' a member of an array "
     "item. Escape '/' in a key as '~1' and '~' as '~0'. A negative array index counts from the end "
@@ -138,7 +138,7 @@ class RootSchemaArgs(Arguments):
 class NodeSchemaArgs(Arguments):
     node_path: NodePath
     doc_id: Annotated[str | None, _text("Optional document id: when given, the result also says whether the node "
-                                        "exists there.", pattern=_ULID)] = None
+                                        "exists there.", pattern=ULID_PATTERN)] = None
     dereferenced: Dereferenced = True
 
 

@@ -33,7 +33,7 @@ from schemadoc.ops.limits import ArgumentScan
 from schemadoc.service import DocumentService
 from schemadoc.storage.base import check_doc_id
 
-__all__ = ["BY_NAME", "CATALOGUE", "Call", "Operation", "Route", "argument_error", "invoke"]
+__all__ = ["BY_NAME", "CATALOGUE", "Call", "Operation", "Route", "argument_error", "invoke", "prepare"]
 
 Kind = Literal["read", "write", "replace"]
 """read: changes nothing; write: adds without destroying (create, undelete); replace: may overwrite or remove."""
@@ -148,6 +148,12 @@ _VERSION_HINT = (" (the version of your last read or write; over REST as \"versi
 
 def invoke(call: Call, operation: Operation, raw: Mapping[str, Any]) -> BaseModel:
     """Check ``raw`` against the operation's arguments, walk its written arguments once, and run it."""
+    call, args = prepare(call, operation, raw)
+    return operation.run(call, args)
+
+
+def prepare(call: Call, operation: Operation, raw: Mapping[str, Any]) -> tuple[Call, Any]:
+    """The checked arguments of ``raw`` (and the call holding the walks of its written arguments)."""
     if not operation.dry_run and "dry_run" in raw and raw["dry_run"] is not False:
         raise SchemaDocError("invalid-request", f"{operation.title} has no dry run; {operation.no_dry_run}",
                              {"tool": operation.name, "argument": "dry_run"})
@@ -171,7 +177,7 @@ def invoke(call: Call, operation: Operation, raw: Mapping[str, Any]) -> BaseMode
         scan.check_depth(call.max_depth, name)
     if scans != call.scans:
         call = Call(call.service, call.max_depth, call.budget, scans, call.document_uri)
-    return operation.run(call, args)
+    return call, args
 
 
 # -- what each operation does --------------------------------------------------------------------
