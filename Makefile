@@ -61,8 +61,9 @@ bench-rest: $(VENV)/.installed  ## black box: a real server on 127.0.0.1, REST r
 bench-agents: $(VENV)/.installed  ## MCP tools on 10 and 100 MiB books, search over 100 documents
 	$(PY) benchmarks/agents.py
 
-docs: $(VENV)/.installed  ## regenerate docs/errors.md from the catalog
+docs: $(VENV)/.installed  ## regenerate docs/errors.md and docs/tools.md from the catalogs
 	$(PY) -m schemadoc.errors > docs/errors.md
+	$(PY) -m schemadoc.operations.reference > docs/tools.md
 
 docs-browser: $(VENV)/.installed  ## /docs and /redoc rendered offline by headless Chromium from a real server (installs chromium)
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
