@@ -37,7 +37,7 @@ def test_docs_tools_md_is_generated_from_the_catalogue() -> None:
 
 
 def test_every_operation_is_one_tool_and_its_routes() -> None:
-    assert len({operation.name for operation in CATALOGUE}) == len(CATALOGUE) == 23
+    assert len({operation.name for operation in CATALOGUE}) == len(CATALOGUE) == 24
     assert {binding.operation.name for binding in BINDINGS} == {operation.name for operation in CATALOGUE}
     for operation in CATALOGUE:
         assert operation.examples, operation.name
@@ -124,3 +124,28 @@ async def test_the_same_bad_request_gets_the_same_error_at_both_doors(
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_a_candidate_value_is_checked_as_its_write_would_be_and_nothing_changes(
+        doors: tuple[DocumentService, TestClient]) -> None:
+    service, rest = doors
+    doc_id = rest.post(f"{API}/documents").json()["doc_id"]
+    url = f"{API}/documents/{doc_id}/validate"
+    good = rest.post(url, params={"path": "/title"}, json={"node_data": "Dune"}).json()
+    assert (good["valid"], good["write"], good["version"]) == (True, "document_update_node", 1)
+    bad = rest.post(url, params={"path": "/title"}, json={"node_data": 5}).json()
+    assert bad["valid"] is False and bad["validation_report"]["errors"][0]["path"] == "/title"
+    new = rest.post(url, params={"path": "/tags/-"}, json={"node_data": "sf"}).json()
+    assert (new["valid"], new["write"], new["node_path"]) == (True, "document_create_node", "/tags/0")
+    missing = rest.post(url, params={"path": "/nope/deeper"}, json={"node_data": 1}).json()["error"]
+    assert missing["code"] == "path-not-found"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        async with Client(build_mcp_server(service)) as mcp:
+            result = await mcp.call_tool("document_validate_node",
+                                         {"doc_id": doc_id, "node_path": "/title", "node_data": 5})
+    assert result.structured_content is not None
+    assert {key: result.structured_content[key] for key in ("valid", "write", "validation_report")} == \
+        {key: bad[key] for key in ("valid", "write", "validation_report")}
+    assert service.version_of(doc_id) == 1 and service.read_node(doc_id, "/title").node == "Untitled"

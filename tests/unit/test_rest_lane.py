@@ -129,4 +129,4 @@ def test_the_lane_takes_every_route_of_the_catalogue(tmp_path: Path) -> None:
     lane = _lane_of(_app(tmp_path, lane=True))
     taken = [binding for routes in lane.routes.values() for _pattern, binding in routes]
     assert sorted(binding.operation_id for binding in taken) == sorted(binding.operation_id for binding in BINDINGS)
-    assert len(taken) == 24
+    assert len(taken) == 25

@@ -279,7 +279,7 @@ def check_unicode(arguments: dict[str, Any], service: DocumentService | None = N
 def build_mcp_server(service: DocumentService, *, bus: SubscriptionBus | None = None,
                      max_json_depth: int | None = None,
                      subscribers: SubscriberSlots | None = None) -> SchemaDocMCPServer:
-    """The MCP server for ``service``: 23 tools, 4 resources (two templates), 2 prompts.
+    """The MCP server for ``service``: one tool per operation of the catalogue, 4 resources (two templates), 2 prompts.
 
     The returned server listens to the service's changes (``server.notifier``) and publishes
     them to MCP subscribers of both eras; pass ``bus`` to share the modern-era subscription

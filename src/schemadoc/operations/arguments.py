@@ -42,6 +42,7 @@ __all__ = [
     "RootSchemaArgs",
     "SearchArgs",
     "UpdateNodeArgs",
+    "ValidateNodeArgs",
 ]
 
 EXAMPLE_ID = "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"
@@ -175,6 +176,11 @@ class CreateNodeArgs(_Write):
     node_data: NodeData
 
 
+class ValidateNodeArgs(DocumentArgs):
+    node_path: NewNodePath
+    node_data: NodeData
+
+
 class DeleteNodeArgs(_Write):
     node_path: DeletedPath
 
@@ -255,4 +261,4 @@ class RenderArgs(DocumentArgs):
 ARGUMENTS: tuple[type[Arguments], ...] = (
     CreateDocumentArgs, ListArgs, RootSchemaArgs, NodeSchemaArgs, DocumentArgs, ReadNodeArgs, UpdateNodeArgs,
     CreateNodeArgs, DeleteNodeArgs, PatchArgs, MoveNodeArgs, MergePatchArgs, RevertArgs, DeleteDocumentArgs,
-    HistoryArgs, DiffArgs, ChangesArgs, OutlineArgs, NextIncompleteArgs, SearchArgs, RenderArgs)
+    HistoryArgs, DiffArgs, ChangesArgs, OutlineArgs, NextIncompleteArgs, SearchArgs, RenderArgs, ValidateNodeArgs)

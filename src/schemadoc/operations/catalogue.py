@@ -301,6 +301,24 @@ def _render(call: Call, args: a.RenderArgs) -> BaseModel:
     return r.render_result(read, rendered, args.format)
 
 
+def _validate_node(call: Call, args: a.ValidateNodeArgs) -> BaseModel:
+    """The verdict the write of ``node_data`` at ``node_path`` would get now: a dry run of the update where the
+    node exists, else of its creation."""
+    service = call.service
+    version = service.version_of(args.doc_id)
+    try:
+        result = service.update_node(args.doc_id, args.node_path, args.node_data, version, dry_run=True,
+                                     scanned=call.scanned("node_data"))
+        write = "document_update_node"
+    except SchemaDocError as error:
+        if error.code != "path-not-found":
+            raise
+        result = service.create_node(args.doc_id, args.node_path, args.node_data, version, dry_run=True,
+                                     scanned=call.scanned("node_data"))
+        write = "document_create_node"
+    return r.validate_node_result(result, write)
+
+
 def _reads_node_locally(service: DocumentService, args: a.ReadNodeArgs) -> bool:
     return args.at_version is None and not args.bounded and service.reads_locally(args.doc_id)
 
@@ -549,6 +567,16 @@ CATALOGUE: tuple[Operation, ...] = (
         a.RenderArgs, r.RenderResult, _render, "read",
         (Route("GET", _DOCUMENT + "/render", summary="A readable Markdown rendering of a node, driven by the schema"),),
         "navigation", examples=({"doc_id": _ID, "node_path": "/chapters/0"},)),
+    Operation(
+        "document_validate_node", "Check a value before writing it",
+        "Check a candidate value at a node without writing it: the answer is the validation report the write "
+        "would get now (document_update_node where the node exists, else document_create_node, as `write` says), "
+        "against the whole document and schema. Nothing changes and no version is needed.",
+        a.ValidateNodeArgs, r.ValidateNodeResult, _validate_node, "read",
+        (Route("POST", _DOCUMENT + "/validate", summary="Check a value at a node without writing it"),),
+        "documents", errors=(400, 404, 413),
+        examples=({"doc_id": _ID, "node_path": "/metadata/status", "node_data": "review"},),
+        written=("node_data",)),
 )
 
 BY_NAME: dict[str, Operation] = {operation.name: operation for operation in CATALOGUE}

@@ -53,6 +53,7 @@ __all__ = [
     "SearchResult",
     "StatsResult",
     "UpdateNodeResult",
+    "ValidateNodeResult",
     "ValidationReportBody",
     "changes_result",
     "create_document_result",
@@ -79,6 +80,7 @@ __all__ = [
     "search_result",
     "stats_result",
     "update_node_result",
+    "validate_node_result",
 ]
 
 
@@ -532,6 +534,22 @@ def stats_result(stats: Stats) -> StatsResult:
 def render_result(read: NodeRead, rendered: Rendered, format: str) -> RenderResult:
     return RenderResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/", format=format,
                         text=rendered.text, truncated=rendered.truncated, **_window_fields(rendered.window))
+
+
+class ValidateNodeResult(_Body):
+    success: bool = True
+    doc_id: str
+    node_path: str = Field(description="The concrete path the value was checked at.")
+    version: int = Field(description="The version it was checked against (nothing was written).")
+    valid: bool = Field(description="Whether writing the value there would be accepted.")
+    write: str = Field(description="The tool that would write it: document_update_node where the node exists, "
+                                   "else document_create_node.")
+    validation_report: ValidationReportBody
+
+
+def validate_node_result(result: WriteResult, write: str) -> ValidateNodeResult:
+    return ValidateNodeResult(doc_id=result.doc_id, node_path=result.node_path or "/", version=result.version,
+                              valid=result.report.valid, write=write, validation_report=report_body(result.report))
 
 
 def move_node_result(result: WriteResult, from_path: str) -> MoveNodeResult:
