@@ -23,7 +23,8 @@ from schemadoc.interfaces.app import build_app, create_service
 from schemadoc.interfaces.mcp import build_mcp_server
 from schemadoc.interfaces.rest import BINDINGS, Binding
 from schemadoc.operations.arguments import EXAMPLE_ID
-from schemadoc.operations.catalogue import CATALOGUE, Operation
+from schemadoc.operations.catalogue import CATALOGUE
+from schemadoc.operations.operation import Operation
 from schemadoc.operations.reference import reference
 from schemadoc.service import DocumentService
 

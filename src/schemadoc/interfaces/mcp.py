@@ -59,7 +59,8 @@ from schemadoc.interfaces.mcp_notify import ChangeNotifier, document_uri
 from schemadoc.interfaces.mcp_prompts import PromptArgumentError, fill_document_text, fix_validation_errors_text
 from schemadoc.interfaces.subscribers import SubscriberSlots
 from schemadoc.operations.budget import MCP_RESULT_BUDGET_BYTES, fit_error, fit_model, fit_result, fit_write
-from schemadoc.operations.catalogue import BY_NAME, CATALOGUE, Call, Operation, invoke
+from schemadoc.operations.catalogue import BY_NAME, CATALOGUE
+from schemadoc.operations.operation import Call, Operation, invoke
 from schemadoc.ops.limits import ArgumentScan
 from schemadoc.service import DocumentService
 

@@ -49,7 +49,8 @@ from schemadoc.interfaces.rest_wire import (
     rest_state,
     state_of,
 )
-from schemadoc.operations.catalogue import CATALOGUE, Call, Operation, Route, prepare
+from schemadoc.operations.catalogue import CATALOGUE
+from schemadoc.operations.operation import Call, Operation, Route, prepare
 from schemadoc.ops.limits import ArgumentScan
 from schemadoc.pointer import json_type
 from schemadoc.service import DocumentService

@@ -9,8 +9,8 @@ the event loop, whether its result is fitted to the MCP budget.
 
 Both doors are built by walking :data:`CATALOGUE` (``interfaces/mcp.py`` registers the tools,
 ``interfaces/rest.py`` adds the routes, the OpenAPI document and ``docs/tools.md`` come from the
-same entries), and both call :func:`invoke`: one argument check, one limits scan, one error
-wording for every door.
+same entries), and both call :func:`~schemadoc.operations.operation.invoke`: one argument check,
+one limits scan, one error wording for every door.
 
 Adding an operation: an arguments model, a result model and builder, a ``_run`` function and one
 ``Operation(...)`` entry below; the doors, the OpenAPI document and the reference follow.
@@ -18,167 +18,17 @@ Adding an operation: an arguments model, a result model and builder, a ``_run`` 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.operations import arguments as a
+from schemadoc.operations import reading_results as rr
 from schemadoc.operations import results as r
-from schemadoc.operations.budget import read_budget
-from schemadoc.ops.limits import ArgumentScan
+from schemadoc.operations.operation import Call, Operation, Route
 from schemadoc.service import DocumentService
 from schemadoc.storage.base import check_doc_id
 
-__all__ = ["BY_NAME", "CATALOGUE", "Call", "Operation", "Route", "argument_error", "invoke", "prepare"]
-
-Kind = Literal["read", "write", "replace"]
-"""read: changes nothing; write: adds without destroying (create, undelete); replace: may overwrite or remove."""
-
-
-@dataclass(frozen=True)
-class Route:
-    """One REST route of an operation (under ``/api/v1``).
-
-    Path parameters are fields of the arguments model. On ``GET`` every other argument is a query
-    parameter; on a method with a body, ``node_path`` and ``dry_run`` are query parameters and the
-    rest are members of the JSON body, the version also as ``If-Match``. ``node_path`` is spelt
-    ``path`` over REST. ``whole``: the body is this argument itself (not an object holding it), as
-    the merge patch of ``PATCH``; ``bare``: the body may also be this argument alone (a bare RFC 6902
-    array). ``defaults``: what REST assumes for arguments a request leaves out.
-    """
-
-    method: str
-    path: str
-    operation_id: str = ""
-    summary: str = ""
-    description: str = ""
-    status: int = 200
-    whole: str | None = None
-    bare: str | None = None
-    media_types: tuple[str, ...] = ("application/json",)
-    version_only_from_header: bool = False
-    defaults: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Call:
-    """What an invocation runs with, as its door sets it up.
-
-    ``budget``: the MCP result budget in bytes (``None`` over REST: whole answers, as the spec says);
-    ``scans``: walks of written arguments a door already made (REST from the body's text, MCP with
-    the surrogate check); ``document_uri``: where a document can be read at this door.
-    """
-
-    service: DocumentService
-    max_depth: int
-    budget: int | None = None
-    scans: Mapping[str, ArgumentScan] = field(default_factory=dict)
-    document_uri: Callable[[str], str] = lambda doc_id: f"schema://{doc_id}"
-
-    def scanned(self, name: str) -> ArgumentScan | None:
-        return self.scans.get(name)
-
-    def max_bytes(self, asked: int | None) -> int | None:
-        """A bounded read's size: the caller's, within the result budget at a door that has one."""
-        return asked if self.budget is None else read_budget(asked, self.budget)
-
-
-@dataclass(frozen=True)
-class Operation:
-    name: str
-    title: str
-    description: str
-    args: type[a.Arguments]
-    result: type[BaseModel]
-    run: Callable[[Call, Any], BaseModel]
-    kind: Kind
-    routes: tuple[Route, ...]
-    tag: str
-    errors: tuple[int, ...] = (400, 404)
-    examples: tuple[dict[str, Any], ...] = ()
-    written: tuple[str, ...] = ()
-    no_dry_run: str = ""
-    """Why a write has no dry run (refused with this reason rather than ignored)."""
-    local: Callable[[DocumentService, Any], bool] | None = None
-    """REST answers on the event loop when this says the service holds what it needs (else a worker thread)."""
-    etag: bool = True
-    rest_result: Any = None
-    """The REST response model when it differs from ``result`` (a union)."""
-
-    @property
-    def dry_run(self) -> bool:
-        return "dry_run" in self.args.model_fields
-
-    @property
-    def writes(self) -> bool:
-        return self.kind != "read"
-
-    def agent_description(self) -> str:
-        """The tool description: the text, then one example call per line."""
-        lines = [self.description, *(f"Example: {self.name} {json.dumps(example)}" for example in self.examples)]
-        return "\n".join(lines)
-
-
-# -- the one argument check ----------------------------------------------------------------------
-
-
-def argument_error(name: str, error: ValidationError) -> SchemaDocError:
-    """``invalid-request`` for arguments the operation's model refuses, worded the same at every door."""
-    problems: list[dict[str, Any]] = []
-    for item in error.errors(include_url=False, include_input=False):
-        argument = ".".join(str(part) for part in item["loc"]) or "arguments"
-        problem = "missing" if item["type"] == "missing" else "wrong-type-or-value"
-        problems.append({"argument": argument, "problem": problem, "message": item["msg"]})
-    summary = "; ".join(
-        (f"'{p['argument']}' is missing" + (_VERSION_HINT if p["argument"] == "version" else ""))
-        if p["problem"] == "missing" else f"'{p['argument']}': {p['message']}" for p in problems)
-    return SchemaDocError(
-        "invalid-request", f"Invalid arguments for {name}: {summary}.",
-        {"tool": name, "argument": problems[0]["argument"] if problems else None, "problems": problems},
-        remediation=f"Send the arguments {name} declares, with those types (MCP: tools/list; REST: /openapi.json).")
-
-
-_VERSION_HINT = (" (the version of your last read or write; over REST as \"version\" in the body or an If-Match "
-                 "header)")
-
-
-def invoke(call: Call, operation: Operation, raw: Mapping[str, Any]) -> BaseModel:
-    """Check ``raw`` against the operation's arguments, walk its written arguments once, and run it."""
-    call, args = prepare(call, operation, raw)
-    return operation.run(call, args)
-
-
-def prepare(call: Call, operation: Operation, raw: Mapping[str, Any]) -> tuple[Call, Any]:
-    """The checked arguments of ``raw`` (and the call holding the walks of its written arguments)."""
-    if not operation.dry_run and "dry_run" in raw and raw["dry_run"] is not False:
-        raise SchemaDocError("invalid-request", f"{operation.title} has no dry run; {operation.no_dry_run}",
-                             {"tool": operation.name, "argument": "dry_run"})
-    known = operation.args.model_fields
-    unknown = sorted(str(name) for name in raw if name not in known and not (name == "dry_run" and not raw[name]))
-    if unknown:
-        raise SchemaDocError(
-            "invalid-request", f"Unknown argument(s) for {operation.name}: {', '.join(unknown)}.",
-            {"tool": operation.name, "argument": unknown[0], "unknown": unknown, "accepted": sorted(known)},
-            remediation=f"Send only the arguments {operation.name} declares (MCP: tools/list; REST: /openapi.json).")
-    try:
-        args = operation.args.model_validate({name: value for name, value in raw.items() if name in known})
-    except ValidationError as error:
-        raise argument_error(operation.name, error) from None
-    scans = dict(call.scans)
-    for name in operation.written:
-        value = getattr(args, name)
-        scan = scans.get(name)
-        if scan is None or scan.value is not value:
-            scan = scans[name] = call.service.scan_argument(value)
-        scan.check_depth(call.max_depth, name)
-    if scans != call.scans:
-        call = Call(call.service, call.max_depth, call.budget, scans, call.document_uri)
-    return call, args
-
+__all__ = ["BY_NAME", "CATALOGUE"]
 
 # -- what each operation does --------------------------------------------------------------------
 
@@ -194,7 +44,7 @@ def _read_node(call: Call, args: a.ReadNodeArgs) -> BaseModel:
         return r.read_node_result(service.read_node(args.doc_id, args.node_path, at_version=args.at_version))
     view = service.read_view(args.doc_id, args.node_path, at_version=args.at_version, max_depth=args.max_depth,
                              offset=args.offset, limit=args.limit, max_bytes=call.max_bytes(args.max_bytes))
-    return r.read_view_result(view, args.bounded)
+    return rr.read_view_result(view, args.bounded)
 
 
 def _update_node(call: Call, args: a.UpdateNodeArgs) -> BaseModel:
@@ -221,7 +71,7 @@ def _apply_patch(call: Call, args: a.PatchArgs) -> BaseModel:
 
 def _move_node(call: Call, args: a.MoveNodeArgs) -> BaseModel:
     result = call.service.move_node(args.doc_id, args.from_path, args.to_path, args.version, dry_run=args.dry_run)
-    return r.move_node_result(result, args.from_path)
+    return rr.move_node_result(result, args.from_path)
 
 
 def _merge_patch(call: Call, args: a.MergePatchArgs) -> BaseModel:
@@ -279,26 +129,26 @@ def _changes(call: Call, args: a.ChangesArgs) -> BaseModel:
 def _outline(call: Call, args: a.OutlineArgs) -> BaseModel:
     read, found = call.service.outline(args.doc_id, args.node_path, args.depth, offset=args.offset,
                                        limit=args.limit, max_bytes=call.max_bytes(args.max_bytes))
-    return r.outline_result(read, found)
+    return rr.outline_result(read, found)
 
 
 def _next_incomplete(call: Call, args: a.NextIncompleteArgs) -> BaseModel:
-    return r.next_incomplete_result(*call.service.next_incomplete(args.doc_id, args.node_path, args.limit))
+    return rr.next_incomplete_result(*call.service.next_incomplete(args.doc_id, args.node_path, args.limit))
 
 
 def _search(call: Call, args: a.SearchArgs) -> BaseModel:
     page = call.service.search(args.query, args.node_path, args.doc_ids, limit=args.limit, cursor=args.cursor)
-    return r.search_result(args.query, page)
+    return rr.search_result(args.query, page)
 
 
 def _stats(call: Call, args: a.DocumentArgs) -> BaseModel:
-    return r.stats_result(call.service.stats(args.doc_id))
+    return rr.stats_result(call.service.stats(args.doc_id))
 
 
 def _render(call: Call, args: a.RenderArgs) -> BaseModel:
     read, rendered = call.service.render(args.doc_id, args.node_path, args.format, offset=args.offset,
                                          limit=args.limit, max_bytes=call.max_bytes(args.max_bytes))
-    return r.render_result(read, rendered, args.format)
+    return rr.render_result(read, rendered, args.format)
 
 
 def _validate_node(call: Call, args: a.ValidateNodeArgs) -> BaseModel:
@@ -316,7 +166,7 @@ def _validate_node(call: Call, args: a.ValidateNodeArgs) -> BaseModel:
         result = service.create_node(args.doc_id, args.node_path, args.node_data, version, dry_run=True,
                                      scanned=call.scanned("node_data"))
         write = "document_create_node"
-    return r.validate_node_result(result, write)
+    return rr.validate_node_result(result, write)
 
 
 def _reads_node_locally(service: DocumentService, args: a.ReadNodeArgs) -> bool:
@@ -365,7 +215,7 @@ CATALOGUE: tuple[Operation, ...] = (
         "documents", examples=({"doc_id": _ID, "node_path": "/chapters/0"},
                                {"doc_id": _ID, "node_path": "/title", "at_version": 2},
                                {"doc_id": _ID, "node_path": "/chapters", "offset": 20, "limit": 10, "max_depth": 1}),
-        local=_reads_node_locally, rest_result=r.ReadNodeResult | r.BoundedReadNodeResult),
+        local=_reads_node_locally, rest_result=r.ReadNodeResult | rr.BoundedReadNodeResult),
     Operation(
         "document_update_node", "Replace a node",
         "Replace the value of an existing node (use '/' to replace the whole document)." + _VERSION_NOTE
@@ -524,7 +374,7 @@ CATALOGUE: tuple[Operation, ...] = (
         "member or item count, size in bytes, the schema's title and, for objects with a title or name member, that "
         "label; no other leaf values. Start here on a big document, then read the part you need with "
         "document_read_node." + _BUDGET_NOTE,
-        a.OutlineArgs, r.OutlineResult, _outline, "read",
+        a.OutlineArgs, rr.OutlineResult, _outline, "read",
         (Route("GET", _DOCUMENT + "/outline",
                summary="The table of contents of a node: members and items with type, count, size and title"),),
         "navigation", examples=({"doc_id": _ID, "node_path": "/", "depth": 2},)),
@@ -535,7 +385,7 @@ CATALOGUE: tuple[Operation, ...] = (
         "their default. Each comes with its pointer, the schema of the value to write and, when one can be built, "
         "an example_call (document_create_node or document_update_node) that would fill it. Call it, fill the first "
         "place, repeat.",
-        a.NextIncompleteArgs, r.NextIncompleteResult, _next_incomplete, "read",
+        a.NextIncompleteArgs, rr.NextIncompleteResult, _next_incomplete, "read",
         (Route("GET", _DOCUMENT + "/incomplete",
                summary="Where the document is valid but not finished by the schema, breadth first"),),
         "navigation", examples=({"doc_id": _ID, "limit": 5},)),
@@ -543,7 +393,7 @@ CATALOGUE: tuple[Operation, ...] = (
         "document_move_node", "Move a node",
         "Move a node (RFC 6902 move): to another member or array position, or within one array to reorder it "
         "('/chapters/-' appends)." + _VERSION_NOTE,
-        a.MoveNodeArgs, r.MoveNodeResult, _move_node, "replace",
+        a.MoveNodeArgs, rr.MoveNodeResult, _move_node, "replace",
         (Route("POST", _DOCUMENT + "/move", summary="Move a node (RFC 6902 move; also reorders inside an array)"),),
         "documents", errors=_WRITE_ERRORS,
         examples=({"doc_id": _ID, "from_path": "/chapters/3", "to_path": "/chapters/0", "version": 7},)),
@@ -551,20 +401,20 @@ CATALOGUE: tuple[Operation, ...] = (
         "document_search", "Search documents",
         "Find text in the string values of documents (case-insensitive): each hit is a doc_id, the pointer of the "
         "string and a snippet around the match, oldest document first. Page with cursor = next_cursor.",
-        a.SearchArgs, r.SearchResult, _search, "read",
+        a.SearchArgs, rr.SearchResult, _search, "read",
         (Route("GET", "/search", summary="Text search over the string values of documents"),), "navigation",
         etag=False, examples=({"query": "lighthouse", "limit": 10},)),
     Operation(
         "document_stats", "Measure a document",
         "Measure a document: its size in bytes, node counts by JSON type, depth, version and journal length.",
-        a.DocumentArgs, r.StatsResult, _stats, "read",
+        a.DocumentArgs, rr.StatsResult, _stats, "read",
         (Route("GET", _DOCUMENT + "/stats", summary="Size, node counts by type, depth, version and journal length"),),
         "navigation", examples=({"doc_id": _ID},)),
     Operation(
         "document_render", "Render a node as Markdown",
         "A readable Markdown rendering of a node driven by the schema (titles as headings, arrays as lists), to "
         "review a draft. offset/limit choose which children of the node to render." + _BUDGET_NOTE,
-        a.RenderArgs, r.RenderResult, _render, "read",
+        a.RenderArgs, rr.RenderResult, _render, "read",
         (Route("GET", _DOCUMENT + "/render", summary="A readable Markdown rendering of a node, driven by the schema"),),
         "navigation", examples=({"doc_id": _ID, "node_path": "/chapters/0"},)),
     Operation(
@@ -572,7 +422,7 @@ CATALOGUE: tuple[Operation, ...] = (
         "Check a candidate value at a node without writing it: the answer is the validation report the write "
         "would get now (document_update_node where the node exists, else document_create_node, as `write` says), "
         "against the whole document and schema. Nothing changes and no version is needed.",
-        a.ValidateNodeArgs, r.ValidateNodeResult, _validate_node, "read",
+        a.ValidateNodeArgs, rr.ValidateNodeResult, _validate_node, "read",
         (Route("POST", _DOCUMENT + "/validate", summary="Check a value at a node without writing it"),),
         "documents", errors=(400, 404, 413),
         examples=({"doc_id": _ID, "node_path": "/metadata/status", "node_data": "review"},),

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from schemadoc.operations.catalogue import CATALOGUE, Operation
+from schemadoc.operations.catalogue import CATALOGUE
+from schemadoc.operations.operation import Operation
 
 __all__ = ["reference"]
 

@@ -12,16 +12,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemadoc.ops.journal import JournalEntry
-from schemadoc.reading import Incomplete, Outline, Rendered, Window
 from schemadoc.service import (
     ChangesPage,
     DocumentList,
     HistoryPage,
     NodeRead,
     NodeSchema,
-    NodeView,
-    SearchPage,
-    Stats,
     WriteResult,
 )
 from schemadoc.storage.base import DocumentMeta
@@ -29,7 +25,7 @@ from schemadoc.validation import ValidationReport
 
 __all__ = [
     "ApplyPatchResult",
-    "BoundedReadNodeResult",
+    "Body",
     "ChangesResult",
     "CreateDocumentResult",
     "CreateNodeResult",
@@ -38,23 +34,16 @@ __all__ = [
     "DocumentStateResult",
     "DocumentSummary",
     "HistoryResult",
-    "IncompleteItem",
     "ListDocumentsResult",
     "MergePatchResult",
-    "MoveNodeResult",
-    "NextIncompleteResult",
     "NodeSchemaResult",
-    "OutlineResult",
     "PurgeResult",
     "ReadNodeResult",
-    "RenderResult",
     "RevertResult",
     "RootSchemaResult",
-    "SearchResult",
-    "StatsResult",
     "UpdateNodeResult",
-    "ValidateNodeResult",
     "ValidationReportBody",
+    "WriteBody",
     "changes_result",
     "create_document_result",
     "create_node_result",
@@ -65,30 +54,23 @@ __all__ = [
     "journal_entry_body",
     "list_documents_result",
     "merge_patch_result",
-    "move_node_result",
-    "next_incomplete_result",
     "node_schema_result",
-    "outline_result",
     "patch_result",
     "purge_result",
     "read_node_result",
-    "read_view_result",
-    "render_result",
     "report_body",
     "revert_result",
     "root_schema_result",
-    "search_result",
-    "stats_result",
     "update_node_result",
-    "validate_node_result",
+    "write_fields",
 ]
 
 
-class _Body(BaseModel):
+class Body(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-class ViolationBody(_Body):
+class ViolationBody(Body):
     code: str = Field(description="Catalog code, e.g. 'type-mismatch' (see schema://errors).")
     message: str = Field(description="What is wrong and how to fix it.")
     path: str = Field(description="JSON Pointer to the offending value.")
@@ -103,13 +85,13 @@ class ViolationBody(_Body):
                                   "document_apply_patch), where one follows mechanically.")
 
 
-class ValidationReportBody(_Body):
+class ValidationReportBody(Body):
     valid: bool
     error_count: int = 0
     errors: list[ViolationBody] = Field(default_factory=list)
 
 
-class CreateDocumentResult(_Body):
+class CreateDocumentResult(Body):
     success: bool = True
     doc_id: str = Field(description="The new document's ULID.")
     version: int = Field(description="Always 1 for a new document.")
@@ -119,7 +101,7 @@ class CreateDocumentResult(_Body):
     validation_report: ValidationReportBody
 
 
-class ReadNodeResult(_Body):
+class ReadNodeResult(Body):
     success: bool = True
     doc_id: str
     node_path: str = Field(description="The concrete path read (negative indices resolved).")
@@ -128,7 +110,7 @@ class ReadNodeResult(_Body):
     node_type: str = Field(description="object, array, string, number, boolean or null.")
 
 
-class _WriteBody(_Body):
+class WriteBody(Body):
     success: bool = True
     doc_id: str
     version: int = Field(description="The new version (dry run: the current, unchanged version).")
@@ -137,26 +119,26 @@ class _WriteBody(_Body):
     dry_run: bool = False
 
 
-class UpdateNodeResult(_WriteBody):
+class UpdateNodeResult(WriteBody):
     node_path: str
     updated_node: Any
 
 
-class CreateNodeResult(_WriteBody):
+class CreateNodeResult(WriteBody):
     created_node_path: str = Field(description="Where the node was created ('-' resolved to an index).")
     created_node: Any
 
 
-class DeleteNodeResult(_WriteBody):
+class DeleteNodeResult(WriteBody):
     node_path: str
     deleted_node: Any
 
 
-class ApplyPatchResult(_WriteBody):
+class ApplyPatchResult(WriteBody):
     pass
 
 
-class DocumentSummary(_Body):
+class DocumentSummary(Body):
     doc_id: str
     version: int
     created_at: str
@@ -166,7 +148,7 @@ class DocumentSummary(_Body):
                                               "version after it (the snapshot is written in the background).")
 
 
-class ListDocumentsResult(_Body):
+class ListDocumentsResult(Body):
     success: bool = True
     schema_uri: str
     documents: list[DocumentSummary]
@@ -176,14 +158,14 @@ class ListDocumentsResult(_Body):
     offset: int
 
 
-class RootSchemaResult(_Body):
+class RootSchemaResult(Body):
     success: bool = True
     schema_uri: str
     root_schema: dict[str, Any]
     schema_version: str | None = None
 
 
-class ErrorCatalogEntry(_Body):
+class ErrorCatalogEntry(Body):
     code: str = Field(description="The stable kebab-case code an error object carries.")
     status: int = Field(description="The HTTP status REST answers with (MCP carries the same error object).")
     category: str = Field(description="The status as a string, as in an error object's `category`.")
@@ -197,13 +179,13 @@ class ErrorCatalogEntry(_Body):
                                                             "specification's codes).")
 
 
-class ErrorCatalogResult(_Body):
+class ErrorCatalogResult(Body):
     success: bool = True
     errors: list[ErrorCatalogEntry] = Field(description="Every code, in catalog order; the same list as the MCP "
                                                         "resource schema://errors.")
 
 
-class NodeSchemaResult(_Body):
+class NodeSchemaResult(Body):
     success: bool = True
     node_path: str
     node_schema: dict[str, Any]
@@ -226,7 +208,7 @@ def read_node_result(read: NodeRead) -> ReadNodeResult:
                           version=read.version, node_type=read.node_type)
 
 
-def _write_fields(result: WriteResult) -> dict[str, Any]:
+def write_fields(result: WriteResult) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "doc_id": result.doc_id,
         "version": result.version,
@@ -240,19 +222,19 @@ def _write_fields(result: WriteResult) -> dict[str, Any]:
 
 
 def update_node_result(result: WriteResult) -> UpdateNodeResult:
-    return UpdateNodeResult(node_path=result.node_path or "/", updated_node=result.node, **_write_fields(result))
+    return UpdateNodeResult(node_path=result.node_path or "/", updated_node=result.node, **write_fields(result))
 
 
 def create_node_result(result: WriteResult) -> CreateNodeResult:
-    return CreateNodeResult(created_node_path=result.node_path, created_node=result.node, **_write_fields(result))
+    return CreateNodeResult(created_node_path=result.node_path, created_node=result.node, **write_fields(result))
 
 
 def delete_node_result(result: WriteResult) -> DeleteNodeResult:
-    return DeleteNodeResult(node_path=result.node_path, deleted_node=result.node, **_write_fields(result))
+    return DeleteNodeResult(node_path=result.node_path, deleted_node=result.node, **write_fields(result))
 
 
 def patch_result(result: WriteResult) -> ApplyPatchResult:
-    return ApplyPatchResult(**_write_fields(result))
+    return ApplyPatchResult(**write_fields(result))
 
 
 def list_documents_result(listing: DocumentList, schema_uri: str) -> ListDocumentsResult:
@@ -276,7 +258,7 @@ def node_schema_result(node: NodeSchema) -> NodeSchemaResult:
 # -- history, undo, deletion, merge patch, change feed ---------------------------------------
 
 
-class JournalEntryBody(_Body):
+class JournalEntryBody(Body):
     version: int
     op: str = Field(description="create, update_node, create_node, delete_node, patch, merge_patch, revert, "
                                 "delete_document or undelete_document.")
@@ -285,7 +267,7 @@ class JournalEntryBody(_Body):
     info: dict[str, Any] = Field(default_factory=dict)
 
 
-class HistoryResult(_Body):
+class HistoryResult(Body):
     success: bool = True
     doc_id: str
     entries: list[JournalEntryBody] = Field(description="Oldest first.")
@@ -294,7 +276,7 @@ class HistoryResult(_Body):
     next_since_version: int = Field(description="Pass as since_version to get the next page.")
 
 
-class DiffResult(_Body):
+class DiffResult(Body):
     success: bool = True
     doc_id: str
     from_version: int
@@ -302,16 +284,16 @@ class DiffResult(_Body):
     patch: list[dict[str, Any]] = Field(description="Applied to from_version, gives to_version exactly.")
 
 
-class RevertResult(_WriteBody):
+class RevertResult(WriteBody):
     to_version: int
 
 
-class MergePatchResult(_WriteBody):
+class MergePatchResult(WriteBody):
     node_path: str
     updated_node: Any
 
 
-class DocumentStateResult(_Body):
+class DocumentStateResult(Body):
     success: bool = True
     doc_id: str
     version: int
@@ -319,13 +301,13 @@ class DocumentStateResult(_Body):
     deleted_at: str | None = None
 
 
-class PurgeResult(_Body):
+class PurgeResult(Body):
     success: bool = True
     doc_id: str
     purged: bool = True
 
 
-class ChangeBody(_Body):
+class ChangeBody(Body):
     cursor: int
     doc_id: str
     version: int
@@ -333,7 +315,7 @@ class ChangeBody(_Body):
     at: str
 
 
-class ChangesResult(_Body):
+class ChangesResult(Body):
     success: bool = True
     changes: list[ChangeBody]
     next_cursor: int = Field(description="Pass as since to get what was committed after this page.")
@@ -354,11 +336,11 @@ def diff_result(doc_id: str, from_version: int, to_version: int, patch: list[dic
 
 
 def revert_result(result: WriteResult, to_version: int) -> RevertResult:
-    return RevertResult(to_version=to_version, **_write_fields(result))
+    return RevertResult(to_version=to_version, **write_fields(result))
 
 
 def merge_patch_result(result: WriteResult) -> MergePatchResult:
-    return MergePatchResult(node_path=result.node_path or "/", updated_node=result.node, **_write_fields(result))
+    return MergePatchResult(node_path=result.node_path or "/", updated_node=result.node, **write_fields(result))
 
 
 def document_state_result(meta: DocumentMeta) -> DocumentStateResult:
@@ -373,185 +355,3 @@ def purge_result(doc_id: str) -> PurgeResult:
 def changes_result(page: ChangesPage) -> ChangesResult:
     return ChangesResult(changes=[ChangeBody(cursor=c.cursor, doc_id=c.doc_id, version=c.version, op=c.op, at=c.at)
                                   for c in page.changes], next_cursor=page.next_cursor)
-
-
-# -- agents on large documents: bounded reads, outline, guided building, search, stats, render ----
-
-
-class BoundedReadNodeResult(ReadNodeResult):
-    """A read with bounds (max_depth, offset/limit, max_bytes, or the MCP budget that cut it)."""
-
-    truncated: bool = Field(description="true when node_content is not the whole node: stubs "
-                                        '({"$stub": true, "type", "count" or "length", "size_bytes", "pointer"}) '
-                                        "stand in for parts, or the budget shortened the window.")
-    node_size_bytes: int = Field(description="Bytes of the whole node as compact JSON.")
-    total_count: int | None = Field(default=None, description="Members, items or characters the node has.")
-    offset: int | None = Field(default=None, description="The first member, item or character shown.")
-    returned_count: int | None = Field(default=None, description="How many members, items or characters are shown.")
-    next_offset: int | None = Field(default=None, description="Read again with this offset to see what follows.")
-    continue_at: list[str] = Field(default_factory=list,
-                                   description="Pointers of the stubs, shallowest first (at most 20): read them "
-                                               "to see what they stand for.")
-
-
-class OutlineResult(_Body):
-    success: bool = True
-    doc_id: str
-    version: int
-    node_path: str
-    outline: dict[str, Any] = Field(description='The node\'s entry: {"pointer", "type", "count", "size_bytes", '
-                                                '"title" (the schema\'s), "label" (its title or name member), '
-                                                '"children": [entries], "more": {"count", "next_offset"}}.')
-    truncated: bool = Field(description="true when some children were left out for the budget (see 'more').")
-    total_count: int | None = Field(default=None, description="Members or items of the node.")
-    offset: int | None = None
-    returned_count: int | None = None
-    next_offset: int | None = Field(default=None, description="Ask again with this offset for the next children.")
-    continue_at: list[str] = Field(default_factory=list, description="Entries with more children than shown.")
-
-
-class ExampleCall(_Body):
-    tool: str = Field(description="document_create_node or document_update_node.")
-    arguments: dict[str, Any] = Field(description="Arguments that would fill the place (checked against its schema).")
-
-
-class IncompleteItem(_Body):
-    pointer: str
-    reason: str = Field(description="absent (an optional property not there yet), empty-array (items the schema "
-                                    "describes), or default-value (still equal to the schema default).")
-    node_schema: dict[str, Any] = Field(description="The schema of the value to write (for empty-array: of one item).")
-    example_call: ExampleCall | None = Field(default=None, description="A call that would fill it, when one "
-                                                                       "could be built from the schema.")
-
-
-class NextIncompleteResult(_Body):
-    success: bool = True
-    doc_id: str
-    version: int
-    node_path: str
-    items: list[IncompleteItem] = Field(description="Breadth first, in a stable order; empty when finished.")
-    has_more: bool
-
-
-class SearchHitBody(_Body):
-    doc_id: str
-    pointer: str
-    snippet: str
-
-
-class SearchResult(_Body):
-    success: bool = True
-    query: str
-    hits: list[SearchHitBody]
-    has_more: bool
-    next_cursor: int | None = Field(default=None, description="Pass as cursor for the next page.")
-
-
-class StatsResult(_Body):
-    success: bool = True
-    doc_id: str
-    version: int
-    size_bytes: int = Field(description="The document as compact JSON.")
-    node_counts: dict[str, int] = Field(description="Nodes by JSON type (object, array, string, number, boolean, "
-                                                    "null), the root included.")
-    node_total: int
-    depth: int = Field(description="Container levels: 1 for a flat object.")
-    journal_length: int = Field(description="Versions in the journal.")
-
-
-class RenderResult(_Body):
-    success: bool = True
-    doc_id: str
-    version: int
-    node_path: str
-    format: str
-    text: str
-    truncated: bool = Field(description="true when the budget stopped the rendering before the window's end.")
-    total_count: int | None = None
-    offset: int | None = None
-    returned_count: int | None = Field(default=None, description="Children of the node rendered (whole).")
-    next_offset: int | None = Field(default=None, description="Render again from this child to go on.")
-
-
-class MoveNodeResult(_WriteBody):
-    from_path: str
-    node_path: str = Field(description="The concrete new path of the moved node.")
-    moved_node: Any
-
-
-def _window_fields(window: Window | None) -> dict[str, Any]:
-    if window is None:
-        return {}
-    return {"total_count": window.total, "offset": window.offset, "returned_count": window.count,
-            "next_offset": window.next_offset}
-
-
-def read_view_result(read: NodeView, bounded: bool) -> ReadNodeResult:
-    """The plain read when nothing bounded it, else the bounded read with its window and stubs."""
-    view = read.view
-    if not bounded and not view.truncated:
-        return ReadNodeResult(doc_id=read.doc_id, node_path=read.node_path or "/", node_content=view.content,
-                              version=read.version, node_type=view.node_type)
-    return BoundedReadNodeResult(doc_id=read.doc_id, node_path=read.node_path or "/", node_content=view.content,
-                                 version=read.version, node_type=view.node_type, truncated=view.truncated,
-                                 node_size_bytes=view.size_bytes, continue_at=view.continue_at,
-                                 **_window_fields(view.window))
-
-
-def outline_result(read: NodeRead, found: Outline) -> OutlineResult:
-    return OutlineResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/",
-                         outline=found.root, truncated=found.truncated, continue_at=found.continue_at,
-                         **_window_fields(found.window))
-
-
-def next_incomplete_result(read: NodeRead, items: list[Incomplete], has_more: bool) -> NextIncompleteResult:
-    bodies = []
-    for item in items:
-        call = None
-        if item.has_example:
-            arguments = {"doc_id": read.doc_id, "node_path": item.node_path, "node_data": item.example,
-                         "version": read.version}
-            call = ExampleCall(tool=item.tool, arguments=arguments)
-        bodies.append(IncompleteItem(pointer=item.pointer, reason=item.reason, node_schema=item.node_schema,
-                                     example_call=call))
-    return NextIncompleteResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/",
-                                items=bodies, has_more=has_more)
-
-
-def search_result(query: str, page: SearchPage) -> SearchResult:
-    return SearchResult(query=query, hits=[SearchHitBody(doc_id=h.doc_id, pointer=h.pointer, snippet=h.snippet)
-                                           for h in page.hits],
-                        has_more=page.has_more, next_cursor=page.next_cursor)
-
-
-def stats_result(stats: Stats) -> StatsResult:
-    counts = stats.counts
-    return StatsResult(doc_id=stats.doc_id, version=stats.version, size_bytes=stats.size_bytes,
-                       node_counts=counts.by_type, node_total=sum(counts.by_type.values()), depth=counts.depth,
-                       journal_length=stats.journal_length)
-
-
-def render_result(read: NodeRead, rendered: Rendered, format: str) -> RenderResult:
-    return RenderResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/", format=format,
-                        text=rendered.text, truncated=rendered.truncated, **_window_fields(rendered.window))
-
-
-class ValidateNodeResult(_Body):
-    success: bool = True
-    doc_id: str
-    node_path: str = Field(description="The concrete path the value was checked at.")
-    version: int = Field(description="The version it was checked against (nothing was written).")
-    valid: bool = Field(description="Whether writing the value there would be accepted.")
-    write: str = Field(description="The tool that would write it: document_update_node where the node exists, "
-                                   "else document_create_node.")
-    validation_report: ValidationReportBody
-
-
-def validate_node_result(result: WriteResult, write: str) -> ValidateNodeResult:
-    return ValidateNodeResult(doc_id=result.doc_id, node_path=result.node_path or "/", version=result.version,
-                              valid=result.report.valid, write=write, validation_report=report_body(result.report))
-
-
-def move_node_result(result: WriteResult, from_path: str) -> MoveNodeResult:
-    return MoveNodeResult(from_path=from_path, node_path=result.node_path or "/", moved_node=result.node,
-                          **_write_fields(result))

@@ -47,6 +47,7 @@ TOOLS = {
     "document_search": ["query"],
     "document_stats": ["doc_id"],
     "document_render": ["doc_id"],
+    "document_validate_node": ["doc_id", "node_path", "node_data"],
 }
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]

@@ -1,0 +1,165 @@
+"""What an operation is (:class:`Operation`, its REST :class:`Route`), what an invocation runs with
+(:class:`Call`), and the one call every door makes (:func:`invoke`: the argument check, the limits
+walk, the run). The operations themselves are the entries of :mod:`schemadoc.operations.catalogue`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.operations.arguments import Arguments
+from schemadoc.operations.budget import read_budget
+from schemadoc.ops.limits import ArgumentScan
+from schemadoc.service import DocumentService
+
+__all__ = ["Call", "Kind", "Operation", "Route", "argument_error", "invoke", "prepare"]
+
+Kind = Literal["read", "write", "replace"]
+"""read: changes nothing; write: adds without destroying (create, undelete); replace: may overwrite or remove."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """One REST route of an operation (under ``/api/v1``).
+
+    Path parameters are fields of the arguments model. On ``GET`` every other argument is a query
+    parameter; on a method with a body, ``node_path`` and ``dry_run`` are query parameters and the
+    rest are members of the JSON body, the version also as ``If-Match``. ``node_path`` is spelt
+    ``path`` over REST. ``whole``: the body is this argument itself (not an object holding it), as
+    the merge patch of ``PATCH``; ``bare``: the body may also be this argument alone (a bare RFC 6902
+    array). ``defaults``: what REST assumes for arguments a request leaves out.
+    """
+
+    method: str
+    path: str
+    operation_id: str = ""
+    summary: str = ""
+    description: str = ""
+    status: int = 200
+    whole: str | None = None
+    bare: str | None = None
+    media_types: tuple[str, ...] = ("application/json",)
+    version_only_from_header: bool = False
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Call:
+    """What an invocation runs with, as its door sets it up.
+
+    ``budget``: the MCP result budget in bytes (``None`` over REST: whole answers, as the spec says);
+    ``scans``: walks of written arguments a door already made (REST from the body's text, MCP with
+    the surrogate check); ``document_uri``: where a document can be read at this door.
+    """
+
+    service: DocumentService
+    max_depth: int
+    budget: int | None = None
+    scans: Mapping[str, ArgumentScan] = field(default_factory=dict)
+    document_uri: Callable[[str], str] = lambda doc_id: f"schema://{doc_id}"
+
+    def scanned(self, name: str) -> ArgumentScan | None:
+        return self.scans.get(name)
+
+    def max_bytes(self, asked: int | None) -> int | None:
+        """A bounded read's size: the caller's, within the result budget at a door that has one."""
+        return asked if self.budget is None else read_budget(asked, self.budget)
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    title: str
+    description: str
+    args: type[Arguments]
+    result: type[BaseModel]
+    run: Callable[[Call, Any], BaseModel]
+    kind: Kind
+    routes: tuple[Route, ...]
+    tag: str
+    errors: tuple[int, ...] = (400, 404)
+    examples: tuple[dict[str, Any], ...] = ()
+    written: tuple[str, ...] = ()
+    no_dry_run: str = ""
+    """Why a write has no dry run (refused with this reason rather than ignored)."""
+    local: Callable[[DocumentService, Any], bool] | None = None
+    """REST answers on the event loop when this says the service holds what it needs (else a worker thread)."""
+    etag: bool = True
+    rest_result: Any = None
+    """The REST response model when it differs from ``result`` (a union)."""
+
+    @property
+    def dry_run(self) -> bool:
+        return "dry_run" in self.args.model_fields
+
+    @property
+    def writes(self) -> bool:
+        return self.kind != "read"
+
+    def agent_description(self) -> str:
+        """The tool description: the text, then one example call per line."""
+        lines = [self.description, *(f"Example: {self.name} {json.dumps(example)}" for example in self.examples)]
+        return "\n".join(lines)
+
+
+# -- the one argument check ----------------------------------------------------------------------
+
+
+def argument_error(name: str, error: ValidationError) -> SchemaDocError:
+    """``invalid-request`` for arguments the operation's model refuses, worded the same at every door."""
+    problems: list[dict[str, Any]] = []
+    for item in error.errors(include_url=False, include_input=False):
+        argument = ".".join(str(part) for part in item["loc"]) or "arguments"
+        problem = "missing" if item["type"] == "missing" else "wrong-type-or-value"
+        problems.append({"argument": argument, "problem": problem, "message": item["msg"]})
+    summary = "; ".join(
+        (f"'{p['argument']}' is missing" + (_VERSION_HINT if p["argument"] == "version" else ""))
+        if p["problem"] == "missing" else f"'{p['argument']}': {p['message']}" for p in problems)
+    return SchemaDocError(
+        "invalid-request", f"Invalid arguments for {name}: {summary}.",
+        {"tool": name, "argument": problems[0]["argument"] if problems else None, "problems": problems},
+        remediation=f"Send the arguments {name} declares, with those types (MCP: tools/list; REST: /openapi.json).")
+
+
+_VERSION_HINT = (" (the version of your last read or write; over REST as \"version\" in the body or an If-Match "
+                 "header)")
+
+
+def invoke(call: Call, operation: Operation, raw: Mapping[str, Any]) -> BaseModel:
+    """Check ``raw`` against the operation's arguments, walk its written arguments once, and run it."""
+    call, args = prepare(call, operation, raw)
+    return operation.run(call, args)
+
+
+def prepare(call: Call, operation: Operation, raw: Mapping[str, Any]) -> tuple[Call, Any]:
+    """The checked arguments of ``raw`` (and the call holding the walks of its written arguments)."""
+    if not operation.dry_run and "dry_run" in raw and raw["dry_run"] is not False:
+        raise SchemaDocError("invalid-request", f"{operation.title} has no dry run; {operation.no_dry_run}",
+                             {"tool": operation.name, "argument": "dry_run"})
+    known = operation.args.model_fields
+    unknown = sorted(str(name) for name in raw if name not in known and not (name == "dry_run" and not raw[name]))
+    if unknown:
+        raise SchemaDocError(
+            "invalid-request", f"Unknown argument(s) for {operation.name}: {', '.join(unknown)}.",
+            {"tool": operation.name, "argument": unknown[0], "unknown": unknown, "accepted": sorted(known)},
+            remediation=f"Send only the arguments {operation.name} declares (MCP: tools/list; REST: /openapi.json).")
+    try:
+        args = operation.args.model_validate({name: value for name, value in raw.items() if name in known})
+    except ValidationError as error:
+        raise argument_error(operation.name, error) from None
+    scans = dict(call.scans)
+    for name in operation.written:
+        value = getattr(args, name)
+        scan = scans.get(name)
+        if scan is None or scan.value is not value:
+            scan = scans[name] = call.service.scan_argument(value)
+        scan.check_depth(call.max_depth, name)
+    if scans != call.scans:
+        call = Call(call.service, call.max_depth, call.budget, scans, call.document_uri)
+    return call, args
