@@ -5,6 +5,7 @@ walk, the run). The operations themselves are the entries of :mod:`schemadoc.ope
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -94,9 +95,14 @@ class Operation:
     rest_result: Any = None
     """The REST response model when it differs from ``result`` (a union)."""
 
+    @functools.cached_property
+    def fields(self) -> frozenset[str]:
+        """The names of the arguments."""
+        return frozenset(self.args.model_fields)
+
     @property
     def dry_run(self) -> bool:
-        return "dry_run" in self.args.model_fields
+        return "dry_run" in self.fields
 
     @property
     def writes(self) -> bool:
@@ -142,17 +148,16 @@ def prepare(call: Call, operation: Operation, raw: Mapping[str, Any]) -> tuple[C
     if not operation.dry_run and "dry_run" in raw and raw["dry_run"] is not False:
         raise SchemaDocError("invalid-request", f"{operation.title} has no dry run; {operation.no_dry_run}",
                              {"tool": operation.name, "argument": "dry_run"})
-    known = operation.args.model_fields
-    unknown = sorted(str(name) for name in raw if name not in known and not (name == "dry_run" and not raw[name]))
-    if unknown:
-        raise SchemaDocError(
-            "invalid-request", f"Unknown argument(s) for {operation.name}: {', '.join(unknown)}.",
-            {"tool": operation.name, "argument": unknown[0], "unknown": unknown, "accepted": sorted(known)},
-            remediation=f"Send only the arguments {operation.name} declares (MCP: tools/list; REST: /openapi.json).")
+    known = operation.fields
+    if not known.issuperset(raw):
+        _refuse_unknown(operation, raw)
+        raw = {name: value for name, value in raw.items() if name in known}
     try:
-        args = operation.args.model_validate({name: value for name, value in raw.items() if name in known})
+        args = operation.args.model_validate(raw)
     except ValidationError as error:
         raise argument_error(operation.name, error) from None
+    if not operation.written:
+        return call, args
     scans = dict(call.scans)
     for name in operation.written:
         value = getattr(args, name)
@@ -160,6 +165,16 @@ def prepare(call: Call, operation: Operation, raw: Mapping[str, Any]) -> tuple[C
         if scan is None or scan.value is not value:
             scan = scans[name] = call.service.scan_argument(value)
         scan.check_depth(call.max_depth, name)
-    if scans != call.scans:
-        call = Call(call.service, call.max_depth, call.budget, scans, call.document_uri)
-    return call, args
+    return Call(call.service, call.max_depth, call.budget, scans, call.document_uri), args
+
+
+def _refuse_unknown(operation: Operation, raw: Mapping[str, Any]) -> None:
+    """``invalid-request`` naming the arguments the operation does not take (a ``dry_run: false`` it has no dry run
+    for is tolerated: it asks for what happens anyway)."""
+    known = operation.fields
+    unknown = sorted(str(name) for name in raw if name not in known and not (name == "dry_run" and not raw[name]))
+    if unknown:
+        raise SchemaDocError(
+            "invalid-request", f"Unknown argument(s) for {operation.name}: {', '.join(unknown)}.",
+            {"tool": operation.name, "argument": unknown[0], "unknown": unknown, "accepted": sorted(known)},
+            remediation=f"Send only the arguments {operation.name} declares (MCP: tools/list; REST: /openapi.json).")
