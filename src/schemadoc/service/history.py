@@ -94,8 +94,7 @@ class History(ServiceCore):
         check_int("since", since, 0, None)
         check_int("limit", limit, 1, 1000)
         if self._shared is not None:
-            stored = self._shared.read_changes(since, limit)
-            changes = [Change(c.cursor, c.doc_id, c.version, c.op, c.at) for c in stored]
+            changes = self._shared.read_changes(since, limit)
             return ChangesPage(changes, changes[-1].cursor if changes else since)
         if not self._feed.loaded():
             found: list[Change] = []

@@ -9,24 +9,8 @@ from typing import Any
 from schemadoc.ops.journal import JournalEntry
 from schemadoc.pointer import json_type
 from schemadoc.reading import BoundedView, Hit, NodeCounts
-from schemadoc.storage.base import DocumentMeta
+from schemadoc.storage.base import DocumentMeta, StoredChange
 from schemadoc.validation import ValidationReport
-
-__all__ = [
-    "Change",
-    "ChangeEvent",
-    "ChangesPage",
-    "DocState",
-    "DocumentList",
-    "HistoryPage",
-    "Listener",
-    "NodeRead",
-    "NodeSchema",
-    "NodeView",
-    "SearchPage",
-    "Stats",
-    "WriteResult",
-]
 
 
 @dataclass(frozen=True)
@@ -133,15 +117,9 @@ class HistoryPage:
         return last < self.current_version
 
 
-@dataclass(frozen=True)
-class Change:
-    """One committed version in the cross-document change feed; ``cursor`` orders the feed."""
-
-    cursor: int
-    doc_id: str
-    version: int
-    op: str
-    at: str
+Change = StoredChange
+"""One committed version in the cross-document change feed; ``cursor`` orders the feed (the
+same record whether this process or a shared store orders it)."""
 
 
 @dataclass(frozen=True)

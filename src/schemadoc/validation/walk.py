@@ -8,7 +8,7 @@ patch, visit only the children it names (see :mod:`schemadoc.validation.incremen
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress, repeat
 from itertools import count as count_from
 from operator import is_not
@@ -96,15 +96,7 @@ def check(node: Node, after: Any, before: Any, hint: Hint | None = None) -> bool
         for validator in node.shallow:
             if not validator.is_valid(after):
                 return False
-        if hint is None:
-            previous_values = map(before.get, after, repeat(_MISSING))
-            names: Iterable[str] = compress(after, map(is_not, after.values(), previous_values))  # C-level scan
-        else:
-            names = [*hint.children, *([hint.added] if hint.added is not None else [])]
-        for name in names:
-            child, previous = after.get(name, _MISSING), before.get(name, _MISSING)
-            if child is _MISSING:
-                raise HintMismatch
+        for name, child, previous in _changed_members(after, before, hint):
             sub = node.for_key(name)
             if previous is _MISSING:
                 if not sub.unconstrained and not sub.validate_whole(child):
@@ -161,15 +153,7 @@ def collect(node: Node, after: Any, before: Any, hint: Hint | None, path: tuple[
         if node.merged:
             raise Unsupported
         node.collect_shallow(after, path, out)
-        if hint is None:
-            previous_values = map(before.get, after, repeat(_MISSING))
-            names: Iterable[str] = compress(after, map(is_not, after.values(), previous_values))
-        else:
-            names = [*hint.children, *([hint.added] if hint.added is not None else [])]
-        for name in names:
-            child, previous = after.get(name, _MISSING), before.get(name, _MISSING)
-            if child is _MISSING:
-                raise HintMismatch
+        for name, child, previous in _changed_members(after, before, hint):
             sub = node.for_key(name)
             if previous is _MISSING:
                 if not sub.unconstrained:
@@ -202,6 +186,22 @@ def collect(node: Node, after: Any, before: Any, hint: Hint | None, path: tuple[
         sub = node.for_index(index)
         if not sub.unconstrained:
             sub.collect_whole(after[index], (*path, index), out)
+
+
+def _changed_members(after: dict[str, Any], before: dict[str, Any],
+                     hint: Hint | None) -> Iterator[tuple[str, Any, Any]]:
+    """``(name, value, previous value)`` of the members of ``after`` that are not the same object in
+    ``before`` (``_MISSING`` for a new one): those ``hint`` names, else found by a C-level scan."""
+    if hint is None:
+        previous_values = map(before.get, after, repeat(_MISSING))
+        names: Iterable[str] = compress(after, map(is_not, after.values(), previous_values))
+    else:
+        names = [*hint.children, *([hint.added] if hint.added is not None else [])]
+    for name in names:
+        child = after.get(name, _MISSING)
+        if child is _MISSING:
+            raise HintMismatch
+        yield name, child, before.get(name, _MISSING)
 
 
 def _moved_range(after: list[Any], before: list[Any], hint: Hint | None) -> tuple[int, int]:
