@@ -64,11 +64,6 @@ class ChangeChecker:
         # innermost $id), the walk from the root of its document: alike without embedded $ids
         self._embedded = any(_embeds_resources(contents) for _, contents in documents)
 
-    @property
-    def enabled(self) -> bool:
-        """False when every change is validated whole (the schema uses ``$dynamicRef``)."""
-        return not self._dynamic
-
     def is_valid_change(self, before: Any, after: Any, patch: Sequence[Any] | None = None) -> bool:
         """Whether ``after`` is valid, given that ``before`` is (see the class docstring).
 

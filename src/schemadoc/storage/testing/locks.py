@@ -30,14 +30,9 @@ class LocksContract:
 
     def test_write_lock_excludes_a_second_thread(self, store: DocumentStore) -> None:
         doc_id = new_doc_id()
-
-        def take() -> None:
-            with store.write_lock(doc_id, timeout=SHORT_TIMEOUT):
-                pass
-
         with store.write_lock(doc_id):
             started = time.monotonic()
-            raised = in_thread(take)
+            raised = _take_in_another_thread(store, doc_id)
             waited = time.monotonic() - started
         assert codes(raised) == ["lock-timeout"]
         assert isinstance(raised[0], SchemaDocError)
@@ -48,23 +43,13 @@ class LocksContract:
         doc_id = new_doc_id()
         with store.write_lock(doc_id):
             pass
-
-        def take() -> None:
-            with store.write_lock(doc_id, timeout=SHORT_TIMEOUT):
-                pass
-
-        assert in_thread(take) == []
+        assert _take_in_another_thread(store, doc_id) == []
 
     def test_write_lock_is_released_after_an_exception(self, store: DocumentStore) -> None:
         doc_id = new_doc_id()
         with pytest.raises(RuntimeError), store.write_lock(doc_id):
             raise RuntimeError("the write failed")
-
-        def take() -> None:
-            with store.write_lock(doc_id, timeout=SHORT_TIMEOUT):
-                pass
-
-        assert in_thread(take) == []
+        assert _take_in_another_thread(store, doc_id) == []
 
     def test_a_waiting_writer_gets_the_lock_when_it_is_released(self, store: DocumentStore) -> None:
         doc_id = new_doc_id()
@@ -131,3 +116,13 @@ class LocksContract:
         assert [entry.version for entry in entries] == list(range(1, 2 + threads * rounds))
         assert replay(entries) == orjson.loads(stored.content)
         assert len(orjson.loads(stored.content)["log"]) == threads * rounds
+
+
+def _take_in_another_thread(store: DocumentStore, doc_id: str) -> list[BaseException]:
+    """Take and release ``doc_id``'s write lock in another thread; what that raised."""
+
+    def take() -> None:
+        with store.write_lock(doc_id, timeout=SHORT_TIMEOUT):
+            pass
+
+    return in_thread(take)
