@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from schemadoc import pointer, service, validation
+from schemadoc import pointer, validation
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.compile import CompiledWrite
-from schemadoc.service import DocumentService
+from schemadoc.service import DocumentService, core, nodes
 from schemadoc.storage.files import FileDocumentStore
 
 
@@ -46,7 +46,7 @@ def _first_error_only() -> None:
 
 
 def _no_version_check() -> None:
-    service._check_current = lambda doc_id, version, current: None
+    core.check_current = lambda doc_id, version, current: None
 
 
 def _validate_only_created_here() -> None:
@@ -95,7 +95,7 @@ def _ancestor_off_by_one() -> None:
 
 def _dash_in_journal() -> None:
     """An append is journaled (and returned) as asked, ``/-``, instead of at its concrete index."""
-    apply_patch, compile_create = service.apply_patch, service.compile_create
+    apply_patch, compile_create = nodes.apply_patch, nodes.compile_create
 
     def ask_with_the_dash(document: Any, node_path: str, value: Any) -> CompiledWrite:
         compiled = compile_create(document, node_path, value)
@@ -109,8 +109,8 @@ def _dash_in_journal() -> None:
                      for asked, done in zip(patch, applied.patch, strict=False)]
         return replace(applied, patch=journaled)
 
-    service.compile_create = ask_with_the_dash
-    service.apply_patch = leave_the_dash
+    nodes.compile_create = ask_with_the_dash
+    nodes.apply_patch = leave_the_dash
 
 
 def _dry_run_writes() -> None:
@@ -155,7 +155,7 @@ def _ack_before_durable() -> None:
 
 
 def _create_overwrites() -> None:
-    compile_create, compile_update = service.compile_create, service.compile_update
+    compile_create, compile_update = nodes.compile_create, nodes.compile_update
 
     def overwrite(document: Any, node_path: str, value: Any) -> CompiledWrite:
         try:
@@ -165,7 +165,7 @@ def _create_overwrites() -> None:
                 raise
             return compile_update(document, node_path, value)
 
-    service.compile_create = overwrite
+    nodes.compile_create = overwrite
 
 
 def _versions_skip() -> None:

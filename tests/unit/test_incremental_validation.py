@@ -167,7 +167,8 @@ def test_a_valid_change_is_accepted_without_validating_the_whole_document(
                                   "value": "new"}]).document
     calls: list[Any] = []
     monkeypatch.setattr(book_validator, "_validator", _Spy(book_validator._validator, calls))
-    monkeypatch.setattr(book_validator._changes, "_whole", _Spy(book_validator._changes._whole, calls))
+    locations = book_validator._changes.locations
+    monkeypatch.setattr(locations, "whole", _Spy(locations.whole, calls))
     assert book_validator.validate_change(before, after).valid
     assert calls == []
 

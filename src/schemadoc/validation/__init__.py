@@ -4,7 +4,9 @@ The runtime validator is ``jsonschema-rs`` (compiled, formats asserted). ``is_va
 first and errors are only collected for invalid documents: an error near the root makes
 ``jsonschema-rs`` copy that whole subtree into the error (measured 208 ms instead of 12 ms at
 10 MB), and reports never carry whole instances, only short summaries. A report lists its
-violations in document order (see :func:`_order`), however they were found.
+violations in document order (see :func:`~schemadoc.validation.violations.report_order`), however
+they were found. :mod:`.violations` holds the report's types, :mod:`.suggestions` the guided
+repairs, :mod:`.incremental` the verdict on a change from what it reached.
 """
 
 from __future__ import annotations
@@ -12,94 +14,21 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from schemadoc.errors import KEYWORD_CODES, SchemaDocError, keyword_code
-from schemadoc.pointer import format_pointer, json_type, parse
-from schemadoc.suggestions import suggest
 from schemadoc.validation.incremental import ChangeChecker
+from schemadoc.validation.suggestions import suggest
+from schemadoc.validation.violations import VALID, ValidationReport, Violation, report_order, summarise, violation_of
 
 if TYPE_CHECKING:
     from schemadoc.schema import LoadedSchema
 
-__all__ = ["DocumentValidator", "ValidationReport", "Violation"]
+__all__ = ["VALID", "DocumentValidator", "ValidationReport", "Violation", "summarise"]
 
-_MAX_ACTUAL_BYTES = 512
-_GENERIC_KINDS = frozenset({"required", "contains", "falseSchema"})
 _MAX_VIOLATIONS = 1000
 _KNOWN_VALID = 64  # documents remembered as valid (each the current version of one edited document)
-
-
-@dataclass(frozen=True)
-class Violation:
-    code: str
-    message: str
-    path: str
-    constraint: str
-    expected: Any = None
-    actual: Any = None
-    schema_path: str = ""
-    alternatives: list[list[dict[str, Any]]] | None = None
-    schema_excerpt: dict[str, Any] | None = None
-    """The failing keyword(s) as the node's schema states them (see :mod:`schemadoc.suggestions`)."""
-    suggested_fix: list[dict[str, Any]] | None = None
-    """An RFC 6902 patch that repairs this violation, where one follows mechanically."""
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "code": self.code,
-            "message": self.message,
-            "path": self.path,
-            "constraint": self.constraint,
-            "expected": self.expected,
-            "actual": self.actual,
-            "schema_path": self.schema_path,
-        }
-        if self.alternatives is not None:
-            out["alternatives"] = self.alternatives
-        if self.schema_excerpt is not None:
-            out["schema_excerpt"] = self.schema_excerpt
-        if self.suggested_fix is not None:
-            out["suggested_fix"] = self.suggested_fix
-        return out
-
-
-@dataclass(frozen=True)
-class ValidationReport:
-    valid: bool
-    violations: tuple[Violation, ...] = field(default_factory=tuple)
-    truncated: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "valid": self.valid,
-            "error_count": len(self.violations),
-            "errors": [v.to_dict() for v in self.violations],
-        }
-        if self.truncated:
-            out["truncated"] = True
-        return out
-
-    def raise_if_invalid(self, **context: Any) -> None:
-        """``validation-failed`` carrying every violation."""
-        if self.valid:
-            return
-        count = len(self.violations)
-        details: dict[str, Any] = {**context, "violations": [v.to_dict() for v in self.violations]}
-        if self.truncated:
-            details["truncated"] = True
-        raise SchemaDocError(
-            "validation-failed",
-            f"Document validation failed with {count}{'+' if self.truncated else ''} error{'s' if count != 1 else ''}; "
-            "nothing was changed.",
-            details,
-        )
-
-
-VALID = ValidationReport(True)
 
 
 class DocumentValidator:
@@ -173,8 +102,8 @@ class DocumentValidator:
         errors = self._changes.change_errors(before, after, patch, limit=_MAX_VIOLATIONS)
         if not errors:  # nothing found where the change is: let whole validation decide
             return None
-        violations = [suggest(_violation(error), error.instance, self._schema) for error in errors]
-        return ValidationReport(False, tuple(sorted(violations, key=_order)))
+        violations = [suggest(violation_of(error), error.instance, self._schema) for error in errors]
+        return ValidationReport(False, tuple(sorted(violations, key=report_order)))
 
     def change_is_valid(self, before: Any, after: Any, patch: Sequence[Any] | None = None) -> bool:
         """The verdict alone (see :meth:`validate_change`); nothing is remembered."""
@@ -214,160 +143,10 @@ def _report(validator: Any, instance: Any, schema: LoadedSchema | None = None, *
         if len(violations) >= _MAX_VIOLATIONS:
             truncated = True
             break
-        violation = _violation(error)
+        violation = violation_of(error)
         if schema is not None:  # whole documents: paths are the schema's own, so fixes can be suggested
             violation = suggest(violation, error.instance, schema)
         violations.append(violation)
     if not violations:  # whole-document validation is the truth, whatever the verdict said
         return VALID
-    return ValidationReport(False, tuple(sorted(violations, key=_order)), truncated)
-
-
-def _order(violation: Violation) -> tuple[Any, ...]:
-    """The order of a report's violations: by place in the document (array positions as
-    numbers), then by place in the schema, code and message.
-
-    It is the same however the violations were found (whole validation walks the schema,
-    a change's report walks the change), so one document's report never depends on how it
-    was made.
-    """
-    return (
-        [(0, int(token), token) if token.isdigit() else (1, 0, token) for token in parse(violation.path)],
-        violation.schema_path, violation.code, violation.message, repr(violation.expected), repr(violation.actual),
-    )
-
-
-def summarise(value: Any) -> Any:
-    """A value small enough for a report: scalars as they are, big containers as a summary."""
-    if isinstance(value, dict | list):
-        encoded = orjson.dumps(value)
-        if len(encoded) <= _MAX_ACTUAL_BYTES:
-            return value
-        if isinstance(value, dict):
-            names = list(value)[:10]
-            return {"summary": f"object with {len(value)} members", "members": names}
-        return {"summary": f"array of {len(value)} items"}
-    if isinstance(value, str) and len(value) > _MAX_ACTUAL_BYTES:
-        return value[:_MAX_ACTUAL_BYTES] + "…"
-    return value
-
-
-def _violation(error: Any) -> Violation:
-    kind = error.kind
-    name: str = kind.name
-    schema_tokens = list(error.schema_path)
-    last = schema_tokens[-1] if schema_tokens else name
-    # jsonschema-rs reports dependentRequired as "required", min/maxContains as "contains" and items: false
-    # as "falseSchema"; the keyword at the end of the schema path tells them apart.
-    constraint = last if name in _GENERIC_KINDS and isinstance(last, str) and last in KEYWORD_CODES else name
-    path = format_pointer([str(t) for t in error.instance_path])
-    data = _kind_data(kind)
-    expected, actual = _expected_actual(constraint, data, error)
-    alternatives = None
-    branches = getattr(kind, "context", None)
-    if constraint in ("oneOf", "anyOf") and branches:
-        alternatives = [[_violation(sub).to_dict() for sub in branch] for branch in branches]
-    message = _message(constraint, path, error.message, expected, actual)
-    return Violation(
-        code=keyword_code(constraint),
-        message=message,
-        path=path,
-        constraint=constraint,
-        expected=expected,
-        actual=actual,
-        schema_path=format_pointer([str(t) for t in schema_tokens]),
-        alternatives=alternatives,
-    )
-
-
-def _kind_data(kind: Any) -> dict[str, Any]:
-    try:
-        data = kind.as_dict()
-    except Exception:  # pragma: no cover - kinds without data
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _expected_actual(constraint: str, data: dict[str, Any], error: Any) -> tuple[Any, Any]:
-    instance = error.instance
-    if constraint == "type":
-        types = data.get("types")
-        return types if types is not None else data, json_type(instance)
-    if constraint in ("required", "dependentRequired"):
-        present = sorted(instance)[:20] if isinstance(instance, dict) else json_type(instance)
-        return data.get("property"), {"present": present}
-    if constraint in ("additionalProperties", "unevaluatedProperties", "unevaluatedItems"):
-        return False, data.get("unexpected")
-    if constraint == "enum":
-        return data.get("options"), summarise(instance)
-    if constraint == "const":
-        return data.get("expected_value"), summarise(instance)
-    if constraint in ("minLength", "maxLength"):
-        return data.get("limit"), len(instance) if isinstance(instance, str) else summarise(instance)
-    if constraint in ("minItems", "maxItems"):
-        return data.get("limit"), len(instance) if isinstance(instance, list) else summarise(instance)
-    if constraint in ("minProperties", "maxProperties"):
-        return data.get("limit"), len(instance) if isinstance(instance, dict) else summarise(instance)
-    if constraint in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
-        value = data.get("limit", data.get("multiple_of"))
-        return value, instance
-    if constraint == "pattern":
-        return data.get("pattern"), summarise(instance)
-    if constraint == "format":
-        return data.get("format"), summarise(instance)
-    if constraint in ("oneOf", "anyOf"):
-        return f"exactly one alternative of {constraint}" if constraint == "oneOf" else "at least one alternative", \
-            summarise(instance)
-    if constraint == "uniqueItems":
-        return True, summarise(instance)
-    if constraint == "propertyNames":
-        nested = data.get("error")
-        return getattr(nested, "message", None), summarise(instance)
-    clean = {k: v for k, v in data.items() if k not in ("context", "error")}
-    return (clean or None), summarise(instance)
-
-
-def _message(constraint: str, path: str, raw: str, expected: Any, actual: Any) -> str:
-    where = path or "/"
-    if constraint == "type":
-        return f"{where}: expected {_join(expected)}, got {actual}."
-    if constraint == "required":
-        return f"{where}: required property {expected!r} is missing; add it."
-    if constraint == "dependentRequired":
-        return f"{where}: property {expected!r} is required when its dependent member is present; add it."
-    if constraint == "additionalProperties":
-        return f"{where}: properties {actual} are not allowed here; remove them (see schema_get_node for allowed ones)."
-    if constraint == "enum":
-        return f"{where}: {actual!r} is not one of {expected}."
-    if constraint == "minLength":
-        return f"{where}: string has {actual} characters, at least {expected} required."
-    if constraint == "maxLength":
-        return f"{where}: string has {actual} characters, at most {expected} allowed."
-    if constraint == "minItems":
-        return f"{where}: array has {actual} items, at least {expected} required."
-    if constraint == "maxItems":
-        return f"{where}: array has {actual} items, at most {expected} allowed."
-    if constraint == "pattern":
-        return f"{where}: {actual!r} does not match the pattern {expected}."
-    if constraint == "format":
-        return f"{where}: {actual!r} is not a valid {expected}."
-    if constraint == "uniqueItems":
-        return f"{where}: array items must be unique; remove the duplicates."
-    if constraint in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-        return f"{where}: {raw}."
-    if constraint in ("minContains", "maxContains"):
-        bound = "few" if constraint == "minContains" else "many"
-        return f"{where}: too {bound} items match the 'contains' schema ({constraint})."
-    if constraint == "items":
-        return f"{where}: no items are allowed after the prefixItems positions; remove this one."
-    if constraint == "oneOf":
-        return f"{where}: value must match exactly one alternative of oneOf ({raw}); see 'alternatives'."
-    if constraint == "anyOf":
-        return f"{where}: value must match at least one alternative of anyOf; see 'alternatives'."
-    return f"{where}: {raw}."
-
-
-def _join(expected: Any) -> str:
-    if isinstance(expected, list):
-        return " or ".join(str(x) for x in expected)
-    return str(expected)
+    return ValidationReport(False, tuple(sorted(violations, key=report_order)), truncated)

@@ -17,14 +17,12 @@ import difflib
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.pointer import escape, parse
 from schemadoc.reading.examples import example_for
-
-if TYPE_CHECKING:
-    from schemadoc.validation import Violation
+from schemadoc.validation.violations import Violation
 
 __all__ = ["NodeSchemaSource", "suggest"]
 

@@ -1,0 +1,327 @@
+"""The service's shared state: documents in memory, locks, loading, committing and publishing events.
+
+Every write follows one pipeline (docs/architecture.md, "The one data flow"):
+
+1. compile the request into an RFC 6902 patch (against the current content),
+2. take the document's write lock (threads and processes) and check the version,
+3. apply the patch to a structurally shared copy,
+4. validate what the patch reached (the verdict of validating the whole copy),
+5. ``dry_run``: return patch + preview + report and stop,
+6. journal (and, for small documents, snapshot) through the store: :meth:`ServiceCore._commit`,
+7. swap the in-memory state and publish a change event.
+
+The use cases live beside this module, one concern each (:mod:`.reading`, :mod:`.history`,
+:mod:`.nodes`, :mod:`.documents`); :class:`schemadoc.service.DocumentService` combines them.
+Reads never take the write lock: they return the current immutable in-memory state. Stored
+content is never mutated; callers must treat returned nodes as read-only.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import replace
+from typing import Any
+
+import orjson
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.ops.apply import apply_patches
+from schemadoc.ops.history import Checkpoints, replay_from
+from schemadoc.ops.journal import JournalEntry, utc_now
+from schemadoc.ops.limits import MAX_PATCH_OPERATIONS, MAX_STRING_LENGTH
+from schemadoc.ops.sizes import serialise
+from schemadoc.reading import NodeCounts, NodeSchemas, SizeCache
+from schemadoc.schema import LoadedSchema
+from schemadoc.service.checks import check_current
+from schemadoc.service.feed import ChangeFeed
+from schemadoc.service.models import Change, ChangeEvent, DocState, Listener
+from schemadoc.snapshotter import SnapshotPolicy, Snapshotter
+from schemadoc.storage.base import (
+    LOCK_TIMEOUT_SECONDS,
+    DocumentMeta,
+    DocumentStore,
+    RecoveryReport,
+    SharedStore,
+    StoreNotice,
+)
+from schemadoc.validation import DocumentValidator
+
+__all__ = ["LOCK_TIMEOUT_SECONDS", "MAX_JSON_DEPTH", "PERSIST_CHECKPOINT_EVERY", "ServiceCore"]
+
+log = logging.getLogger("schemadoc.service")
+
+MAX_JSON_DEPTH = 128
+"""Default nesting limit of stored documents (``document-too-deep`` beyond it). The official MCP
+Python client cannot parse a message nested more than 200 levels, and a history entry puts a
+document's content 7 levels down (message, result, structured content, entries, entry, patch,
+operation): 128 keeps every document readable through every result, with room to spare."""
+_FREEZE_ABOVE_BYTES = 1 << 20
+_MAX_CACHED_DOCUMENTS = 16
+PERSIST_CHECKPOINT_EVERY = 256
+"""The store is given the content of every 256th version (it keeps a bounded, log-spaced set of them)."""
+
+
+class ServiceCore:
+    """What every use case shares. Thread-safe; one instance per server process."""
+
+    def __init__(self, schema: LoadedSchema, store: DocumentStore, *,
+                 lock_timeout: float = LOCK_TIMEOUT_SECONDS, snapshot_policy: SnapshotPolicy | None = None,
+                 max_json_depth: int = MAX_JSON_DEPTH, max_string_length: int = MAX_STRING_LENGTH,
+                 max_patch_operations: int = MAX_PATCH_OPERATIONS) -> None:
+        self.schema = schema
+        self.max_json_depth = max_json_depth
+        self.max_string_length = max_string_length
+        """Longest string value, member name or pointer a write may carry, in characters."""
+        self.max_patch_operations = max_patch_operations
+        """Most RFC 6902 operations one patch (or one merge patch, compiled) may make."""
+        self.store = store
+        self.validator = DocumentValidator(schema)
+        self.lock_timeout = lock_timeout
+        self._states: dict[str, DocState] = {}
+        self._listeners: list[Listener] = []
+        self._listeners_lock = threading.Lock()
+        self._checkpoint_cache: OrderedDict[str, Checkpoints] = OrderedDict()
+        self._feed = ChangeFeed()
+        # a store shared by several processes orders the feed itself and tells of their commits
+        self._shared: SharedStore | None = store if isinstance(store, SharedStore) else None
+        self._unwatch: Callable[[], None] | None = None
+        self.snapshots = Snapshotter(store, snapshot_policy or SnapshotPolicy(), _weakly(self._snapshot_source))
+        self.sizes = SizeCache()
+        """Byte sizes of stored containers by identity (content is never mutated)."""
+        self._node_schemas = NodeSchemas(schema)
+        self._counts: dict[str, tuple[Any, NodeCounts]] = {}  # doc_id -> (content counted, its counts)
+
+    # -- life cycle --------------------------------------------------------------------------
+
+    def open(self) -> RecoveryReport:
+        """Prepare the store (create the directory, clean up, roll journals forward)."""
+        report = self.store.open()
+        if self._shared is not None and self._unwatch is None:
+            self._unwatch = self._shared.watch(self._on_other_process)
+        for doc_id, reason in report.corrupt.items():
+            log.error("document %s is unreadable: %s", doc_id, reason)
+        for doc_id, (old, new) in report.rolled_forward.items():
+            log.warning("document %s rolled forward from version %d to %d", doc_id, old, new)
+        return report
+
+    def close(self) -> None:
+        """Write every lagging snapshot, stop hearing other processes and release the store's connections."""
+        self.snapshots.close()
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
+        if self._shared is not None:
+            self._shared.close()
+
+    def _snapshot_source(self, doc_id: str) -> tuple[int, Any] | None:
+        state = self._states.get(doc_id)
+        return (state.meta.version, state.content) if state is not None else None
+
+    def _on_other_process(self, notice: StoreNotice) -> None:
+        """A commit or purge by another process on a shared store: tell this process's subscribers.
+
+        The event has no journal entry: feeds read it from the journal, readers catch up on their
+        next read (every read compares the stored version with the cached one).
+        """
+        if notice.kind == "purged":
+            self._forget(notice.doc_id)
+        self._publish(ChangeEvent(notice.doc_id, notice.version, notice.kind, None))
+
+    @property
+    def schema_uri(self) -> str:
+        """The schema's ``$id`` when it has one (no server paths leak), else its file URI."""
+        return self.schema.base_uri
+
+    # -- events ------------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` after each committed write; returns the unsubscribe function.
+
+        Listeners run in the writer's thread while the document's lock is held, so events of a
+        document arrive in version order; they must only hand the event on (queue it), never block.
+        """
+        with self._listeners_lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._listeners_lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _publish(self, event: ChangeEvent) -> None:
+        with self._listeners_lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(event)
+            except Exception:  # a broken subscriber must not fail a committed write
+                log.exception("change listener failed for %s v%d", event.doc_id, event.version)
+
+    # -- state -------------------------------------------------------------------------------
+
+    @contextmanager
+    def _locked(self, doc_id: str, version: int, *, dry_run: bool = False) -> Iterator[DocState]:
+        """The current state, at ``version`` (else ``version-conflict``); for real writes, under the
+        document's write lock and caught up with disk."""
+        if not dry_run:
+            self.store.read_meta(doc_id)  # document-not-found before a lock file is made for nothing
+        with nullcontext() if dry_run else self.store.write_lock(doc_id, self.lock_timeout):
+            state = self._state(doc_id)
+            check_current(doc_id, version, state.meta.version)
+            yield state
+
+    def _state(self, doc_id: str, *, include_deleted: bool = False) -> DocState:
+        """The in-memory state of a document, loaded on first use and caught up with the store.
+
+        Another process may share the storage directory: when the stored version moved on, the
+        new journal entries are applied to the cached content (the journal is written first, so
+        it is never behind the snapshot).
+        """
+        meta = self.store.read_meta(doc_id)
+        cached = self._states.get(doc_id)
+        if cached is None or cached.meta.version > meta.version:
+            cached = self._load(doc_id)
+        elif cached.meta.version < meta.version:
+            cached = self._catch_up(cached, meta)
+        if cached.meta != meta and cached.meta.version == meta.version:  # deleted_at, snapshot_version
+            cached = DocState(meta, cached.content)
+            self._states[doc_id] = cached
+        if cached.meta.deleted_at is not None and not include_deleted:
+            raise SchemaDocError(
+                "document-not-found", f"Document {doc_id} was deleted.",
+                {"doc_id": doc_id, "deleted": True, "deleted_at": cached.meta.deleted_at},
+                remediation="Restore it with document_undelete, or create a new document.")
+        return cached
+
+    def _load(self, doc_id: str) -> DocState:
+        stored = self.store.load(doc_id)  # the store reads snapshot, meta and journal tail under the write lock
+        big = len(stored.content) > _FREEZE_ABOVE_BYTES
+        try:
+            content = orjson.loads(stored.content)
+        except orjson.JSONDecodeError as error:
+            raise SchemaDocError("storage-read-failed", f"Document {doc_id} is not valid JSON on disk: {error}.",
+                                 {"doc_id": doc_id}) from None
+        if big:
+            gc.freeze()  # long-lived document: keep the collector from rescanning it (halves parse time)
+        if stored.entries:  # the journal after the snapshot, in one workspace (each path copied once)
+            try:
+                content = apply_patches(content, [entry.patch for entry in stored.entries])
+            except SchemaDocError as error:
+                raise SchemaDocError("storage-read-failed",
+                                     f"The journal of document {doc_id} does not replay onto its snapshot: "
+                                     f"{error.message}", {"doc_id": doc_id, "reason": error.message}) from None
+            if big:
+                gc.freeze()
+        state = DocState(stored.meta, content)
+        self._states[doc_id] = state
+        self.snapshots.lagging(doc_id, len(stored.entries))
+        return state
+
+    def _catch_up(self, cached: DocState, meta: DocumentMeta) -> DocState:
+        """Apply the journal entries another process committed since ``cached``, up to ``meta``'s version."""
+        entries = self.store.read_journal(meta.doc_id, since_version=cached.meta.version, until_version=meta.version)
+        state = DocState(meta, replay_from(cached.content, entries))
+        self._states[meta.doc_id] = state
+        return state
+
+    def _forget(self, doc_id: str) -> None:
+        """Drop what this process holds of a document (it is reloaded from the store when read again)."""
+        self._states.pop(doc_id, None)
+        self._checkpoint_cache.pop(doc_id, None)
+
+    # -- commit ------------------------------------------------------------------------------
+
+    def _commit(self, doc_id: str, state: DocState | None, content: Any, patch: list[dict[str, Any]], op: str,
+                info: dict[str, Any], *, kind: str, deleted_at: str | bool | None = False,
+                size: int | None = None, edit_bytes: int = 0) -> DocumentMeta:
+        """Journal one new version (caller holds the write lock), then publish it.
+
+        ``size`` is the new content's compact JSON size (``None``: the document is serialised to
+        learn it, for a creation). Small documents get their snapshot inline; the others lag, and
+        the snapshotter catches up off the write path.
+        """
+        data: bytes | None = None
+        if size is None:
+            data = serialise(content, doc_id)
+            size = len(data)
+            edit_bytes = size
+        elif state is None or self.snapshots.policy.inline(size):
+            data = orjson.dumps(content)
+        # a shared store orders the feed itself (across processes); otherwise this process does
+        cursor = self._feed.reserve() if self._shared is None else 0
+        change: Change | None = None
+        try:
+            now = utc_now()
+            entry = JournalEntry(version=1 if state is None else state.meta.version + 1, op=op, patch=patch,
+                                 at=now, info={**info, "seq": cursor} if self._shared is None else info)
+            if state is None:
+                assert data is not None
+                meta = DocumentMeta(doc_id=doc_id, version=1, schema_uri=self.schema_uri, created_at=now,
+                                    modified_at=now, content_size_bytes=size)
+                self.store.create(meta, entry, data)
+            else:
+                meta = replace(state.meta, version=entry.version, modified_at=now, content_size_bytes=size,
+                               snapshot_version=entry.version if data is not None else state.meta.snapshot_version)
+                if deleted_at is not False:
+                    meta = replace(meta, deleted_at=deleted_at if isinstance(deleted_at, str) else None)
+                try:
+                    self.store.commit(meta, entry, data)
+                except SchemaDocError:
+                    self._forget(doc_id)  # the store may have rolled the document forward
+                    raise
+            self._states[doc_id] = DocState(meta, content)
+            change = Change(cursor, doc_id, entry.version, op, now)
+            if state is not None:
+                self.snapshots.committed(doc_id, edit_bytes + 200, inline=data is not None)
+            if entry.version % PERSIST_CHECKPOINT_EVERY == 0:
+                if data is not None:  # small: cheap to keep now
+                    self._persist_checkpoint(doc_id, entry.version, data)
+                else:
+                    self.snapshots.checkpoint(doc_id, entry.version, content)
+        finally:
+            if self._shared is None:
+                self._feed.settle(cursor, change)
+        self._publish(ChangeEvent(doc_id, meta.version, kind, entry))
+        return meta
+
+    # -- history checkpoints -------------------------------------------------------------------
+
+    def _checkpoints(self, doc_id: str) -> Checkpoints:
+        checkpoints = self._checkpoint_cache.get(doc_id)
+        if checkpoints is None:
+            checkpoints = self._checkpoint_cache[doc_id] = Checkpoints()
+            while len(self._checkpoint_cache) > _MAX_CACHED_DOCUMENTS:
+                self._checkpoint_cache.popitem(last=False)
+        else:
+            self._checkpoint_cache.move_to_end(doc_id)
+        return checkpoints
+
+    def _persist_checkpoint(self, doc_id: str, version: int, data: bytes) -> None:
+        try:
+            self.store.write_checkpoint(doc_id, version, data)
+        except OSError as error:  # a cache: losing one only makes old reads replay more
+            log.warning("document %s: checkpoint of version %d not written: %s", doc_id, version, error.strerror)
+
+
+def _weakly(source: Callable[[str], tuple[int, Any] | None]) -> Callable[[str], tuple[int, Any] | None]:
+    """``source`` (a bound method) without keeping its object alive: ``None`` once the object is gone.
+
+    The snapshotter's thread outlives a service dropped without ``close()``; through a strong
+    reference it would keep the service, and every document it holds, alive (and a service in a
+    reference cycle when a big document's load calls ``gc.freeze()`` is never freed at all).
+    """
+    method = weakref.WeakMethod(source)
+
+    def call(doc_id: str) -> tuple[int, Any] | None:
+        bound = method()
+        return None if bound is None else bound(doc_id)
+
+    return call

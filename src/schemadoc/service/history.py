@@ -1,0 +1,107 @@
+"""History: journal pages, past versions rebuilt from checkpoints, diffs and the change feed."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.ops.history import CHECKPOINT_EVERY, diff, replay_from
+from schemadoc.pointer import format_pointer, parse_node_path, resolve
+from schemadoc.service.checks import check_int, path_arg
+from schemadoc.service.core import ServiceCore
+from schemadoc.service.models import Change, ChangesPage, HistoryPage, NodeRead
+from schemadoc.storage.base import check_doc_id
+
+__all__ = ["History"]
+
+log = logging.getLogger("schemadoc.service")
+
+
+class History(ServiceCore):
+    """The use cases that read what the journal keeps."""
+
+    def history(self, doc_id: str, since_version: int = 0, limit: int = 100, *,
+                include_deleted: bool = False) -> HistoryPage:
+        """Journal entries after ``since_version``, oldest first, at most ``limit``.
+
+        A deleted document's history is ``document-not-found`` unless ``include_deleted``
+        (change feeds use it to deliver the deletion itself).
+        """
+        doc_id = check_doc_id(doc_id)
+        check_int("since_version", since_version, 0, None)
+        check_int("limit", limit, 1, 1000)
+        state = self._state(doc_id, include_deleted=include_deleted)
+        if since_version > state.meta.version:
+            raise SchemaDocError(
+                "version-not-found",
+                f"Document {doc_id} is at version {state.meta.version}; there is no version {since_version}.",
+                {"doc_id": doc_id, "version": since_version, "latest_version": state.meta.version})
+        entries = self.store.read_journal(doc_id, since_version=since_version, until_version=since_version + limit)
+        return HistoryPage(doc_id, entries, state.meta.version, since_version)
+
+    def read_version(self, doc_id: str, version: int) -> Any:
+        """The whole document as it was at ``version``.
+
+        Rebuilt from the nearest checkpoint below it (in memory, persisted, or the current
+        content); recent versions replay at most ``PERSIST_CHECKPOINT_EVERY - 1`` patches, older ones more
+        (persisted checkpoints thin out with age, see ``keep_checkpoints``).
+        """
+        doc_id = check_doc_id(doc_id)
+        state = self._state(doc_id)
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise SchemaDocError("invalid-request", f"A version must be an integer, got {version!r}.",
+                                 {"argument": "version", "value": repr(version)})
+        latest = state.meta.version
+        if not 1 <= version <= latest:
+            raise SchemaDocError(
+                "version-not-found",
+                f"Document {doc_id} has versions 1 to {latest}; there is no version {version}.",
+                {"doc_id": doc_id, "version": version, "latest_version": latest})
+        if version == latest:
+            return state.content
+        checkpoints = self._checkpoints(doc_id)
+        base_version, base = checkpoints.nearest(version) or (0, None)
+        if version - base_version >= CHECKPOINT_EVERY:
+            persisted = self.store.read_checkpoint(doc_id, version)
+            if persisted is not None and persisted[0] > base_version:
+                try:
+                    base_version, base = persisted[0], orjson.loads(persisted[1])
+                    checkpoints.remember(base_version, base)
+                except orjson.JSONDecodeError:  # a cache torn by a crash: replay further instead
+                    log.warning("document %s: checkpoint of version %d is unreadable", doc_id, persisted[0])
+                    base_version, base = checkpoints.nearest(version) or (0, None)
+        if base_version == version:
+            return base
+        entries = self.store.read_journal(doc_id, since_version=base_version, until_version=version)
+        return replay_from(base, entries, checkpoints)
+
+    def read_node_at(self, doc_id: str, node_path: str, at_version: int) -> NodeRead:
+        """``read_node`` on a past version; the same path diagnostics apply."""
+        content = self.read_version(doc_id, at_version)
+        tokens = parse_node_path(path_arg(node_path))
+        node, concrete = resolve(content, tokens)
+        return NodeRead(check_doc_id(doc_id), format_pointer(concrete), node, at_version)
+
+    def diff(self, doc_id: str, from_version: int, to_version: int) -> list[dict[str, Any]]:
+        """An RFC 6902 patch turning version ``from_version`` into ``to_version`` (either direction)."""
+        return diff(self.read_version(doc_id, from_version), self.read_version(doc_id, to_version))
+
+    def changes(self, since: int = 0, limit: int = 100) -> ChangesPage:
+        """Committed versions of every document after cursor ``since``, in commit order."""
+        check_int("since", since, 0, None)
+        check_int("limit", limit, 1, 1000)
+        if self._shared is not None:
+            changes = self._shared.read_changes(since, limit)
+            return ChangesPage(changes, changes[-1].cursor if changes else since)
+        if not self._feed.loaded():
+            found: list[Change] = []
+            for meta in self.store.list_metas():
+                for entry in self.store.read_journal(meta.doc_id):
+                    seq = entry.info.get("seq")
+                    if isinstance(seq, int):
+                        found.append(Change(seq, meta.doc_id, entry.version, entry.op, entry.at))
+            self._feed.load(found)
+        return self._feed.read(since, limit)

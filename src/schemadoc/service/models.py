@@ -1,0 +1,128 @@
+"""The values the service's use cases return (and the change events it publishes)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from schemadoc.ops.journal import JournalEntry
+from schemadoc.pointer import json_type
+from schemadoc.reading import BoundedView, Hit, NodeCounts
+from schemadoc.storage.base import DocumentMeta, StoredChange
+from schemadoc.validation import ValidationReport
+
+
+@dataclass(frozen=True)
+class DocState:
+    meta: DocumentMeta
+    content: Any
+
+
+@dataclass(frozen=True)
+class NodeRead:
+    doc_id: str
+    node_path: str
+    node: Any
+    version: int
+
+    @property
+    def node_type(self) -> str:
+        return json_type(self.node)
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """A bounded read: where, which version, and the view (see :mod:`schemadoc.reading.views`)."""
+
+    doc_id: str
+    node_path: str
+    version: int
+    view: BoundedView
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    hits: list[Hit]
+    cursor: int
+    has_more: bool
+
+    @property
+    def next_cursor(self) -> int | None:
+        return self.cursor + len(self.hits) if self.has_more else None
+
+
+@dataclass(frozen=True)
+class Stats:
+    doc_id: str
+    version: int
+    size_bytes: int
+    counts: NodeCounts
+    journal_length: int
+
+
+@dataclass(frozen=True)
+class NodeSchema:
+    node_path: str
+    schema: dict[str, Any]
+    node_exists: bool | None
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    doc_id: str
+    version: int                       # the new version (for a dry run: the unchanged current version)
+    patch: list[dict[str, Any]]        # the strict RFC 6902 patch (as journaled)
+    node_path: str                     # concrete pointer of the node written ("" = root)
+    node: Any                          # new node (update/create), removed node (delete), None (raw patch)
+    report: ValidationReport
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class DocumentList:
+    documents: list[DocumentMeta]
+    total: int
+    offset: int
+    limit: int
+
+    @property
+    def has_more(self) -> bool:
+        return self.offset + len(self.documents) < self.total
+
+
+@dataclass(frozen=True)
+class ChangeEvent:
+    """Published after a write is committed (journaled and snapshotted)."""
+
+    doc_id: str
+    version: int
+    kind: str                          # "created" | "updated" | "deleted" | "undeleted" | "purged"
+    entry: JournalEntry | None
+
+
+Listener = Callable[[ChangeEvent], None]
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    doc_id: str
+    entries: list[JournalEntry]
+    current_version: int
+    since_version: int
+
+    @property
+    def has_more(self) -> bool:
+        last = self.entries[-1].version if self.entries else self.since_version
+        return last < self.current_version
+
+
+Change = StoredChange
+"""One committed version in the cross-document change feed; ``cursor`` orders the feed (the
+same record whether this process or a shared store orders it)."""
+
+
+@dataclass(frozen=True)
+class ChangesPage:
+    changes: list[Change]
+    next_cursor: int

@@ -1,0 +1,225 @@
+"""Writes to a document's content: node updates, creations, deletions and moves, patches, merge patches, revert.
+
+Each builds an RFC 6902 patch against the current content and goes through :meth:`NodeWrites._write`:
+version check, apply on a structurally shared copy, validation, dry run or commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.ops.apply import apply_patch, check_patch, check_written_depth
+from schemadoc.ops.compile import CompiledWrite, compile_create, compile_delete, compile_update
+from schemadoc.ops.history import compile_merge_patch, diff
+from schemadoc.ops.limits import (
+    ArgumentScan,
+    check_operation_count,
+    check_pointer_length,
+    check_string_lengths,
+    scan_argument,
+)
+from schemadoc.ops.sizes import patch_size
+from schemadoc.pointer import format_pointer, parse, parse_node_path, resolve
+from schemadoc.service.checks import check_version, path_arg
+from schemadoc.service.history import History
+from schemadoc.service.models import WriteResult
+from schemadoc.storage.base import check_doc_id
+
+__all__ = ["NodeWrites"]
+
+NodeOf = Callable[[Any, Any, str], Any]
+"""What a write returns as its node: from the content before, the content after and the node's pointer."""
+
+
+class NodeWrites(History):
+    """The use cases that change a document's content (each one new version, or a dry run)."""
+
+    def update_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
+                    dry_run: bool = False, scanned: ArgumentScan | None = None) -> WriteResult:
+        return self._node_write(doc_id, "update_node", compile_update, node_path, node_data, version,
+                                dry_run=dry_run, scanned=scanned)
+
+    def create_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
+                    dry_run: bool = False, scanned: ArgumentScan | None = None) -> WriteResult:
+        return self._node_write(doc_id, "create_node", compile_create, node_path, node_data, version,
+                                dry_run=dry_run, scanned=scanned)
+
+    def _node_write(self, doc_id: str, op: str, compile_write: Callable[[Any, str, Any], CompiledWrite],
+                    node_path: str, node_data: Any, version: int, *, dry_run: bool,
+                    scanned: ArgumentScan | None) -> WriteResult:
+        """``update_node`` or ``create_node``: the request limits of ``node_data``, then the write."""
+        path = path_arg(node_path)
+        check_pointer_length(path, self.max_string_length, "node_path")
+        scan = self._scan(node_data, scanned, "node_data")
+        return self._write(doc_id, version, op, lambda doc: compile_write(doc, path, node_data),
+                           dry_run=dry_run, node_of=_node_at, written=_written_depths(scan, [node_data], 0))
+
+    def scan_argument(self, value: Any, *, text: bytes | None = None, surrogates: bool = False) -> ArgumentScan:
+        """The one walk of a written argument (``node_data``, ``patch``, ``merge_patch``) at this service's
+        limits (:func:`~schemadoc.ops.limits.scan_argument`). A door that makes it passes it on to the
+        write as ``scanned``, so the write does not walk the value again; ``text``: the JSON it was read from."""
+        return scan_argument(value, max_json_depth=self.max_json_depth, max_string_length=self.max_string_length,
+                             surrogates=surrogates, text=text)
+
+    def _scan(self, value: Any, scanned: ArgumentScan | None, argument: str) -> ArgumentScan:
+        """``scanned`` when it is a scan of ``value`` at this service's limit, else a new one;
+        ``request-too-large`` (naming the offender) when a string or member name is too long."""
+        scan = scanned if scanned is not None and scanned.covers(value, self.max_string_length) \
+            else self.scan_argument(value)
+        if scan.too_long:
+            check_string_lengths(value, self.max_string_length, argument)  # finds the offender and raises
+        return scan
+
+    def delete_node(self, doc_id: str, node_path: str, version: int, *, dry_run: bool = False) -> WriteResult:
+        path = path_arg(node_path)
+        return self._write(doc_id, version, "delete_node", lambda doc: compile_delete(doc, path),
+                           dry_run=dry_run, node_of=_removed_node)
+
+    def move_node(self, doc_id: str, from_path: str, to_path: str, version: int, *,
+                  dry_run: bool = False) -> WriteResult:
+        """RFC 6902 ``move`` (also reordering inside an array; ``to_path`` may end in ``/-``), validated
+        like every write; the result's node is the moved node at its concrete new path."""
+        source, target = path_arg(from_path), path_arg(to_path)
+        check_pointer_length(source, self.max_string_length, "from_path")
+        check_pointer_length(target, self.max_string_length, "to_path")
+        if source in ("", "/"):
+            raise SchemaDocError("invalid-request", "The root cannot be moved.", {"argument": "from_path"})
+        if target == "/":
+            target = ""
+        source_tokens = parse(source)
+        operation = [{"op": "move", "from": source, "path": target}]
+
+        def build(document: Any) -> CompiledWrite:
+            resolve(document, source_tokens, allow_negative=False)  # path-not-found names what is missing
+            strict = apply_patch(document, check_patch(operation)).patch
+            return CompiledWrite(strict, strict[0]["path"])
+
+        return self._write(doc_id, version, "move_node", build, dry_run=dry_run, node_of=_node_at,
+                           info={"from_path": source, "node_path": target})
+
+    def apply_patch(self, doc_id: str, patch: Any, version: int, *, dry_run: bool = False,
+                    scanned: ArgumentScan | None = None) -> WriteResult:
+        """A raw RFC 6902 patch (all six ops) as one atomic write."""
+        if isinstance(patch, list):  # counted first: a patch over the limit is not inspected op by op
+            check_operation_count(len(patch), self.max_patch_operations, "patch")
+        checked = check_patch(patch)
+        scan = self._scan(checked, scanned, "patch")  # values, paths and 'from' alike
+        # an operation's value sits two containers down in the patch (the array, the operation)
+        values = [operation["value"] for operation in checked if operation["op"] in ("add", "replace")]
+        return self._write(doc_id, version, "patch", lambda doc: CompiledWrite(checked, ""),
+                           dry_run=dry_run, node_of=_no_node, written=_written_depths(scan, values, 2))
+
+    def merge_patch(self, doc_id: str, node_path: str, merge_patch: Any, version: int, *,
+                    dry_run: bool = False, scanned: ArgumentScan | None = None) -> WriteResult:
+        """RFC 7396 at a node, checked against the node's merge-patch schema, journaled as RFC 6902."""
+        path = path_arg(node_path)
+        check_pointer_length(path, self.max_string_length, "node_path")
+        self._scan(merge_patch, scanned, "merge_patch")
+        tokens = parse_node_path(path)
+
+        def build(document: Any) -> CompiledWrite:
+            node, concrete = resolve(document, tokens)
+            problems = self._merge_patch_problems(concrete, merge_patch)
+            compiled = CompiledWrite(compile_merge_patch(node, merge_patch, concrete), format_pointer(concrete))
+            check_operation_count(len(compiled.patch), self.max_patch_operations, "merge_patch")
+            if problems:
+                self._refuse_merge_patch(doc_id, version, document, compiled, problems)
+            return compiled
+
+        return self._write(doc_id, version, "merge_patch", build, dry_run=dry_run, node_of=_node_at)
+
+    def revert(self, doc_id: str, to_version: int, version: int, *, dry_run: bool = False) -> WriteResult:
+        """A new version whose content equals ``to_version`` (nothing in the journal is rewritten)."""
+        doc_id = check_doc_id(doc_id)
+        target = self.read_version(doc_id, to_version)
+        return self._write(doc_id, version, "revert", lambda doc: CompiledWrite(diff(doc, target), ""),
+                           dry_run=dry_run, node_of=_no_node, info={"to_version": to_version})
+
+    def _write(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
+               dry_run: bool, node_of: NodeOf,
+               info: dict[str, Any] | None = None, written: dict[int, tuple[int, bool]] | None = None) -> WriteResult:
+        doc_id = check_doc_id(doc_id)
+        version = check_version(version)
+        if not isinstance(dry_run, bool):
+            raise SchemaDocError("invalid-request", "dry_run must be a boolean.", {"argument": "dry_run"})
+        with self._locked(doc_id, version, dry_run=dry_run) as state:
+            current = state.meta.version
+            compiled = build(state.content)
+            applied = apply_patch(state.content, compiled.patch)
+            check_written_depth(applied.document, applied.patch, self.max_json_depth, known=written)
+            report = self.validator.validate_change(state.content, applied.document, patch=applied.patch,
+                                                    keep=not dry_run)
+            node_path = compiled.node_path
+            node = node_of(state.content, applied.document, node_path)
+            if dry_run:
+                if report.valid:  # a valid preview of something that cannot be stored must fail like the write
+                    patch_size(state.content, state.meta.content_size_bytes, applied.patch, doc_id)
+                return WriteResult(doc_id, current, applied.patch, node_path, node, report, dry_run=True)
+            report.raise_if_invalid(doc_id=doc_id, version=current)
+            # what the patch adds is checked and measured; the document itself is not serialised
+            sized = patch_size(state.content, state.meta.content_size_bytes, applied.patch, doc_id)
+            entry_info = dict(info) if info is not None else ({"node_path": node_path} if op != "patch" else {})
+            meta = self._commit(doc_id, state, applied.document, applied.patch, op, entry_info, kind="updated",
+                                size=sized.size, edit_bytes=sized.added_bytes)
+        return WriteResult(doc_id, meta.version, applied.patch, node_path, node, report)
+
+    def _merge_patch_problems(self, concrete: list[str | int], merge_patch: Any) -> list[dict[str, Any]]:
+        """What the node's merge-patch schema refuses in ``merge_patch``, with paths from the document root."""
+        node_pointer = format_pointer(concrete)
+        schema = self.schema.merge_patch_schema([str(token) for token in concrete])
+        report = self.validator.validate_fragment(schema, merge_patch)
+        return [{**v.to_dict(), "path": node_pointer + v.path} for v in report.violations]
+
+    def _refuse_merge_patch(self, doc_id: str, version: Any, document: Any, compiled: CompiledWrite,
+                            problems: list[dict[str, Any]]) -> None:
+        """``validation-failed`` listing every violation the merge patch would cause, at once.
+
+        The merge-patch schema finds refused values and members; the resulting document's
+        validation finds what the patch's deletions break (a required member set to null). Both
+        are listed, each violation once: the result's own violations first, then what only the
+        merge-patch schema saw (its "null or a valid value" ``any-of-failed`` is left out where
+        the result already names the value's problem).
+        """
+        try:
+            resulting = self.validator.validate(apply_patch(document, compiled.patch).document)
+        except SchemaDocError:  # the result cannot even be built: what the schema check found is all there is
+            resulting = None
+        violations = [] if resulting is None else [v.to_dict() for v in resulting.violations]
+        seen = {(v["code"], v["path"]) for v in violations}
+        for problem in problems:
+            path = problem["path"]
+            covered = problem["code"] == "any-of-failed" and any(
+                v["path"] == path or v["path"].startswith(path + "/") for v in violations)
+            if (problem["code"], path) not in seen and not covered:
+                seen.add((problem["code"], path))
+                violations.append(problem)
+        count = len(violations)
+        raise SchemaDocError(
+            "validation-failed",
+            f"The merge patch would make the document invalid ({count} error{'s' if count != 1 else ''}); "
+            "nothing was changed.",
+            {"doc_id": doc_id, "version": version, "path": compiled.node_path or "/", "violations": violations})
+
+
+def _written_depths(scan: ArgumentScan, values: list[Any], below: int) -> dict[int, tuple[int, bool]]:
+    """What ``scan`` says of the depth of ``values`` it covers, each ``below`` containers down in the
+    scanned value: by identity, for :func:`~schemadoc.ops.apply.check_written_depth` (exact only for the
+    scanned value itself)."""
+    bound = max(scan.depth - below, 0)
+    return {id(value): (bound, scan.depth_exact and below == 0) for value in values if isinstance(value, dict | list)}
+
+
+def _no_node(old: Any, new: Any, pointer: str) -> Any:
+    return None
+
+
+def _node_at(old: Any, new: Any, pointer: str) -> Any:
+    node, _ = resolve(new, parse(pointer), allow_negative=False)
+    return node
+
+
+def _removed_node(old: Any, new: Any, pointer: str) -> Any:
+    node, _ = resolve(old, parse(pointer), allow_negative=False)
+    return node

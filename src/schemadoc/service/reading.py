@@ -1,0 +1,185 @@
+"""Reads: nodes, schemas, and the bounded reads for agents on large documents (logic in :mod:`schemadoc.reading`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.pointer import format_pointer, parse_node_path, resolve
+from schemadoc.reading import (
+    Incomplete,
+    Outline,
+    Rendered,
+    bounded_view,
+    count_nodes,
+    next_incomplete,
+    outline,
+    render_markdown,
+    search,
+)
+from schemadoc.service.checks import check_bounds, check_int, path_arg
+from schemadoc.service.history import History
+from schemadoc.service.models import NodeRead, NodeSchema, NodeView, SearchPage, Stats
+from schemadoc.storage.base import DocumentMeta, check_doc_id
+
+__all__ = ["Reading"]
+
+_MAX_OUTLINE_DEPTH = 32
+_MAX_INCOMPLETE = 100
+_MAX_SEARCH_HITS = 100
+
+
+class Reading(History):
+    """The read use cases. None takes the write lock: they read the current immutable state."""
+
+    def read_node(self, doc_id: str, node_path: str, at_version: int | None = None) -> NodeRead:
+        """The node at ``node_path`` now, or at ``at_version`` (a past version) when given."""
+        if at_version is not None:
+            return self.read_node_at(doc_id, node_path, at_version)
+        return self._read_tokens(doc_id, node_path)[0]
+
+    def read_document(self, doc_id: str) -> tuple[Any, DocumentMeta]:
+        """The whole current document (validated on the way out, FR-034) and its meta."""
+        doc_id = check_doc_id(doc_id)
+        state = self._state(doc_id)
+        report = self.validator.validate(state.content)
+        if not report.valid:  # only possible if someone edited the files behind our back
+            raise SchemaDocError("storage-read-failed",
+                                 f"Document {doc_id} on disk no longer validates against the schema.",
+                                 {"doc_id": doc_id, "violations": report.to_dict()["errors"][:20]})
+        return state.content, state.meta
+
+    def node_schema(self, node_path: str, doc_id: str | None = None, *, dereferenced: bool = True) -> NodeSchema:
+        tokens = parse_node_path(path_arg(node_path))
+        exists: bool | None = None
+        if doc_id is not None:
+            state = self._state(check_doc_id(doc_id))
+            try:
+                resolve(state.content, tokens)
+                exists = True
+            except SchemaDocError as error:
+                if error.code != "path-not-found":
+                    raise
+                exists = False
+        schema = self.schema.node_schema(tokens, dereferenced=dereferenced)
+        return NodeSchema(format_pointer(tokens), schema, exists)
+
+    def root_schema(self, *, dereferenced: bool = True) -> dict[str, Any]:
+        return self.schema.dereferenced_root() if dereferenced else self.schema.root
+
+    def reads_locally(self, doc_id: str) -> bool:
+        """Whether reading ``doc_id`` now needs no more than memory and small local files.
+
+        True when its current content is in memory and the store is not shared: such a read
+        (``read_node`` without ``at_version``, ``node_schema``) only checks freshness in the small
+        meta file and, if another process wrote since, reads the journal lines after the version
+        held. An asynchronous caller may run it on its event loop. A shared store (a database)
+        answers even that check over the network, and a document not in memory is loaded first.
+        """
+        return self._shared is None and doc_id in self._states
+
+    def version_of(self, doc_id: str) -> int:
+        return self._state(check_doc_id(doc_id)).meta.version
+
+    # -- reads for agents on large documents -------------------------------------------------
+
+    def read_view(self, doc_id: str, node_path: str, *, at_version: int | None = None,
+                  max_depth: int | None = None, offset: int = 0, limit: int | None = None,
+                  max_bytes: int | None = None) -> NodeView:
+        """A bounded read of a node: ``max_depth`` levels, a window of its children, within ``max_bytes``."""
+        check_bounds(max_depth=max_depth, offset=offset, limit=limit, max_bytes=max_bytes)
+        read = self.read_node(doc_id, node_path, at_version=at_version)
+        view = bounded_view(read.node, read.node_path, self.sizes, max_depth=max_depth, offset=offset,
+                            limit=limit, max_bytes=max_bytes)
+        return NodeView(read.doc_id, read.node_path, read.version, view)
+
+    def outline(self, doc_id: str, node_path: str = "/", depth: int = 2, *, offset: int = 0,
+                limit: int | None = None, max_bytes: int | None = None) -> tuple[NodeRead, Outline]:
+        """The table of contents of a node, ``depth`` levels down, without the leaf values."""
+        check_int("depth", depth, 0, _MAX_OUTLINE_DEPTH)
+        check_bounds(offset=offset, limit=limit, max_bytes=max_bytes)
+        read, tokens = self._read_tokens(doc_id, node_path)
+        found = outline(read.node, tokens, read.node_path, self.sizes, self._node_schemas, depth=depth,
+                        offset=offset, limit=limit, max_bytes=max_bytes)
+        return read, found
+
+    def next_incomplete(self, doc_id: str, node_path: str = "/", limit: int = 10) -> tuple[NodeRead, list[Incomplete],
+                                                                                            bool]:
+        """The next places, breadth first, where the document is valid but not finished by the schema."""
+        check_int("limit", limit, 1, _MAX_INCOMPLETE)
+        read, tokens = self._read_tokens(doc_id, node_path)
+        found, more = next_incomplete(read.node, tokens, read.node_path, self._node_schemas,
+                                      self._fits, limit=limit)
+        return read, found, more
+
+    def search(self, query: str, node_path: str | None = None, doc_ids: list[str] | None = None, *,
+               limit: int = 20, cursor: int = 0) -> SearchPage:
+        """String leaves containing ``query`` (case-insensitive) across documents, oldest document first."""
+        if not isinstance(query, str) or not query:
+            raise SchemaDocError("invalid-request", "query must be a non-empty string.", {"argument": "query"})
+        check_int("limit", limit, 1, _MAX_SEARCH_HITS)
+        check_int("cursor", cursor, 0, None)
+        tokens = parse_node_path(path_arg(node_path)) if node_path is not None else []
+        if doc_ids is not None:
+            if not isinstance(doc_ids, list) or not all(isinstance(d, str) for d in doc_ids):
+                raise SchemaDocError("invalid-request", "doc_ids must be a list of document ids.",
+                                     {"argument": "doc_ids"})
+            ids = [check_doc_id(doc_id) for doc_id in doc_ids]
+            for doc_id in ids:  # unknown ids fail up front, as any read of them would
+                self._state(doc_id)
+        else:
+            ids = [meta.doc_id for meta in self.store.list_metas() if meta.deleted_at is None]
+
+        def documents() -> Iterator[tuple[str, Any, str]]:
+            for doc_id in ids:
+                try:
+                    content = self._state(doc_id).content
+                except SchemaDocError as error:
+                    if error.code == "document-not-found":  # deleted since the listing
+                        continue
+                    raise
+                if not tokens:
+                    yield doc_id, content, ""
+                    continue
+                try:
+                    node, concrete = resolve(content, tokens)
+                except SchemaDocError as error:
+                    if error.code == "path-not-found":
+                        continue
+                    raise
+                yield doc_id, node, format_pointer(concrete)
+
+        hits, more = search(documents(), query, skip=cursor, limit=limit)
+        return SearchPage(hits, cursor, more)
+
+    def stats(self, doc_id: str) -> Stats:
+        """Size, node counts by type, depth, version and journal length of a document."""
+        doc_id = check_doc_id(doc_id)
+        state = self._state(doc_id)
+        counted = self._counts.get(doc_id)
+        if counted is None or counted[0] is not state.content:
+            counted = self._counts[doc_id] = (state.content, count_nodes(state.content))
+        return Stats(doc_id, state.meta.version, self.sizes.size(state.content), counted[1], state.meta.version)
+
+    def render(self, doc_id: str, node_path: str = "/", format: str = "markdown", *, offset: int = 0,
+               limit: int | None = None, max_bytes: int | None = None) -> tuple[NodeRead, Rendered]:
+        """A readable rendering of a node driven by the schema (titles as headings, arrays as lists)."""
+        if format != "markdown":
+            raise SchemaDocError("invalid-request", f"format must be 'markdown', got {format!r}.",
+                                 {"argument": "format", "value": repr(format), "accepted": ["markdown"]})
+        check_bounds(offset=offset, limit=limit, max_bytes=max_bytes)
+        read, tokens = self._read_tokens(doc_id, node_path)
+        rendered = render_markdown(read.node, tokens, self._node_schemas, offset=offset,
+                                   limit=limit, max_bytes=max_bytes)
+        return read, rendered
+
+    def _read_tokens(self, doc_id: str, node_path: str) -> tuple[NodeRead, list[str | int]]:
+        """The current node at ``node_path`` and its concrete tokens (array indices as integers)."""
+        doc_id = check_doc_id(doc_id)
+        state = self._state(doc_id)
+        node, concrete = resolve(state.content, parse_node_path(path_arg(node_path)))
+        return NodeRead(doc_id, format_pointer(concrete), node, state.meta.version), concrete
+
+    def _fits(self, schema: dict[str, Any], value: Any) -> bool:
+        return self.validator.validate_fragment(schema, value).valid

@@ -1,0 +1,54 @@
+"""The contract suite every document store passes (Kinto-style: shipped with the package).
+
+A store's test module is a few lines::
+
+    class TestMemoryDocumentStore(DocumentStoreContract):
+        @pytest.fixture
+        def store(self) -> DocumentStore:
+            store = MemoryDocumentStore()
+            store.open()
+            return store
+
+The fixture returns an opened, empty store. The helpers (:func:`create_document`,
+:func:`commit_patch`, …) build real documents and real patches, so that every test can also
+check that the journal replays to the stored content.
+
+Needs ``pytest`` (a development dependency); nothing else imports this module.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from schemadoc.storage.base import DocumentStore
+from schemadoc.storage.testing.documents import DocumentsContract
+from schemadoc.storage.testing.helpers import (
+    BAD_DOC_IDS,
+    SCHEMA_URI,
+    commit_patch,
+    create_document,
+    current_content,
+    delete_document,
+    new_doc_id,
+)
+from schemadoc.storage.testing.history import HistoryContract
+from schemadoc.storage.testing.locks import LocksContract
+
+__all__ = [
+    "BAD_DOC_IDS",
+    "SCHEMA_URI",
+    "DocumentStoreContract",
+    "commit_patch",
+    "create_document",
+    "current_content",
+    "delete_document",
+    "new_doc_id",
+]
+
+
+class DocumentStoreContract(DocumentsContract, HistoryContract, LocksContract):
+    """What every :class:`~schemadoc.storage.base.DocumentStore` does. Override ``store``."""
+
+    @pytest.fixture
+    def store(self) -> DocumentStore:
+        raise NotImplementedError("a store's test class overrides the `store` fixture")

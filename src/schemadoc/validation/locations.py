@@ -1,0 +1,384 @@
+"""The locations of a document as the incremental walk sees them: the schemas that apply at each one.
+
+A :class:`Node` knows every schema that applies at one location (through ``properties``,
+``patternProperties``, ``additionalProperties``, ``prefixItems``, ``items``, ``$ref``, ``allOf``
+and ``dependentSchemas``), whether its verdict is local, and its compiled validators; a
+:class:`Locations` builds and keeps them (see :mod:`schemadoc.validation.incremental`).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Final
+from urllib.parse import unquote, urldefrag
+
+import jsonschema_rs
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.pointer import parse
+from schemadoc.schema import LoadedSchema
+from schemadoc.schema.refs import Located
+
+__all__ = ["Errors", "Locations", "Node", "PlacedError", "Unsupported"]
+
+# Keywords that say which schemas apply to a child (or to the same node): followed by the walk.
+_CHILDREN: Final = frozenset(
+    {"properties", "patternProperties", "additionalProperties", "prefixItems", "items", "$ref", "allOf",
+     "dependentSchemas"}
+)
+# Keywords asserted on a container itself (looking at its members or items as a whole at most).
+# The others are either annotations, child keywords, or assert only on strings and numbers,
+# which the walk always validates whole.
+_SHALLOW: Final = frozenset(
+    {
+        "type", "enum", "const", "required", "minProperties", "maxProperties", "dependentRequired",
+        "minItems", "maxItems", "uniqueItems", "minContains", "maxContains",
+    }
+)
+_SHALLOW_SUBSCHEMAS: Final = ("contains", "propertyNames")
+# Keywords whose verdict can change when something below them changes, in ways no local check
+# sees, or that some draft gave a meaning the runtime validator may still honour. Any other
+# keyword is an annotation to the runtime validator (it asserts nothing it does not know).
+_NON_LOCAL: Final = frozenset(
+    {
+        "oneOf", "anyOf", "not", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems",
+        "$dynamicRef", "$recursiveRef", "$recursiveAnchor", "dependencies", "additionalItems", "$vocabulary",
+    }
+)
+_SHALLOW_ASSERTED: Final = _SHALLOW | frozenset(_SHALLOW_SUBSCHEMAS)
+# Errors carrying their alternatives' errors, whose paths are relative to the validated subtree.
+_BRANCHING: Final = frozenset({"oneOf", "anyOf", "anyOfMultipleErrors", "oneOfMultipleValid", "oneOfNotValid"})
+_MAX_CHILD_MEMO = 4096
+_FAILED: Final = object()  # a validator that cannot be compiled apart (remembered, not retried)
+
+
+class Unsupported(Exception):
+    """Internal: the incremental walk cannot decide here; validate the whole document."""
+
+
+class PlacedError:
+    """A runtime validator's error, placed in the whole document and in the schema's own documents.
+
+    It has what :mod:`schemadoc.validation` reads of an error: ``kind``, ``message``,
+    ``instance``, ``instance_path`` (from the document's root) and ``schema_path`` (the keyword's
+    location in its schema document, as whole-document validation gives it).
+    """
+
+    __slots__ = ("instance", "instance_path", "kind", "message", "schema_path")
+
+    def __init__(self, error: Any, path: tuple[str | int, ...], schema_path: tuple[str | int, ...]) -> None:
+        self.kind = error.kind
+        self.message: str = error.message
+        self.instance = error.instance
+        # the runtime validator leaves empty member names out of its instance paths (an error
+        # in {"": {"a": 1}} at "/a"): whole-document reports say so, and so must this one
+        self.instance_path = (*(token for token in path if token != ""), *error.instance_path)
+        self.schema_path = schema_path
+
+
+class Errors(list[PlacedError]):
+    """Errors collected by the walk; more than ``limit`` of them: report the whole document."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def add(self, error: PlacedError) -> None:
+        if len(self) >= self.limit:
+            raise Unsupported
+        self.append(error)
+
+
+class Node:
+    """Every schema that applies at one location of a document, and what follows from them.
+
+    ``direct`` are the schemas as their parents name them; ``members`` the object schemas they
+    amount to through ``$ref`` and ``allOf``. ``local`` says whether the node's verdict is its
+    shallow keywords plus its children's verdicts.
+    """
+
+    __slots__ = (
+        "_by_index", "_by_key", "_checker", "_items", "_whole", "dependent", "direct", "impossible", "local",
+        "members", "merged", "prefix_items", "shallow", "unconstrained",
+    )
+
+    def __init__(self, checker: Locations, direct: tuple[Located, ...]) -> None:
+        self._checker = checker
+        self.direct = direct
+        self._whole: tuple[Any, ...] | None = None
+        self._by_key: dict[str, Node] = {}
+        self._by_index: dict[int, Node] = {}
+        self._items: Node | None = None
+        members: list[Located] = []
+        self.impossible = False
+        self.local = True
+        self.merged = False  # a schema reached twice here: whole validation evaluates it twice
+        seen: set[int] = set()
+        pending = list(direct)
+        while pending:
+            located = pending.pop(0)
+            schema = located.schema
+            if schema is True:
+                continue
+            if not isinstance(schema, dict):
+                self.impossible = True
+                continue
+            if id(schema) in seen:
+                self.merged = True
+                continue
+            seen.add(id(schema))
+            members.append(located)
+            if any(keyword in _NON_LOCAL for keyword in schema):
+                self.local = False
+            ref = schema.get("$ref")
+            if isinstance(ref, str):
+                pending.append(checker.resources.resolve(located, ref))
+            for member in schema.get("allOf", ()):
+                pending.append(checker.resources.sub(located, member))
+        self.members = tuple(members)
+        self.unconstrained = not members and not self.impossible
+        self.dependent: tuple[tuple[str, Located], ...] = tuple(
+            (name, checker.resources.sub(member, sub))
+            for member in members
+            for name, sub in (member.schema.get("dependentSchemas") or {}).items()
+        )
+        self.prefix_items = any(member.schema.get("prefixItems") for member in members)
+        self.shallow: tuple[Any, ...] = tuple(
+            validator for member in members if (validator := checker.shallow_validator(member)) is not None
+        ) if self.local else ()
+
+    # -- checks ---------------------------------------------------------------------------
+
+    def validate_whole(self, instance: Any) -> bool:
+        """``instance`` against every schema of this location, as a whole."""
+        if self.impossible:
+            return False
+        whole = self._whole
+        if whole is None:
+            whole = self._whole = tuple(
+                self._checker.location_validator(located) for located in self.direct if located.schema is not True
+            )
+        return all(validator.is_valid(instance) for validator in whole)
+
+    def collect_whole(self, instance: Any, path: tuple[str | int, ...], out: Errors) -> None:
+        """Every error of ``instance`` against the schemas of this location, placed at ``path``."""
+        if self.impossible:
+            raise Unsupported  # a false schema: reported whole
+        whole = self._whole
+        if whole is None:
+            whole = self._whole = tuple(
+                self._checker.location_validator(located) for located in self.direct if located.schema is not True
+            )
+        for validator in whole:
+            for error in validator.iter_errors(instance):
+                if error.kind.name in _BRANCHING or getattr(error.kind, "context", None):
+                    raise Unsupported
+                out.add(PlacedError(error, path, tuple(error.schema_path)))
+
+    def collect_shallow(self, instance: Any, path: tuple[str | int, ...], out: Errors) -> None:
+        """The errors of this location's own keywords (see :meth:`Locations.shallow_validator`)."""
+        checker = self._checker
+        for member in self.members:
+            validator = checker.shallow_validator(member)
+            if validator is None:
+                continue
+            prefix: tuple[str, ...] | None = None
+            for error in validator.iter_errors(instance):
+                name = error.kind.name
+                schema_path = tuple(error.schema_path)
+                if name in _BRANCHING or getattr(error.kind, "context", None):
+                    raise Unsupported
+                if name == "propertyNames" and isinstance(member.schema.get("propertyNames"), dict):
+                    pass  # compiled as a $ref to its own location: the path is the schema's already
+                elif schema_path and schema_path[0] in _SHALLOW_ASSERTED:
+                    if prefix is None:
+                        prefix = checker.pointer(member.schema)
+                    schema_path = prefix + schema_path
+                else:
+                    raise Unsupported
+                out.add(PlacedError(error, path, schema_path))
+
+    # -- children -------------------------------------------------------------------------
+
+    def for_key(self, name: str) -> Node:
+        node = self._by_key.get(name)
+        if node is None:
+            if len(self._by_key) >= _MAX_CHILD_MEMO:
+                self._by_key.clear()
+            node = self._by_key[name] = self._checker.node(tuple(self._member_schemas(name)))
+        return node
+
+    def for_index(self, index: int) -> Node:
+        if not self.prefix_items:
+            if self._items is None:
+                self._items = self._checker.node(tuple(self._item_schemas(index)))
+            return self._items
+        node = self._by_index.get(index)
+        if node is None:
+            if len(self._by_index) >= _MAX_CHILD_MEMO:
+                self._by_index.clear()
+            node = self._by_index[index] = self._checker.node(tuple(self._item_schemas(index)))
+        return node
+
+    def with_dependents(self, instance: dict[str, Any]) -> Node:
+        """This location with the ``dependentSchemas`` that ``instance``'s members trigger (and theirs)."""
+        node = self
+        while True:
+            triggered = tuple(located for name, located in node.dependent if name in instance)
+            grown = self._checker.node(self.direct + triggered) if triggered else self
+            if grown is node:
+                return node
+            node = grown
+
+    def _member_schemas(self, name: str) -> list[Located]:
+        sub = self._checker.resources.sub
+        out: list[Located] = []
+        for member in self.members:
+            schema: dict[str, Any] = member.schema
+            matched = False
+            properties = schema.get("properties")
+            if isinstance(properties, dict) and name in properties:
+                out.append(sub(member, properties[name]))
+                matched = True
+            patterns = schema.get("patternProperties")
+            if isinstance(patterns, dict):
+                for pattern, subschema in patterns.items():
+                    if self._checker.matches(pattern, name):
+                        out.append(sub(member, subschema))
+                        matched = True
+            if not matched and "additionalProperties" in schema:
+                out.append(sub(member, schema["additionalProperties"]))
+        return out
+
+    def _item_schemas(self, index: int) -> list[Located]:
+        sub = self._checker.resources.sub
+        out: list[Located] = []
+        for member in self.members:
+            schema: dict[str, Any] = member.schema
+            prefix = schema.get("prefixItems")
+            if isinstance(prefix, list) and index < len(prefix):
+                out.append(sub(member, prefix[index]))
+            elif "items" in schema:
+                out.append(sub(member, schema["items"]))
+        return out
+
+
+class Locations:
+    """The schemas of each location of a document and their compiled validators, built once and shared.
+
+    A location is known by the schemas that apply there (:class:`Node`); its validators are
+    ``{"$ref": "<document>#<pointer>"}`` compiled against the registry of every schema document,
+    so each subschema sees its own base URI, anchors and ``$defs``. Safe to share between threads.
+    """
+
+    def __init__(self, schema: LoadedSchema) -> None:
+        self.schema = schema
+        self.resources = schema.resources
+        self.whole = schema.make_validator()
+        """The whole schema's validator (the root location's, and the walk's fallback)."""
+        self._uris = self.resources.location_uris()
+        self._lock = threading.Lock()
+        self._nodes: dict[tuple[int, ...], Node] = {}
+        self._location_validators: dict[str, Any] = {}
+        self._shallow: dict[int, Any] = {}
+        self._patterns: dict[tuple[str, str], bool] = {}
+        self._root: Node | None = None
+
+    def root(self) -> Node:
+        root = self._root
+        if root is None:
+            root = self._root = self.node((self.resources.root,))
+        return root
+
+    def pointer(self, schema: dict[str, Any]) -> tuple[str, ...]:
+        """The tokens of a subschema's location in its schema document."""
+        uri = self._uris.get(id(schema))
+        if uri is None:
+            raise Unsupported
+        fragment = unquote(urldefrag(uri).fragment)
+        try:
+            tokens = tuple(parse(fragment))
+        except SchemaDocError as error:
+            raise Unsupported from error
+        if tokens and tokens[0] in _SHALLOW_ASSERTED:
+            raise Unsupported  # its keywords' own paths could not be told from this prefix
+        return tokens
+
+    def node(self, direct: tuple[Located, ...]) -> Node:
+        key = tuple(id(located.schema) if isinstance(located.schema, dict) else int(bool(located.schema))
+                    for located in direct)
+        node = self._nodes.get(key)
+        if node is None:
+            try:
+                node = Node(self, direct)
+            except Unsupported:
+                raise
+            except Exception as error:  # an unresolvable reference the loader did not see
+                raise Unsupported from error
+            with self._lock:
+                node = self._nodes.setdefault(key, node)
+        return node
+
+    def location_validator(self, located: Located) -> Any:
+        if located.schema is self.resources.root_contents:
+            return self.whole
+        if not isinstance(located.schema, dict):
+            return _BOOLEAN_VALIDATORS[bool(located.schema)]
+        uri = self._uris.get(id(located.schema))
+        if uri is None:
+            raise Unsupported
+        return self._compiled(uri, {"$ref": uri})
+
+    def shallow_validator(self, located: Located) -> Any | None:
+        """The node's own assertions without its child keywords, or None when it has none."""
+        schema: dict[str, Any] = located.schema
+        key = id(schema)
+        if key in self._shallow:
+            return self._shallow[key]
+        shallow = {keyword: value for keyword, value in schema.items() if keyword in _SHALLOW}
+        for keyword in _SHALLOW_SUBSCHEMAS:
+            if keyword in schema:
+                value = schema[keyword]
+                if isinstance(value, bool):
+                    shallow[keyword] = value
+                else:
+                    uri = self._uris.get(id(value))
+                    if uri is None:
+                        raise Unsupported
+                    shallow[keyword] = {"$ref": uri}
+        validator = self._compiled(f"shallow:{key}", shallow) if shallow else None
+        with self._lock:
+            self._shallow[key] = validator
+        return validator
+
+    def matches(self, pattern: str, name: str) -> bool:
+        """``patternProperties`` matching exactly as the runtime validator does it (ECMA-262)."""
+        key = (pattern, name)
+        hit = self._patterns.get(key)
+        if hit is None:
+            if len(self._patterns) >= _MAX_CHILD_MEMO * 4:
+                self._patterns.clear()
+            validator = self._compiled("pattern:" + pattern, {"pattern": pattern})
+            hit = self._patterns[key] = bool(validator.is_valid(name))
+        return hit
+
+    def _compiled(self, key: str, schema: dict[str, Any]) -> Any:
+        validator = self._location_validators.get(key)
+        if validator is None:
+            try:
+                validator = self.schema.make_validator(schema)
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException:  # cannot be compiled apart (jsonschema-rs may even panic): stay whole
+                validator = _FAILED
+            with self._lock:
+                validator = self._location_validators.setdefault(key, validator)
+        if validator is _FAILED:
+            raise Unsupported
+        return validator
+
+
+_BOOLEAN_VALIDATORS: Final = {
+    True: jsonschema_rs.Draft202012Validator(True),
+    False: jsonschema_rs.Draft202012Validator(False),
+}

@@ -1,0 +1,215 @@
+"""The import structure of the product: no import circles, and no import upward in the layer table.
+
+The imports of every module under ``src/schemadoc`` (``conformance/`` excepted: it reaches a server
+only over the wire, and is kept apart on purpose) are read from the source with ``ast``, at module
+level and inside functions alike. Imports under ``if TYPE_CHECKING:`` are left out: they only name
+types for the type checker and never run. ``from package import name`` counts as an import of the
+submodule ``package.name`` when there is one, else of the package.
+
+The layers are read from the table "Layers" in ``docs/architecture.md``: a module may import its
+own layer (without a circle) and the layers below it, never one above. A new module or package
+outside every row of the table fails until the table places it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+PACKAGE = SRC / "schemadoc"
+EXEMPT = ("schemadoc.conformance",)
+
+ARCHITECTURE = SRC.parent / "docs" / "architecture.md"
+
+
+def _layer_table(page: str) -> list[tuple[str, ...]]:
+    """The "Layers" table of the architecture page, lowest first: each row's modules (``x.py``) and
+    packages (``x/``, with everything below them) as dotted names; ``__init__.py`` is the package itself."""
+    section = page.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|") for line in section.splitlines() if re.match(r"\|\s*\d+\s*\|", line)]
+    table = []
+    for row in sorted(rows, key=lambda cells: int(cells[1])):
+        names = re.findall(r"`([\w/.]+)`", row[2])
+        table.append(tuple("schemadoc" if name == "__init__.py" else
+                           "schemadoc." + name.removesuffix(".py").removesuffix("/").replace("/", ".")
+                           for name in names))
+    return table
+
+
+LAYERS = _layer_table(ARCHITECTURE.read_text(encoding="utf-8"))
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _exempt(name: str) -> bool:
+    return any(name == top or name.startswith(top + ".") for top in EXEMPT)
+
+
+def _modules() -> dict[str, Path]:
+    found = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+    return {name: path for name, path in found.items() if not _exempt(name)}
+
+
+MODULES = _modules()
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run (those under ``if TYPE_CHECKING:`` left out; its ``else`` kept)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            pending.extend(node.orelse)
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _known(name: str) -> str | None:
+    """The product module ``name`` or its nearest enclosing one, or None outside the product."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+            continue
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join([*anchor, *([node.module] if node.module else [])])
+        for alias in node.names:
+            targets.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
+    return {known for target in targets
+            if not _exempt(target) and (known := _known(target)) is not None and known != name}
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def _layer(name: str) -> int:
+    best, level = -1, -1
+    for index, members in enumerate(LAYERS):
+        for member in members:
+            if (name == member or name.startswith(member + ".")) and len(member) > best:
+                best, level = len(member), index
+    return level
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_scan_sees_the_product() -> None:
+    assert {"schemadoc.service", "schemadoc.service.core", "schemadoc.validation.incremental",
+            "schemadoc.storage.files", "schemadoc.interfaces.app"} <= MODULES.keys()
+    assert "schemadoc.service.core" in GRAPH["schemadoc.service.nodes"] | GRAPH["schemadoc.service.history"]
+    assert GRAPH["schemadoc.validation"] >= {"schemadoc.validation.violations", "schemadoc.validation.suggestions"}
+
+
+def test_every_product_module_has_a_layer() -> None:
+    assert [name for name in MODULES if _layer(name) < 0] == []
+
+
+def test_no_import_circle_between_product_modules() -> None:
+    assert _cycles(GRAPH) == []
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    upward = sorted(f"{name} ({_layer(name)}) imports {target} ({_layer(target)})"
+                    for name, targets in GRAPH.items() for target in targets if _layer(target) > _layer(name))
+    assert upward == []
+
+
+def test_the_layer_table_is_read_from_the_architecture_page() -> None:
+    assert LAYERS[0] == ("schemadoc", "schemadoc.errors")
+    assert ("schemadoc.service",) in LAYERS
+    assert "schemadoc.interfaces" in LAYERS[-1]
+    assert len({name for members in LAYERS for name in members}) == sum(map(len, LAYERS))
+
+
+# -- the checks themselves find what they are for -------------------------------------------------------
+
+@pytest.mark.parametrize(("graph", "expected"), [
+    ({"a": {"b"}, "b": {"a"}, "c": {"a"}}, [["a", "b"]]),
+    ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}, [["a", "b", "c"]]),
+    ({"a": {"b"}, "b": {"c"}, "c": set()}, []),
+])
+def test_circles_are_found(graph: dict[str, set[str]], expected: list[list[str]]) -> None:
+    assert _cycles(graph) == expected
+
+
+def test_type_checking_imports_are_left_out_and_function_imports_kept() -> None:
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from schemadoc.service import DocumentService\n"
+        "def f():\n    from schemadoc.interfaces import app\n")
+    modules = {node.module for node in _import_nodes(tree) if isinstance(node, ast.ImportFrom)}
+    assert modules == {"typing", "schemadoc.interfaces"}
+
+
+def test_a_module_is_placed_in_the_most_specific_layer() -> None:
+    assert _layer("schemadoc.storage.files") == _layer("schemadoc.storage")
+    assert _layer("schemadoc.errors") < _layer("schemadoc.pointer") < _layer("schemadoc.service.core")
+    assert _layer("schemadoc.interfaces.rest") == len(LAYERS) - 1
