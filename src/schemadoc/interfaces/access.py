@@ -68,7 +68,7 @@ __all__ = [
 
 log = logging.getLogger("schemadoc.access")
 
-LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "::1")
+LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "[::1]")
 """The names a loopback server answers for unless ``allowed_hosts`` says otherwise."""
 MIN_TOKEN_LENGTH: Final = 16
 ACCESS_LEVELS: Final = ("read-only", "read-write")
@@ -78,7 +78,7 @@ _OPEN_PATHS: Final = ("/health", "/docs", "/redoc", "/openapi.json", "/ui")
 _MCP_READ_METHODS: Final = frozenset({
     "initialize", "ping", "tools/list", "resources/list", "resources/templates/list", "resources/read",
     "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete",
-    "logging/setLevel", "subscriptions/listen"})
+    "logging/setLevel", "subscriptions/listen", "server/discover"})
 _REALM: Final = 'Bearer realm="schemadoc"'
 
 
@@ -121,6 +121,8 @@ class _HostRule:
         if text.startswith("*."):
             return cls(text[1:], None)
         text = text.removesuffix(":*")
+        if text.count(":") > 1 and not text.startswith("["):
+            text = f"[{text}]"  # a bare IPv6 address
         split = _split_host(text)
         if split is None:
             raise SchemaDocError("config-invalid", f"allowed_hosts: {text!r} is not a host name.",
