@@ -274,3 +274,34 @@ def test_a_read_only_token_reads_but_cannot_write_at_rest_or_mcp(guarded: TestCl
     body = write.json()
     assert body["id"] == 7 and body["error"]["data"]["error"]["code"] == "token-read-only"
     assert guarded.get(f"/api/v1/documents/{doc_id}", headers=_bearer(READER)).json()["version"] == 1
+
+
+# -- settings ------------------------------------------------------------------------------------
+
+
+def test_access_settings_come_from_flags_environment_and_the_config_file(tmp_path: Path) -> None:
+    from schemadoc.config import load_settings
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"tokens_file": "tokens.json", "allowed_hosts": ["Docs.Example.com", "*.internal"]}),
+                      encoding="utf-8")
+    from_file = load_settings({"config_file": str(config)}, {}, require_schema=False)
+    assert from_file.tokens_file == tmp_path / "tokens.json"  # relative to the file
+    assert from_file.allowed_hosts == ("docs.example.com", "*.internal")
+    assert from_file.unsafe_no_auth is False
+    from_env = load_settings({}, {"ALLOWED_HOSTS": "a.example, b.example:8443", "UNSAFE_NO_AUTH": "1"},
+                             require_schema=False)
+    assert (from_env.allowed_hosts, from_env.unsafe_no_auth) == (("a.example", "b.example:8443"), True)
+    assert load_settings({"unsafe_no_auth": True}, {"UNSAFE_NO_AUTH": "0"}, require_schema=False).unsafe_no_auth
+
+
+@pytest.mark.parametrize(("environ", "setting"), [
+    ({"UNSAFE_NO_AUTH": "maybe"}, "unsafe_no_auth"),
+    ({"ALLOWED_HOSTS": "http://a.example/"}, "allowed_hosts"),
+])
+def test_bad_access_settings_are_config_invalid(environ: dict[str, str], setting: str) -> None:
+    from schemadoc.config import load_settings
+
+    with pytest.raises(SchemaDocError) as raised:
+        load_settings({}, environ, require_schema=False)
+    assert (raised.value.code, raised.value.details["setting"]) == ("config-invalid", setting)
