@@ -149,6 +149,21 @@ class HostPolicy:
         self._rules = tuple(_HostRule.parse(host) for host in self.allowed_hosts)
         self.any_host = any(rule.name == "*" and rule.port is None for rule in self._rules)
         self.cors_origins = frozenset(origin.rstrip("/").lower() for origin in cors_origins)
+        self._verdicts: dict[tuple[str | None, str | None], bool] = {}  # (host, origin) -> admitted
+
+    def admits(self, host: str | None, origin: str | None) -> tuple[bool, bool]:
+        """(host allowed, origin allowed or absent), remembered for the few pairs a server sees."""
+        key = (host, origin)
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self.host_allowed(host) and (origin is None or self.origin_allowed(origin, host))
+            if len(self._verdicts) >= 1024:
+                self._verdicts.clear()
+            self._verdicts[key] = verdict
+        if verdict:
+            return True, True
+        host_ok = self.host_allowed(host)
+        return host_ok, not host_ok or origin is None or self.origin_allowed(origin, host)
 
     def host_allowed(self, host: str | None) -> bool:
         if self.any_host:
@@ -309,13 +324,6 @@ def mcp_message_writes(message: Any, read_only_tools: frozenset[str]) -> bool:
     return True
 
 
-def _header(scope: Scope, wanted: bytes) -> str | None:
-    for name, value in scope.get("headers", ()):
-        if name == wanted:
-            return bytes(value).decode("latin-1")
-    return None
-
-
 class AccessGuard:
     """The ASGI layer of this module: Host and Origin checks first, then the bearer token.
 
@@ -339,25 +347,34 @@ class AccessGuard:
             await self.app(scope, receive, send)
             return
         path: str = scope.get("path", "")
-        host = _header(scope, b"host")
-        if not self.hosts.host_allowed(host):
+        host = origin = authorization = preflight = None
+        for name, value in scope.get("headers", ()):
+            if name == b"host":
+                host = bytes(value).decode("latin-1")
+            elif name == b"origin":
+                origin = bytes(value).decode("latin-1")
+            elif name == b"authorization":
+                authorization = bytes(value).decode("latin-1")
+            elif name == b"access-control-request-method":
+                preflight = value
+        host_ok, origin_ok = self.hosts.admits(host, origin)
+        if not host_ok:
             await self._refuse(send, path, SchemaDocError(
                 "host-not-allowed", f"This server does not answer for the host {host!r}." if host
                 else "The request has no Host header, and this server answers only for named hosts.",
                 {"host": host, "allowed_hosts": list(self.hosts.allowed_hosts)}))
             return
-        origin = _header(scope, b"origin")
-        if origin is not None and not self.hosts.origin_allowed(origin, host):
+        if not origin_ok:
             await self._refuse(send, path, SchemaDocError(
                 "origin-not-allowed", f"Requests from the web origin {origin!r} are not admitted.",
                 {"origin": origin, "allowed_hosts": list(self.hosts.allowed_hosts)}))
             return
         method: str = scope.get("method", "GET")
         if self.tokens is None or (method in ("GET", "HEAD") and _is_open(path)) or (
-                method == "OPTIONS" and _header(scope, b"access-control-request-method") is not None):
+                method == "OPTIONS" and preflight is not None):
             await self.app(scope, receive, send)  # no tokens, an open page, or a CORS preflight (never carries one)
             return
-        token = self._token(scope)
+        token = self._token(authorization)
         if isinstance(token, SchemaDocError):
             await self._refuse(send, path, token)
             return
@@ -372,9 +389,8 @@ class AccessGuard:
             return
         await self.app(scope, receive, send)
 
-    def _token(self, scope: Scope) -> Token | SchemaDocError:
+    def _token(self, authorization: str | None) -> Token | SchemaDocError:
         assert self.tokens is not None
-        authorization = _header(scope, b"authorization")
         scheme, _, presented = (authorization or "").strip().partition(" ")
         presented = presented.strip()
         if authorization is None or scheme.lower() != "bearer" or not presented:
