@@ -32,7 +32,7 @@ from schemadoc.storage.base import (
     version_conflict,
 )
 from schemadoc.storage.postgres import migrations
-from schemadoc.storage.postgres.connections import RETRY_AFTER_SECONDS, Connections, split_schema
+from schemadoc.storage.postgres.connections import RETRY_AFTER_SECONDS, Connections, is_outage, split_schema
 from schemadoc.storage.postgres.feed import Feed
 from schemadoc.storage.postgres.locks import WriteLocks
 from schemadoc.storage.postgres.notifications import Listener, channel_name, notice_payload
@@ -143,7 +143,7 @@ class PostgresDocumentStore:
 
     def _unusable(self, error: BaseException) -> SchemaDocError:
         reason = self.connections.scrub(error)
-        if self.connections.failed(error):
+        if is_outage(error):  # at start-up: the one line the command prints says it, nothing is logged
             return SchemaDocError(
                 "storage-unavailable", f"The PostgreSQL database at {self.connections.shown} cannot be used: {reason}",
                 {"storage_url": self.connections.shown, "reason": reason, "retry_after_seconds": RETRY_AFTER_SECONDS},
