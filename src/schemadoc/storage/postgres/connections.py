@@ -246,6 +246,22 @@ class Connections:
             return error
         return None
 
+    def unusable(self, error: BaseException) -> SchemaDocError:
+        """The start-up error for ``error``: ``storage-unavailable`` for an outage (nothing logged: the command
+        prints it as its one line), else ``storage-write-failed`` about the role's privileges."""
+        reason = self.scrub(error)
+        if is_outage(error):
+            return SchemaDocError(
+                "storage-unavailable", f"The PostgreSQL database at {self.shown} cannot be used: {reason}",
+                {"storage_url": self.shown, "reason": reason, "retry_after_seconds": RETRY_AFTER_SECONDS},
+                remediation="Check that the database server runs and answers at that URL, and that the user and "
+                            "password are right.")
+        return SchemaDocError("storage-write-failed", f"The PostgreSQL store {self.shown} cannot be used: {reason}",
+                              {"storage_url": self.shown, "reason": reason},
+                              remediation="Check the role's privileges: the server needs to read and write the rows "
+                                          "of the schema's tables; `schemadoc migrate` (as the owning role) creates "
+                                          "or migrates them.")
+
     def scrub(self, error: BaseException) -> str:
         """The first line of an error's message, without the URL's password (libpq may echo the URL)."""
         text = str(error).strip() or type(error).__name__

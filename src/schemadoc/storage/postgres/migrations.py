@@ -12,12 +12,17 @@ schema without attempting any DDL (``schemadoc migrate`` runs the migrations as 
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import psycopg
 from psycopg import sql
 
-__all__ = ["LATEST", "MIGRATIONS", "migrate", "pending"]
+from schemadoc.errors import SchemaDocError
+
+if TYPE_CHECKING:
+    from schemadoc.storage.postgres.connections import Connections
+
+__all__ = ["LATEST", "MIGRATIONS", "migrate", "migrate_or_explain", "pending"]
 
 log = logging.getLogger("schemadoc.storage.postgres")
 
@@ -135,3 +140,18 @@ def migrate(conn: psycopg.Connection[Any], schema: str) -> list[int]:
             done.append(version)
             log.info("storage schema %s migrated to version %d: %s", schema, version, description)
     return done
+
+
+def migrate_or_explain(conn: psycopg.Connection[Any], schema: str, connections: Connections) -> None:
+    """:func:`migrate`, or, when the role may not, ``storage-write-failed`` naming ``schemadoc migrate``."""
+    try:
+        migrate(conn, schema)
+    except psycopg.errors.InsufficientPrivilege as error:
+        needed = pending(conn, schema)
+        raise SchemaDocError(
+            "storage-write-failed",
+            f"The PostgreSQL schema {schema} needs migration(s) {', '.join(map(str, needed))}, and this "
+            f"role may not apply them: {connections.scrub(error)}",
+            {"storage_url": connections.shown, "schema": schema, "pending_migrations": needed},
+            remediation="Run `schemadoc migrate --storage-url URL` once with the role that owns the schema "
+                        "(or may create it), then start the server again.") from None

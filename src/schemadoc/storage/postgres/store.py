@@ -32,7 +32,7 @@ from schemadoc.storage.base import (
     version_conflict,
 )
 from schemadoc.storage.postgres import migrations
-from schemadoc.storage.postgres.connections import RETRY_AFTER_SECONDS, Connections, is_outage, split_schema
+from schemadoc.storage.postgres.connections import RETRY_AFTER_SECONDS, Connections, split_schema
 from schemadoc.storage.postgres.feed import Feed
 from schemadoc.storage.postgres.locks import WriteLocks
 from schemadoc.storage.postgres.notifications import Listener, channel_name, notice_payload
@@ -96,10 +96,10 @@ class PostgresDocumentStore:
                 try:
                     with self.connections.connect() as conn:
                         if migrations.pending(conn, self.schema):
-                            self._migrate_or_explain(conn)
+                            migrations.migrate_or_explain(conn, self.schema, self.connections)
                     self.connections.open()
                 except (psycopg.Error, PoolTimeout) as error:
-                    raise self._unusable(error) from None
+                    raise self.connections.unusable(error) from None
                 self._listener.closing.clear()
         return RecoveryReport()
 
@@ -109,20 +109,7 @@ class PostgresDocumentStore:
             with self.connections.connect() as conn:
                 return migrations.migrate(conn, self.schema)
         except psycopg.Error as error:
-            raise self._unusable(error) from None
-
-    def _migrate_or_explain(self, conn: psycopg.Connection[Any]) -> None:
-        try:
-            migrations.migrate(conn, self.schema)
-        except psycopg.errors.InsufficientPrivilege as error:
-            needed = migrations.pending(conn, self.schema)
-            raise SchemaDocError(
-                "storage-write-failed",
-                f"The PostgreSQL schema {self.schema} needs migration(s) {', '.join(map(str, needed))}, and this "
-                f"role may not apply them: {self.connections.scrub(error)}",
-                {"storage_url": self.connections.shown, "schema": self.schema, "pending_migrations": needed},
-                remediation="Run `schemadoc migrate --storage-url URL` once with the role that owns the schema "
-                            "(or may create it), then start the server again.") from None
+            raise self.connections.unusable(error) from None
 
     def close(self) -> None:
         """Stop listening and close every connection (the store cannot be used afterwards)."""
@@ -140,21 +127,6 @@ class PostgresDocumentStore:
             rows = conn.execute(sql.SQL("SELECT version FROM {} ORDER BY version").format(
                 self._q["schema_migrations"])).fetchall()
         return [row[0] for row in rows]
-
-    def _unusable(self, error: BaseException) -> SchemaDocError:
-        reason = self.connections.scrub(error)
-        if is_outage(error):  # at start-up: the one line the command prints says it, nothing is logged
-            return SchemaDocError(
-                "storage-unavailable", f"The PostgreSQL database at {self.connections.shown} cannot be used: {reason}",
-                {"storage_url": self.connections.shown, "reason": reason, "retry_after_seconds": RETRY_AFTER_SECONDS},
-                remediation="Check that the database server runs and answers at that URL, and that the user and "
-                            "password are right.")
-        return SchemaDocError("storage-write-failed",
-                              f"The PostgreSQL store {self.connections.shown} cannot be used: {reason}",
-                              {"storage_url": self.connections.shown, "reason": reason},
-                              remediation="Check the role's privileges: the server needs to read and write the rows "
-                                          "of the schema's tables; `schemadoc migrate` (as the owning role) creates "
-                                          "or migrates them.")
 
     # -- connections -----------------------------------------------------------------------------
 
