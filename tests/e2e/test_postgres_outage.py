@@ -216,6 +216,22 @@ def test_a_five_second_outage_under_load_is_503_with_retry_after_and_loses_no_ac
     _outage(cluster, servers, 5)
 
 
+def test_after_an_outage_without_traffic_the_first_request_to_each_server_is_served(
+        cluster: PrivateCluster, servers: list[Server]) -> None:
+    doc_id = _create(servers[0])
+    cluster.stop()
+    time.sleep(1)
+    cluster.start()
+    for index, server in enumerate(servers):
+        started = time.monotonic()
+        response = httpx.put(f"{server.url}/api/v1/documents/{doc_id}", params={"path": "/count"}, timeout=60,
+                             json={"node_data": index + 1, "version": index + 1})
+        assert response.status_code == 200, response.text
+        print(f"\nfirst write through server {index} after an unseen outage: {time.monotonic() - started:.2f} s")
+    for server in servers:
+        assert httpx.get(f"{server.url}/health/ready", timeout=30).status_code == 200
+
+
 @pytest.mark.slow
 def test_a_forty_second_outage_recovers_as_fast_as_a_short_one(cluster: PrivateCluster,
                                                                 servers: list[Server]) -> None:

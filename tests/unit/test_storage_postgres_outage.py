@@ -155,3 +155,14 @@ def test_the_store_itself_refuses_an_unparsable_url_as_config_invalid() -> None:
         PostgresDocumentStore("postgresql://user:secret-pw@[127.0.0.1:5432/db")
     assert raised.value.code == "config-invalid"
     assert "secret-pw" not in str(raised.value.to_dict())
+
+
+def test_after_an_outage_nobody_noticed_the_first_read_is_served(cluster: PrivateCluster,
+                                                                  store: PostgresDocumentStore) -> None:
+    """Light traffic: the pooled connections died with the database unseen; the first request still succeeds."""
+    meta = create_document(store, {"n": 0})
+    cluster.stop()
+    cluster.start()
+    assert store.read_meta(meta.doc_id).version == 1
+    assert current_content(store, meta.doc_id) == {"n": 0}
+    assert [change.version for change in store.read_changes(0, 10) if change.doc_id == meta.doc_id] == [1]

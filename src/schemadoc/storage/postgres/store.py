@@ -32,7 +32,7 @@ from schemadoc.storage.base import (
     version_conflict,
 )
 from schemadoc.storage.postgres import migrations
-from schemadoc.storage.postgres.connections import RETRY_AFTER_SECONDS, Connections, split_schema
+from schemadoc.storage.postgres.connections import RETRY_AFTER_SECONDS, Connections, healing, split_schema
 from schemadoc.storage.postgres.feed import Feed
 from schemadoc.storage.postgres.locks import WriteLocks
 from schemadoc.storage.postgres.notifications import Listener, channel_name, notice_payload
@@ -307,6 +307,7 @@ class PostgresDocumentStore:
 
     # -- reads -----------------------------------------------------------------------------------
 
+    @healing
     def load(self, doc_id: str) -> StoredDocument:
         doc_id = check_doc_id(doc_id)
         try:
@@ -336,6 +337,7 @@ class PostgresDocumentStore:
                                  {"doc_id": doc_id, "reason": "journal entries missing"})
         return StoredDocument(meta, bytes(row[7]), entries)
 
+    @healing
     def read_meta(self, doc_id: str) -> DocumentMeta:
         doc_id = check_doc_id(doc_id)
         return _meta(doc_id, self._one(doc_id, "SELECT " + META_COLUMNS + " FROM {} WHERE doc_id = %s", "documents"))
@@ -350,6 +352,7 @@ class PostgresDocumentStore:
             raise document_not_found(doc_id)
         return tuple(row)
 
+    @healing
     def list_metas(self) -> list[DocumentMeta]:
         try:
             with self._connection(None) as conn:
@@ -359,6 +362,7 @@ class PostgresDocumentStore:
             raise self._failed(error, None, write=False) from None
         return [_meta(row[0], row[1:]) for row in rows]
 
+    @healing
     def read_journal(self, doc_id: str, since_version: int = 0,
                      until_version: int | None = None) -> list[JournalEntry]:
         doc_id = check_doc_id(doc_id)
@@ -411,6 +415,7 @@ class PostgresDocumentStore:
 
     # -- the change feed across processes ----------------------------------------------------------
 
+    @healing
     def read_changes(self, since: int, limit: int) -> list[StoredChange]:
         """Committed versions of every document after cursor ``since``, oldest first, at most ``limit``.
 
