@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from schemadoc.errors import SchemaDocError
 
@@ -34,6 +35,7 @@ __all__ = [
     "TRANSPORTS",
     "Settings",
     "load_settings",
+    "redacted_url",
 ]
 
 DEFAULT_CONFIG_FILE = "./config.json"
@@ -65,6 +67,9 @@ ENVIRONMENT: dict[str, str] = {
     "SNAPSHOT_LAG_VERSIONS": "snapshot_lag_versions",
     "SNAPSHOT_LAG_BYTES": "snapshot_lag_bytes",
     "SNAPSHOT_INTERVAL_SECONDS": "snapshot_interval_seconds",
+    "ALLOWED_HOSTS": "allowed_hosts",
+    "TOKENS_FILE": "tokens_file",
+    "UNSAFE_NO_AUTH": "unsafe_no_auth",
 }
 """Environment variable -> setting name."""
 
@@ -77,6 +82,9 @@ _FLAGS: dict[str, str] = {
     "host": "--host",
     "port": "--port",
     "transport": "--transport",
+    "allowed_hosts": "--allowed-hosts",
+    "tokens_file": "--tokens-file",
+    "unsafe_no_auth": "--unsafe-no-auth",
 }
 
 
@@ -106,6 +114,13 @@ class Settings:
     snapshot_lag_bytes: int = 64 << 20
     snapshot_interval_seconds: int = 5
     config_file: Path = Path(DEFAULT_CONFIG_FILE)
+    allowed_hosts: tuple[str, ...] | None = None
+    """Host names (``name``, ``name:port``, ``*.domain``, ``*``) the HTTP server answers for; None: loopback
+    names on a loopback address, any name elsewhere (:mod:`schemadoc.interfaces.access`)."""
+    tokens_file: Path | None = None
+    """Named access tokens, read-only or read-write (:mod:`schemadoc.interfaces.access`); None: no tokens."""
+    unsafe_no_auth: bool = False
+    """Serve a non-loopback address without tokens (refused otherwise)."""
 
     @property
     def log_level_number(self) -> int:
@@ -161,13 +176,53 @@ def _as_path(name: str, source: str, value: Any, base: Path | None) -> Path:
     return path
 
 
+def redacted_url(text: str) -> str:
+    """A URL as it may be shown: everything between ``://`` and its last ``@`` (user and password) masked."""
+    if "@" not in text:
+        return text
+    scheme, _, rest = text.partition("://")
+    return f"{scheme}://***@{rest.rsplit('@', 1)[1]}" if rest else "***@" + text.rsplit("@", 1)[1]
+
+
 def _as_storage_url(name: str, source: str, value: Any) -> str:
     text = _as_str(name, source, value)
+    shown = redacted_url(text)  # never echo a password
     if not text.startswith(("postgresql://", "postgres://")):
-        shown = text.split("@")[-1] if "@" in text else text  # never echo a password
         raise _invalid(name, source, "must be a PostgreSQL URL (postgresql://user@host:5432/dbname); "
                        "leave it unset to store documents in files under storage_dir", shown)
+    authority = text.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
+    problem = None
+    if authority.count("@") > 1:
+        problem = "has an unencoded '@' in its user or password: write it as %40"
+    elif "#" in text:
+        problem = "has an unencoded '#': write it as %23 (a '#' starts a fragment, which a PostgreSQL URL has none of)"
+    else:
+        try:
+            parts = urlsplit(text)
+            parts.port  # noqa: B018 - parses the port
+        except ValueError as error:
+            problem = f"is not a valid URL ({error}); percent-encode special characters in the user and password"
+    if problem is not None:
+        raise _invalid(name, source, problem, shown)
     return text
+
+
+def _as_bool(name: str, source: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off"):
+        return False
+    raise _invalid(name, source, f"must be true or false, got {value!r}", value)
+
+
+def _as_hosts(name: str, source: str, value: Any) -> tuple[str, ...]:
+    hosts = _as_origins(name, source, value)
+    for host in hosts:
+        if any(char in host for char in "/@ ") or not host.strip():
+            raise _invalid(name, source, f"must be host names (name, name:port, *.domain or *), got {host!r}", host)
+    return tuple(host.strip().lower() for host in hosts)
 
 
 def _as_origins(name: str, source: str, value: Any) -> tuple[str, ...]:
@@ -214,6 +269,12 @@ def _convert(name: str, source: str, value: Any, base: Path | None) -> Any:
         return _as_int(name, where, value, 0, 65535)
     if name == "cors_origins":
         return _as_origins(name, where, value)
+    if name == "allowed_hosts":
+        return _as_hosts(name, where, value)
+    if name == "tokens_file":
+        return _as_path(name, where, value, base)
+    if name == "unsafe_no_auth":
+        return _as_bool(name, where, value)
     if name == "max_body_bytes":
         return _as_int(name, where, value, 1)
     if name == "max_json_depth":

@@ -293,6 +293,50 @@ _ENTRIES: list[ErrorCode] = [
        "mcp_session_idle_seconds), or raise max_mcp_sessions.",
        extension=("a capacity limit on MCP sessions over HTTP, beyond the specification; the JSON-RPC error "
                   "carries the error object in its data")),
+    _e("storage-unavailable", 503, "server", "The document store cannot be reached right now; nothing was read or "
+       "changed.",
+       ["the PostgreSQL server is down, restarting or unreachable", "PostgreSQL refuses the login (a changed "
+        "password, a dropped role, pg_hba.conf)", "PostgreSQL refuses new connections (too many clients)"],
+       "Retry after the number of seconds in the Retry-After header (details.retry_after_seconds); the server "
+       "reconnects by itself once the database accepts connections. GET /health/ready reports the cause.",
+       extension=("the specification's storage codes describe a document that cannot be read or written; this is "
+                  "the whole store being out of reach for a while, which a client should retry rather than "
+                  "report (503 with Retry-After)")),
+    _e("commit-outcome-unknown", 503, "server", "The connection to the store was lost while a write was being "
+       "committed: it may or may not have happened.",
+       ["the PostgreSQL server stopped, restarted or dropped the connection during the commit"],
+       "Read the document's version once the store answers again: if it is details.version the write happened, "
+       "if it is still details.expected_version it did not and can be sent again.",
+       extension=("a write whose outcome cannot be known (the commit was sent, its answer lost); "
+                  "storage-write-failed would wrongly say that nothing was changed")),
+    _e("host-not-allowed", 421, "request", "The request's Host header names a host this server does not answer for.",
+       ["a web page on another site reaching a local server through DNS rebinding",
+        "a reverse proxy that does not pass the public host name through",
+        "the server's allowed_hosts does not list the name clients use"],
+       "Reach the server by a name in allowed_hosts (details.allowed_hosts), or add the name with --allowed-hosts / "
+       "ALLOWED_HOSTS.",
+       extension=("protection against DNS rebinding, which the specification leaves to the deployment; 421 "
+                  "Misdirected Request as the MCP SDK answers")),
+    _e("origin-not-allowed", 403, "request", "The request's Origin header names a web origin this server does not "
+       "admit.",
+       ["a web page on another site calling the server from a browser",
+        "an origin that is neither the server's own, a name in allowed_hosts, nor in cors_origins"],
+       "Serve the calling page from an allowed host, or add its origin to cors_origins (CORS_ORIGINS or the "
+       "config file).",
+       extension="protection against cross-site requests from browsers, which the specification leaves to the "
+                 "deployment"),
+    _e("token-missing", 401, "request", "The request carries no access token, and this server requires one.",
+       ["no Authorization header", "an Authorization header that is not 'Bearer <token>'"],
+       "Send 'Authorization: Bearer <token>' with a token from the server's tokens file.",
+       extension="access tokens (tokens_file), which the specification leaves to an external layer"),
+    _e("token-invalid", 401, "request", "The access token is not one this server accepts.",
+       ["a mistyped token", "a token removed from the tokens file (revoked)", "a token of another server"],
+       "Ask the server's operator for a valid token; the tokens file is re-read when it changes.",
+       extension="access tokens (tokens_file), which the specification leaves to an external layer"),
+    _e("token-read-only", 403, "request", "The access token is read-only and the request writes.",
+       ["a write (REST POST/PUT/PATCH/DELETE, an MCP tool that is not read-only) with a read-only token"],
+       "Use a read-write token for writes.",
+       extension="access tokens (tokens_file), which the specification leaves to an external layer"),
     _e("internal-error", 500, "server", "An unexpected error happened in the server.",
        ["a bug"], "Report it with the request that caused it; the server log has the details."),
 ]

@@ -249,7 +249,7 @@ def test_a_database_that_does_not_answer_stops_the_server_with_one_line(tmp_path
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("schemadoc: storage-write-failed: "), lines[0]
+    assert lines[0].startswith("schemadoc: storage-unavailable: "), lines[0]
     assert "s3cret" not in done.stderr
 
 

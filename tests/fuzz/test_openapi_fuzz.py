@@ -30,7 +30,8 @@ _ULID = re.compile("[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}")
 EXAMPLES = int(os.environ.get("SCHEMADOC_FUZZ_EXAMPLES", "3"))
 
 _storage = tempfile.TemporaryDirectory(prefix="schemadoc-openapi-fuzz-")
-_settings = Settings(schema_path=ROOT / "schemas" / "book.schema.json", storage_dir=Path(_storage.name))
+_settings = Settings(schema_path=ROOT / "schemas" / "book.schema.json", storage_dir=Path(_storage.name),
+                     allowed_hosts=("*",))  # schemathesis calls in process as http://testserver
 _service = create_service(_settings)
 _app = build_app(_service, _settings)
 _doc_id = _service.create_document()[0]

@@ -120,11 +120,12 @@ def test_a_database_at_an_older_migration_is_brought_forward_keeping_its_documen
             store.close()
 
 
-def test_an_unreachable_database_is_storage_write_failed_without_the_password() -> None:
+def test_an_unreachable_database_is_storage_unavailable_without_the_password() -> None:
     store = PostgresDocumentStore("postgresql://someone:s3cret@127.0.0.1:1/nothing?connect_timeout=1")
     with pytest.raises(SchemaDocError) as raised:
         store.open()
-    assert raised.value.code == "storage-write-failed"
+    assert raised.value.code == "storage-unavailable"
+    assert raised.value.status == 503
     assert "s3cret" not in str(raised.value.to_dict())
     assert raised.value.details["storage_url"] == "postgresql://someone:***@127.0.0.1:1/nothing?connect_timeout=1"
 
@@ -363,7 +364,7 @@ class _HeldReconnect:
 
 def test_commits_made_while_the_listening_connection_was_down_are_announced_after_it_reconnects(
         monkeypatch: pytest.MonkeyPatch, stores: Any) -> None:
-    from schemadoc.storage import postgres
+    from schemadoc.storage.postgres import notifications as postgres
 
     monkeypatch.setattr(postgres, "_LISTEN_POLL_SECONDS", 0.05)  # closing waits for the poll to end
     first, second = stores
@@ -417,7 +418,7 @@ def test_a_commit_in_flight_when_the_listening_connection_drops_is_announced_aft
     probed the feed well after the commit started, so a mark taken as a time would be past
     it), but a feed cursor is held back by the stalled commit, so the catch-up finds it.
     """
-    from schemadoc.storage import postgres
+    from schemadoc.storage.postgres import notifications as postgres
 
     monkeypatch.setattr(postgres, "_LISTEN_POLL_SECONDS", 0.02)
     monkeypatch.setattr(postgres, "_MARK_MARGIN_SECONDS", 0.05)
@@ -515,7 +516,7 @@ def test_a_service_whose_listener_reconnected_tells_its_subscribers_and_feeds_wh
     import queue
 
     from schemadoc.interfaces.feeds import FeedEvent, document_events
-    from schemadoc.storage import postgres
+    from schemadoc.storage.postgres import notifications as postgres
 
     monkeypatch.setattr(postgres, "_LISTEN_POLL_SECONDS", 0.05)  # closing waits for the poll to end
     first, second = _two_services(postgres_url)  # the first starts listening

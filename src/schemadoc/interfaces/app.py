@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
+import anyio.to_thread
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -48,6 +49,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import schemadoc
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.access import AccessGuard, HostPolicy, TokensFile
 from schemadoc.interfaces.apidocs import add_api_docs
 from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
 from schemadoc.interfaces.mcp import SchemaDocMCPServer, build_mcp_server
@@ -62,8 +64,9 @@ from schemadoc.interfaces.rest import (
     rest_router,
     rest_state,
 )
-from schemadoc.interfaces.rest_lane import RestLane
+from schemadoc.interfaces.rest_lane import RestLane, route_pattern
 from schemadoc.interfaces.subscribers import SubscriberSlots
+from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.service import DocumentService
 
 __all__ = ["API_PREFIX", "MCP_PATH", "build_app", "create_service"]
@@ -122,6 +125,23 @@ class HealthResult(BaseModel):
     status: Literal["healthy"]
 
 
+class ReadyResult(BaseModel):
+    status: Literal["ready", "unavailable"]
+    error: dict[str, Any] | None = None
+
+
+def _store_problem(service: DocumentService) -> SchemaDocError | None:
+    """Why the service's store cannot serve now (``storage-unavailable``), or None; stores without a check are ready."""
+    check = getattr(service.store, "problem", None)
+    return check() if callable(check) else None
+
+
+def retry_after(error: SchemaDocError) -> dict[str, str] | None:
+    """The ``Retry-After`` header an error's details ask for (``retry_after_seconds``), if any."""
+    seconds = error.details.get("retry_after_seconds")
+    return {"Retry-After": str(seconds)} if isinstance(seconds, int) else None
+
+
 def _log_error(error: SchemaDocError, request: Request) -> None:
     if error.status >= 500:
         log.error("%s %s -> %s: %s", request.method, request.url.path, error.code, error.message)
@@ -132,7 +152,7 @@ def _log_error(error: SchemaDocError, request: Request) -> None:
 async def _on_schemadoc_error(request: Request, exc: Exception) -> JSONBody:
     assert isinstance(exc, SchemaDocError)
     _log_error(exc, request)
-    return error_response(exc)
+    return error_response(exc, retry_after(exc))
 
 
 async def _on_validation_error(request: Request, exc: Exception) -> JSONBody:
@@ -433,21 +453,23 @@ def _openapi_without_fastapi_422(app: FastAPI) -> Callable[[], dict[str, Any]]:
     return openapi
 
 
-_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+def _transport_security() -> TransportSecuritySettings:
+    """The SDK's own Host/Origin checks, off: :class:`~schemadoc.interfaces.access.AccessGuard` makes them for
+    every door, so MCP refuses exactly what REST refuses, with the same catalogued errors."""
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
-def _transport_security(settings: Settings) -> TransportSecuritySettings | None:
-    """DNS-rebinding protection for a loopback server (as the SDK does), admitting the CORS origins too.
+_READ_ONLY_TOOLS = frozenset(operation.name for operation in CATALOGUE if not operation.writes)
+"""The tools a read-only token may call: the operations of the catalogue that only read."""
 
-    A server listening on another address gets the SDK's default for it (no Host/Origin checks).
-    """
-    if settings.host not in ("127.0.0.1", "localhost", "::1"):
-        return None
-    hosts = [*_LOOPBACK, *(f"{host}:*" for host in _LOOPBACK)]
-    origins = [*(f"http://{host}" for host in _LOOPBACK), *(f"http://{host}:*" for host in _LOOPBACK),
-               *settings.cors_origins]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=origins)
+
+def _reads(method: str, path: str) -> bool:
+    """Whether a request that carries a body only reads: a catalogue route whose operation writes nothing."""
+    return any(binding.route.method == method and pattern.match(path) for binding, pattern in _BODY_READS)
+
+
+_BODY_READS = tuple((binding, route_pattern(API_PREFIX, binding.route.path)) for binding in BINDINGS
+                    if binding.route.method not in ("GET", "HEAD") and not binding.operation.writes)
 
 
 def build_app(service: DocumentService, settings: Settings, *,
@@ -460,7 +482,7 @@ def build_app(service: DocumentService, settings: Settings, *,
     server = build_mcp_server(service, subscribers=subscribers)
     # build before the lifespan touches server.session_manager
     mcp_app = server.streamable_http_app(streamable_http_path=MCP_PATH, max_request_body_size=settings.max_body_bytes,
-                                         host=settings.host, transport_security=_transport_security(settings),
+                                         host=settings.host, transport_security=_transport_security(),
                                          max_sessions=settings.max_mcp_sessions,
                                          session_idle_timeout=settings.mcp_session_idle_seconds)
 
@@ -488,10 +510,25 @@ def build_app(service: DocumentService, settings: Settings, *,
     rest = rest_router(API_PREFIX)
     app.router.routes.extend(rest.routes)  # as they are: include_router would analyse them again (rest_router)
 
-    @app.get("/health", tags=["health"], summary="Health check", operation_id="health",
+    @app.get("/health", tags=["health"], summary="Liveness (the process answers)", operation_id="health",
              response_model=HealthResult)
     async def health() -> JSONBody:
         return JSONBody({"status": "healthy"})
+
+    @app.get("/health/live", tags=["health"], summary="Liveness (the process answers)", operation_id="health_live",
+             response_model=HealthResult)
+    async def health_live() -> JSONBody:
+        return JSONBody({"status": "healthy"})
+
+    @app.get("/health/ready", tags=["health"], summary="Readiness (the document store answers)",
+             operation_id="health_ready", response_model=ReadyResult,
+             responses={503: {"model": ReadyResult, "description": "The document store cannot be used now."}})
+    async def health_ready() -> JSONBody:
+        problem = await anyio.to_thread.run_sync(_store_problem, service)
+        if problem is None:
+            return JSONBody({"status": "ready"})
+        return JSONBody({"status": "unavailable", "error": problem.to_dict()["error"]}, status_code=503,
+                        headers=retry_after(problem))
 
     # the MCP endpoint, answering every method at /mcp (POST: messages, GET: stream, DELETE: end a session)
     endpoint = _SessionLimit(mcp_app, _open_sessions(server), settings.max_mcp_sessions)
@@ -502,6 +539,10 @@ def build_app(service: DocumentService, settings: Settings, *,
     app.add_middleware(RestLane, bindings=BINDINGS, prefix=API_PREFIX, on_error=_on_schemadoc_error, state=state)
     app.add_middleware(_ErrorGuard)
     app.add_middleware(_RequestLimits, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
+    # Host/Origin and tokens before anything reads a body; inside CORS, so its refusals carry CORS headers
+    app.add_middleware(AccessGuard, hosts=HostPolicy(settings.allowed_hosts, settings.host, settings.cors_origins),
+                       tokens=TokensFile(settings.tokens_file) if settings.tokens_file is not None else None,
+                       read_only_tools=_READ_ONLY_TOOLS, mcp_path=MCP_PATH, reads=_reads)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=list(settings.cors_origins), allow_credentials=True,

@@ -1,4 +1,4 @@
-"""The ``schemadoc`` command: ``serve``, ``validate`` and ``replay``.
+"""The ``schemadoc`` command: ``serve``, ``validate``, ``replay`` and ``migrate``.
 
 A start-up failure (no schema, a missing or invalid schema, a ``$ref`` cycle, a storage
 directory that cannot be written, a bad setting, a port in use) ends the process at once with
@@ -8,7 +8,7 @@ but MCP messages.
 
 Exit codes: ``serve`` 0 after a clean stop, 1 on a start-up failure; ``validate`` 0 valid,
 1 invalid, 2 usage or load error; ``replay`` 0 journal and snapshot agree, 1 they differ,
-2 usage or load error.
+2 usage or load error; ``migrate`` 0 migrated or up to date, 1 on a failure.
 
 Heavy imports (FastAPI, uvicorn, mcp, the schema machinery) happen only in the subcommand
 that needs them, so failures are reported quickly.
@@ -83,12 +83,23 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", help="port to listen on (default 8080; 0 picks a free one)")
     serve.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file (default ./config.json)")
     serve.add_argument("--log-level", metavar="LEVEL", help="debug, info (default), warning or error")
+    serve.add_argument("--allowed-hosts", metavar="HOSTS",
+                       help="comma-separated host names the server answers for (name, name:port, *.domain, *); "
+                            "default: loopback names on a loopback address, any elsewhere")
+    serve.add_argument("--tokens-file", metavar="FILE",
+                       help="JSON file of named access tokens, read-only or read-write (docs/security.md)")
+    serve.add_argument("--unsafe-no-auth", action="store_true", default=None,
+                       help="serve a non-loopback address without access tokens (anyone who reaches it may write)")
 
     validate = commands.add_parser("validate", help="check a schema, or a JSON file against it")
     validate.add_argument("--schema", dest="schema_path", metavar="PATH", help="the JSON Schema (Draft 2020-12)")
     validate.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file")
     validate.add_argument("--json", action="store_true", help="print the validation report as JSON")
     validate.add_argument("file", nargs="?", metavar="FILE", help="a JSON document to validate ('-' for stdin)")
+
+    migrate = commands.add_parser("migrate", help="create or migrate the PostgreSQL tables, then exit")
+    migrate.add_argument("--storage-url", metavar="URL", help="the PostgreSQL database (a role that owns the schema)")
+    migrate.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file")
 
     replay = commands.add_parser("replay", help="rebuild a document from its journal and compare with its snapshot")
     replay.add_argument("doc_id", metavar="DOC_ID")
@@ -197,11 +208,33 @@ def _storage_shown(settings: Settings) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
+def _check_access(settings: Settings) -> None:
+    """Refuse to serve a non-loopback address without tokens unless told it is meant (``unsafe_no_auth``);
+    read the tokens file once, so that a bad one stops the start."""
+    from schemadoc.interfaces.access import TokensFile, is_loopback
+
+    if settings.tokens_file is not None:
+        TokensFile(settings.tokens_file)
+    elif not is_loopback(settings.host) and not settings.unsafe_no_auth:
+        raise SchemaDocError(
+            "config-invalid", f"Serving {settings.host}, an address other machines can reach, without access "
+            "tokens would let anyone who reaches the port read and change every document.",
+            {"setting": "tokens_file", "host": settings.host},
+            remediation="Give --tokens-file FILE (docs/security.md), or listen on 127.0.0.1, or say "
+                        "--unsafe-no-auth (UNSAFE_NO_AUTH=1) if another layer controls access.")
+    if settings.tokens_file is None and not is_loopback(settings.host):
+        log.warning("serving %s without access tokens (unsafe_no_auth): anyone who reaches it may write",
+                    settings.host)
+
+
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     settings = load_settings(_overrides(args, "schema_path", "storage_dir", "storage_url", "transport", "host",
-                                        "port", "config_file", "log_level"), environ)
+                                        "port", "config_file", "log_level", "allowed_hosts", "tokens_file",
+                                        "unsafe_no_auth"), environ)
     _configure_logging(settings.log_level_number)
     _check_schema_file(settings)
+    if settings.transport == "http":
+        _check_access(settings)
 
     if settings.transport == "stdio":
         service = _open_service(settings)
@@ -400,11 +433,32 @@ def _replay(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     return EXIT_OK if same else EXIT_FAILED
 
 
+# -- migrate -------------------------------------------------------------------------------
+
+
+def _migrate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    settings = load_settings(_overrides(args, "storage_url", "config_file"), environ, require_schema=False)
+    _configure_logging(logging.INFO)
+    if settings.storage_url is None:
+        raise SchemaDocError("config-invalid", "migrate needs a PostgreSQL database: files need no migration.",
+                             {"setting": "storage_url"},
+                             remediation="Give --storage-url postgresql://OWNER@HOST:5432/DBNAME (or STORAGE_URL).")
+    from schemadoc.storage.postgres import PostgresDocumentStore
+
+    store = PostgresDocumentStore(settings.storage_url)
+    applied = store.migrate()
+    if applied:
+        print(f"schema {store.schema}: applied migration(s) {', '.join(str(v) for v in applied)}")
+    else:
+        print(f"schema {store.schema}: up to date")
+    return EXIT_OK
+
+
 # -- entry point -----------------------------------------------------------------------------
 
 
-_COMMANDS = {"serve": _serve, "validate": _validate, "replay": _replay}
-_LOAD_ERROR_EXIT = {"serve": EXIT_FAILED, "validate": EXIT_USAGE, "replay": EXIT_USAGE}
+_COMMANDS = {"serve": _serve, "validate": _validate, "replay": _replay, "migrate": _migrate}
+_LOAD_ERROR_EXIT = {"serve": EXIT_FAILED, "validate": EXIT_USAGE, "replay": EXIT_USAGE, "migrate": EXIT_FAILED}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,12 +24,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.rest import Binding, RestState, answer
 
-__all__ = ["RestLane"]
+__all__ = ["RestLane", "route_pattern"]
 
 ErrorHandler = Callable[[Request, Exception], Awaitable[Response]]
 
 
-def _pattern(prefix: str, path: str) -> re.Pattern[str]:
+def route_pattern(prefix: str, path: str) -> re.Pattern[str]:
+    """A regular expression matching the URLs of a route under ``prefix``; its path parameters are named groups."""
     parts = re.split(r"({\w+})", path)
     return re.compile("".join(f"(?P<{part[1:-1]}>[^/]+)" if part.startswith("{") else re.escape(part)
                               for part in [prefix, *parts]) + "$")
@@ -50,7 +51,8 @@ class RestLane:
         self.on_error = on_error
         self.routes: dict[str, list[tuple[re.Pattern[str], Binding]]] = {}
         for binding in bindings:
-            self.routes.setdefault(binding.route.method, []).append((_pattern(prefix, binding.route.path), binding))
+            pattern = route_pattern(prefix, binding.route.path)
+            self.routes.setdefault(binding.route.method, []).append((pattern, binding))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope.get("root_path") and scope["path"].startswith(self.prefix):

@@ -47,6 +47,15 @@ NOT_PROVOKED = {
     "storage-read-failed": "needs a corrupted storage directory",
     "storage-write-failed": "needs an unwritable storage directory",
     "internal-error": "a bug",
+    "storage-unavailable": "needs the database of a PostgreSQL server to be down (tests/e2e/test_postgres_outage.py)",
+    "commit-outcome-unknown": "needs the database connection to break during a commit "
+                              "(tests/unit/test_storage_postgres_outage.py)",
+    "host-not-allowed": "needs a Host the server does not answer for; the suite calls by the server's own name "
+                        "(tests/unit/test_access.py, tests/e2e/test_access_server.py)",
+    "origin-not-allowed": "needs a browser Origin from another site (tests/unit/test_access.py)",
+    "token-missing": "needs a server with access tokens (tests/e2e/test_access_server.py)",
+    "token-invalid": "needs a server with access tokens (tests/e2e/test_access_server.py)",
+    "token-read-only": "needs a server with access tokens (tests/e2e/test_access_server.py)",
 }
 """Catalogued request-level codes this suite does not provoke, and why."""
 

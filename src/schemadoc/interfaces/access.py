@@ -1,0 +1,480 @@
+"""Who may use the HTTP server: Host and Origin checks and bearer tokens, one ASGI layer in front of every door.
+
+:class:`AccessGuard` wraps the whole application (REST, its event streams, MCP over streamable
+HTTP at ``/mcp``, the API docs and the page at ``/ui``), so every door refuses the same requests
+with the same catalogued error and status. MCP over stdio never passes here: it is local.
+
+**Host and Origin** (against DNS rebinding and cross-site requests from browsers):
+
+- ``allowed_hosts`` lists the names the server answers for (``name``, ``name:port``,
+  ``*.domain`` for its subdomains, ``*`` for any). Unset, a server on a loopback address
+  answers only for ``localhost``, ``127.0.0.1`` and ``[::1]`` (any port), a server on another
+  address for any name. Any other ``Host`` gets ``host-not-allowed`` (421).
+- A request with an ``Origin`` header (browsers send it on cross-site and most same-site
+  requests) is admitted when the origin is the server's own (its host and port equal the
+  ``Host`` header), when its host is one of ``allowed_hosts`` (not ``*``), or when it is one of
+  ``cors_origins``; any other gets ``origin-not-allowed`` (403).
+
+**Tokens** (``tokens_file``; off when unset): every request but the health checks and the
+static pages (``/health``, ``/docs``, ``/redoc``, ``/openapi.json``, ``/ui``, read with GET or
+HEAD) carries ``Authorization: Bearer <token>``. No token is ``token-missing`` (401), an unknown
+or revoked one ``token-invalid`` (401), a read-only token on a write ``token-read-only`` (403),
+each with a ``WWW-Authenticate`` header (RFC 6750). A request writes when its method is not
+GET, HEAD or OPTIONS, except at ``/mcp``, where ``DELETE`` (ending one's own session) reads and
+a POST writes when one of its JSON-RPC messages calls a tool that is not read-only
+(``readOnlyHint``) or a method not known to read; ``tools/list``, ``resources/read``,
+``prompts/get`` and the other listing methods read. Tokens are compared by their SHA-256
+digests with :func:`hmac.compare_digest` against every entry, never logged, and the file is
+re-read when it changes (revoking a token needs no restart; a file that becomes unreadable or
+invalid refuses every token until it is fixed).
+
+The tokens file is JSON::
+
+    {"tokens": [
+        {"name": "ci", "token": "a long random string", "access": "read-write"},
+        {"name": "dashboard", "sha256": "<hex SHA-256 of the token>", "access": "read-only"}
+    ]}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from schemadoc.errors import SchemaDocError
+
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "AccessGuard",
+    "HostPolicy",
+    "Token",
+    "TokensFile",
+    "is_loopback",
+    "mcp_message_writes",
+]
+
+log = logging.getLogger("schemadoc.access")
+
+LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "[::1]")
+"""The names a loopback server answers for unless ``allowed_hosts`` says otherwise."""
+MIN_TOKEN_LENGTH: Final = 16
+ACCESS_LEVELS: Final = ("read-only", "read-write")
+_READ_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+_OPEN_PATHS: Final = ("/health", "/docs", "/redoc", "/openapi.json", "/ui")
+"""Answered without a token to GET and HEAD: health checks and pages that hold no document data."""
+_MCP_READ_METHODS: Final = frozenset({
+    "initialize", "ping", "tools/list", "resources/list", "resources/templates/list", "resources/read",
+    "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete",
+    "logging/setLevel", "subscriptions/listen", "server/discover"})
+_REALM: Final = 'Bearer realm="schemadoc"'
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is a loopback address."""
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _split_host(value: str) -> tuple[str, int | None] | None:
+    """``(name, port)`` of a Host header or an origin's authority, names lower-case, IPv6 without brackets."""
+    value = value.strip().lower()
+    if not value or any(char in value for char in "/@ \t"):
+        return None
+    try:
+        parts = urlsplit(f"//{value}")
+        port = parts.port
+    except ValueError:
+        return None
+    name = parts.hostname
+    if not name:
+        return None
+    return name, port
+
+
+@dataclass(frozen=True)
+class _HostRule:
+    name: str  # "*" any; ".example.com" its subdomains; else one name
+    port: int | None  # None: any port
+
+    @classmethod
+    def parse(cls, text: str) -> _HostRule:
+        if text == "*":
+            return cls("*", None)
+        if text.startswith("*."):
+            return cls(text[1:], None)
+        text = text.removesuffix(":*")
+        if text.count(":") > 1 and not text.startswith("["):
+            text = f"[{text}]"  # a bare IPv6 address
+        split = _split_host(text)
+        if split is None:
+            raise SchemaDocError("config-invalid", f"allowed_hosts: {text!r} is not a host name.",
+                                 {"setting": "allowed_hosts", "value": text})
+        return cls(*split)
+
+    def admits(self, name: str, port: int | None) -> bool:
+        if self.port is not None and port != self.port:
+            return False
+        if self.name == "*":
+            return True
+        if self.name.startswith("."):
+            return name.endswith(self.name)
+        return name == self.name
+
+
+class HostPolicy:
+    """Which ``Host`` and ``Origin`` headers the server admits (see the module docstring)."""
+
+    def __init__(self, allowed_hosts: Iterable[str] | None, server_host: str, cors_origins: Iterable[str] = ()) -> None:
+        if allowed_hosts is None:
+            allowed_hosts = LOOPBACK_HOSTS if is_loopback(server_host) else ("*",)
+        self.allowed_hosts = tuple(allowed_hosts)
+        self._rules = tuple(_HostRule.parse(host) for host in self.allowed_hosts)
+        self.any_host = any(rule.name == "*" and rule.port is None for rule in self._rules)
+        self.cors_origins = frozenset(origin.rstrip("/").lower() for origin in cors_origins)
+        self._verdicts: dict[tuple[str | None, str | None], bool] = {}  # (host, origin) -> admitted
+
+    def admits(self, host: str | None, origin: str | None) -> tuple[bool, bool]:
+        """(host allowed, origin allowed or absent), remembered for the few pairs a server sees."""
+        key = (host, origin)
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self.host_allowed(host) and (origin is None or self.origin_allowed(origin, host))
+            if len(self._verdicts) >= 1024:
+                self._verdicts.clear()
+            self._verdicts[key] = verdict
+        if verdict:
+            return True, True
+        host_ok = self.host_allowed(host)
+        return host_ok, not host_ok or origin is None or self.origin_allowed(origin, host)
+
+    def host_allowed(self, host: str | None) -> bool:
+        if self.any_host:
+            return True
+        split = _split_host(host) if host else None
+        return split is not None and any(rule.admits(*split) for rule in self._rules)
+
+    def origin_allowed(self, origin: str, host: str | None) -> bool:
+        origin = origin.strip().rstrip("/").lower()
+        if origin in self.cors_origins or "*" in self.cors_origins:
+            return True
+        try:
+            parts = urlsplit(origin)
+            name, port = parts.hostname, parts.port
+        except ValueError:
+            return False
+        if parts.scheme not in ("http", "https") or not name:
+            return False  # "null" (sandboxed frames, file pages) and other schemes
+        if host is not None and _split_host(host) == (name, port if port is not None else None):
+            return True  # the server's own origin: the page was served by this host and port
+        return any(rule.name != "*" and rule.admits(name, port) for rule in self._rules)
+
+
+@dataclass(frozen=True)
+class Token:
+    """One named token: the SHA-256 digest of its secret and whether it may write."""
+
+    name: str
+    digest: bytes
+    writes: bool
+
+
+def _file_error(path: Path, message: str) -> SchemaDocError:
+    return SchemaDocError("config-invalid", f"The tokens file {path} {message}",
+                          {"setting": "tokens_file", "path": str(path)},
+                          remediation='Write it as {"tokens": [{"name": "...", "token": "...", "access": '
+                                      '"read-only" or "read-write"}]} (see docs/security.md).')
+
+
+def parse_tokens(path: Path, raw: bytes) -> tuple[Token, ...]:
+    """The tokens of a tokens file's bytes; ``config-invalid`` naming the entry for anything wrong (never a secret)."""
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise _file_error(path, f"is not JSON: {error.msg if isinstance(error, json.JSONDecodeError) else error}."
+                          ) from None
+    if not isinstance(data, dict) or set(data) != {"tokens"} or not isinstance(data["tokens"], list):
+        raise _file_error(path, 'must hold one JSON object {"tokens": [...]}.')
+    tokens: list[Token] = []
+    names: set[str] = set()
+    for index, item in enumerate(data["tokens"]):
+        where = f"entry {index}"
+        if not isinstance(item, dict):
+            raise _file_error(path, f"has an {where} that is not an object.")
+        unknown = sorted(set(item) - {"name", "token", "sha256", "access"})
+        name = item.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise _file_error(path, f"has an {where} without a name.")
+        where = f"token {name!r}"
+        if unknown:
+            raise _file_error(path, f"has unknown members in {where}: {', '.join(unknown)}.")
+        if name in names:
+            raise _file_error(path, f"names {where} twice.")
+        names.add(name)
+        access = item.get("access")
+        if access not in ACCESS_LEVELS:
+            raise _file_error(path, f"gives {where} the access {access!r}; it must be read-only or read-write.")
+        secret, digest_hex = item.get("token"), item.get("sha256")
+        if (secret is None) == (digest_hex is None):
+            raise _file_error(path, f"must give {where} exactly one of token and sha256.")
+        if secret is not None:
+            if not isinstance(secret, str) or len(secret) < MIN_TOKEN_LENGTH or not secret.isascii() or any(
+                    char.isspace() or not char.isprintable() for char in secret):
+                raise _file_error(path, f"gives {where} a secret that is not at least {MIN_TOKEN_LENGTH} printable "
+                                  "ASCII characters without spaces.")
+            digest = hashlib.sha256(secret.encode()).digest()
+        else:
+            try:
+                digest = bytes.fromhex(digest_hex) if isinstance(digest_hex, str) else b""
+            except ValueError:
+                digest = b""
+            if len(digest) != 32:
+                raise _file_error(path, f"gives {where} a sha256 that is not 64 hexadecimal digits.")
+        tokens.append(Token(name, digest, access == "read-write"))
+    return tuple(tokens)
+
+
+class TokensFile:
+    """The tokens of a file, read again whenever the file changes (size, time or inode).
+
+    Constructed from a readable, valid file (else ``config-invalid``). Afterwards a file that
+    disappears or becomes invalid is logged once and admits no token until it is fixed.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._guard = threading.Lock()
+        self._seen: tuple[int, int, int] | None = None
+        self._tokens: tuple[Token, ...] = ()
+        self._reload(raise_errors=True)
+
+    def _signature(self) -> tuple[int, int, int] | None:
+        try:
+            status = os.stat(self.path)
+        except OSError:
+            return None
+        return status.st_mtime_ns, status.st_size, status.st_ino
+
+    def _reload(self, *, raise_errors: bool = False) -> None:
+        signature = self._signature()
+        with self._guard:
+            if signature == self._seen and signature is not None:
+                return
+            try:
+                if signature is None:
+                    raise _file_error(self.path, "cannot be read.")
+                tokens = parse_tokens(self.path, self.path.read_bytes())
+            except (SchemaDocError, OSError) as error:
+                if raise_errors:
+                    raise error if isinstance(error, SchemaDocError) else _file_error(
+                        self.path, f"cannot be read: {error.strerror or error}.") from None
+                if self._tokens or self._seen != signature:
+                    log.error("%s; every token is refused until it is fixed", error)
+                self._tokens, self._seen = (), signature
+                return
+            if self._seen is not None:
+                log.info("tokens file %s read again: %d token(s)", self.path, len(tokens))
+            self._tokens, self._seen = tokens, signature
+
+    def find(self, presented: str) -> Token | None:
+        """The token whose secret is ``presented``, comparing digests in constant time with every entry."""
+        self._reload()
+        digest = hashlib.sha256(presented.encode("utf-8", "surrogateescape")).digest()
+        found: Token | None = None
+        for token in self._tokens:  # no early exit: the time does not tell which entry matched
+            if hmac.compare_digest(token.digest, digest) and found is None:
+                found = token
+        return found
+
+
+def mcp_message_writes(message: Any, read_only_tools: frozenset[str]) -> bool:
+    """Whether one JSON-RPC message (or a batch) may change documents: unknown methods count as writes."""
+    if isinstance(message, list):
+        return any(mcp_message_writes(item, read_only_tools) for item in message) or not message
+    if not isinstance(message, dict):
+        return True
+    method = message.get("method")
+    if method is None:
+        return "result" not in message and "error" not in message  # a reply to the server reads
+    if not isinstance(method, str):
+        return True
+    if method.startswith("notifications/") or method in _MCP_READ_METHODS:
+        return False
+    if method == "tools/call":
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        return name not in read_only_tools
+    return True
+
+
+class AccessGuard:
+    """The ASGI layer of this module: Host and Origin checks first, then the bearer token.
+
+    ``read_only_tools``: the MCP tools whose annotations say they only read. ``reads``: whether a
+    request with a method other than GET, HEAD or OPTIONS only reads all the same (an operation of
+    the catalogue that takes a body but changes nothing). ``mcp_path``: where MCP answers (its
+    refusals are JSON-RPC errors carrying the error object, as its other errors).
+    """
+
+    def __init__(self, app: ASGIApp, *, hosts: HostPolicy, tokens: TokensFile | None,
+                 read_only_tools: frozenset[str], mcp_path: str = "/mcp",
+                 reads: Callable[[str, str], bool] | None = None) -> None:
+        self.app = app
+        self.hosts = hosts
+        self.tokens = tokens
+        self.read_only_tools = read_only_tools
+        self.mcp_path = mcp_path
+        self.reads = reads
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":  # no door speaks it: refused before anything is read
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope.get("path", "")
+        host = origin = authorization = preflight = None
+        for name, value in scope.get("headers", ()):
+            if name == b"host":
+                host = bytes(value).decode("latin-1")
+            elif name == b"origin":
+                origin = bytes(value).decode("latin-1")
+            elif name == b"authorization":
+                authorization = bytes(value).decode("latin-1")
+            elif name == b"access-control-request-method":
+                preflight = value
+        host_ok, origin_ok = self.hosts.admits(host, origin)
+        if not host_ok:
+            await self._refuse(send, path, SchemaDocError(
+                "host-not-allowed", f"This server does not answer for the host {host!r}." if host
+                else "The request has no Host header, and this server answers only for named hosts.",
+                {"host": host, "allowed_hosts": list(self.hosts.allowed_hosts)}))
+            return
+        if not origin_ok:
+            await self._refuse(send, path, SchemaDocError(
+                "origin-not-allowed", f"Requests from the web origin {origin!r} are not admitted.",
+                {"origin": origin, "allowed_hosts": list(self.hosts.allowed_hosts)}))
+            return
+        method: str = scope.get("method", "GET")
+        if self.tokens is None or (method in ("GET", "HEAD") and _is_open(path)) or (
+                method == "OPTIONS" and preflight is not None):
+            await self.app(scope, receive, send)  # no tokens, an open page, or a CORS preflight (never carries one)
+            return
+        token = self._token(authorization)
+        if isinstance(token, SchemaDocError):
+            await self._refuse(send, path, token)
+            return
+        if token.writes:
+            await self.app(scope, receive, send)
+            return
+        if path == self.mcp_path and method == "POST":
+            await self._read_only_mcp(scope, receive, send, token)
+            return
+        if method not in _READ_METHODS and not (path == self.mcp_path and method == "DELETE") and not (
+                self.reads is not None and self.reads(method, path)):
+            await self._refuse(send, path, _read_only(token, f"{method} {path}"))
+            return
+        await self.app(scope, receive, send)
+
+    def _token(self, authorization: str | None) -> Token | SchemaDocError:
+        assert self.tokens is not None
+        scheme, _, presented = (authorization or "").strip().partition(" ")
+        presented = presented.strip()
+        if authorization is None or scheme.lower() != "bearer" or not presented:
+            return SchemaDocError("token-missing", "This server requires an access token: send "
+                                  "'Authorization: Bearer <token>'.",
+                                  {"scheme": "Bearer", "header": "Authorization"})
+        token = self.tokens.find(presented)
+        if token is None:
+            return SchemaDocError("token-invalid", "The access token is not valid (unknown or revoked).",
+                                  {"scheme": "Bearer"})
+        return token
+
+    async def _read_only_mcp(self, scope: Scope, receive: Receive, send: Send, token: Token) -> None:
+        """A POST to MCP with a read-only token: read the body, refuse it if a message writes, else replay it."""
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        try:
+            parsed: Any = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            parsed = None  # not JSON: the MCP transport answers with its parse error, nothing is written
+        if parsed is not None and mcp_message_writes(parsed, self.read_only_tools):
+            what = _mcp_what(parsed)
+            message_id = parsed.get("id") if isinstance(parsed, dict) else None
+            await self._refuse(send, self.mcp_path, _read_only(token, what), message_id)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send: Send, path: str, error: SchemaDocError, message_id: Any = None) -> None:
+        log.info("refused %s: %s", path, error.code)  # never the token
+        headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
+        if error.code == "token-missing":
+            headers.append((b"www-authenticate", _REALM.encode()))
+        elif error.code == "token-invalid":
+            headers.append((b"www-authenticate", f'{_REALM}, error="invalid_token"'.encode()))
+        elif error.code == "token-read-only":
+            headers.append((b"www-authenticate", f'{_REALM}, error="insufficient_scope", scope="read-write"'.encode()))
+        if path == self.mcp_path:
+            body = orjson.dumps({"jsonrpc": "2.0", "id": message_id,
+                                 "error": {"code": -32600, "message": error.message, "data": error.to_dict()}})
+        else:
+            body = orjson.dumps(error.to_dict())
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": error.status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _is_open(path: str) -> bool:
+    return any(path == prefix or path.startswith(prefix + "/") for prefix in _OPEN_PATHS)
+
+
+def _read_only(token: Token, what: str) -> SchemaDocError:
+    return SchemaDocError("token-read-only", f"The token {token.name!r} is read-only; {what} writes.",
+                          {"token": token.name, "access": "read-only", "request": what})
+
+
+def _mcp_what(message: Any) -> str:
+    items = message if isinstance(message, list) else [message]
+    for item in items:
+        if isinstance(item, dict):
+            method = item.get("method")
+            params = item.get("params")
+            if method == "tools/call" and isinstance(params, dict):
+                return f"the MCP tool {params.get('name')!r}"
+            if isinstance(method, str):
+                return f"the MCP method {method!r}"
+    return "the MCP message"
