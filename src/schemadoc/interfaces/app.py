@@ -34,17 +34,14 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import anyio.to_thread
-import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import INTERNAL_ERROR
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import schemadoc
 from schemadoc.config import Settings
@@ -52,13 +49,12 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.access import AccessGuard, HostPolicy, TokensFile
 from schemadoc.interfaces.apidocs import add_api_docs
 from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
-from schemadoc.interfaces.mcp import SchemaDocMCPServer, build_mcp_server
+from schemadoc.interfaces.http_guards import MCP_PATH, ErrorGuard, RequestLimits, SessionLimit, open_sessions
+from schemadoc.interfaces.mcp import build_mcp_server
 from schemadoc.interfaces.rest import (
     BINDINGS,
     REST_STATE,
     JSONBody,
-    check_depth,
-    dump_body,
     error_response,
     refine_openapi,
     rest_router,
@@ -74,10 +70,7 @@ __all__ = ["API_PREFIX", "MCP_PATH", "build_app", "create_service"]
 log = logging.getLogger("schemadoc.http")
 
 API_PREFIX = "/api/v1"
-MCP_PATH = "/mcp"
 _OPENAPI_URL = "/openapi.json"
-_MCP_ENVELOPE_DEPTH = 3  # message -> params -> arguments -> the argument value
-_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 _DESCRIPTION = """\
 A document server that keeps JSON documents valid against one JSON Schema (Draft 2020-12)
@@ -209,216 +202,6 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONBody:
     return error_response(error, headers={k: v for k, v in headers.items() if k.lower() == "allow"} or None)
 
 
-# -- ASGI middleware -------------------------------------------------------------------------
-
-
-async def _send_json(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode()), *(headers or [])]})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _error_bytes(error: SchemaDocError, path: str, message_id: Any = None) -> bytes:
-    if path == MCP_PATH:
-        return orjson.dumps({"jsonrpc": "2.0", "id": message_id,
-                             "error": {"code": -32600, "message": error.message, "data": error.to_dict()}})
-    return dump_body(error.to_dict())
-
-
-class _ErrorGuard:
-    """The last line: an unexpected exception becomes ``internal-error`` 500, logged, without a traceback."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def guarded_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, receive, guarded_send)
-        except Exception:
-            log.exception("unexpected error in %s %s", scope.get("method"), scope.get("path"))
-            if not started:
-                error = SchemaDocError("internal-error", "An unexpected error happened in the server.",
-                                       {"method": scope.get("method"), "path": scope.get("path")})
-                await _send_json(send, 500, _error_bytes(error, scope.get("path", "")))
-
-
-class _RequestLimits:
-    """``request-too-large`` (413) for bodies over ``max_bytes``; ``request-too-deep`` for deep MCP messages.
-
-    The Content-Length header is checked first; the body is then read and counted (a client may
-    lie or stream chunked), and handed on unchanged.
-    """
-
-    def __init__(self, app: ASGIApp, max_bytes: int, max_depth: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-        self.max_depth = max_depth
-
-    def _too_large(self, size: int | None) -> SchemaDocError:
-        seen = f"{size} bytes" if size is not None else "more"
-        return SchemaDocError("request-too-large",
-                              f"The request body ({seen}) is larger than the limit of {self.max_bytes} bytes.",
-                              {"limit": "max_body_bytes", "max_body_bytes": self.max_bytes,
-                               **({"actual": size, "content_length": size} if size else {})})
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
-            await self.app(scope, receive, send)
-            return
-        path = scope.get("path", "")
-        length: int | None = None
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length":
-                try:
-                    length = int(value)
-                except ValueError:
-                    length = None
-        if length is not None and length > self.max_bytes:
-            await _send_json(send, 413, _error_bytes(self._too_large(length), path))
-            return
-        chunks: list[bytes] = []
-        total = 0
-        disconnect: Message | None = None
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                disconnect = message
-                break
-            chunk = message.get("body", b"")
-            total += len(chunk)
-            if total > self.max_bytes:
-                await _send_json(send, 413, _error_bytes(self._too_large(None), path))
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        del chunks
-        if path == MCP_PATH and scope["method"] == "POST" and body:
-            problem = self._mcp_depth_problem(body)
-            if problem is not None:
-                await _send_json(send, problem[0].status, _error_bytes(problem[0], path, problem[1]))
-                return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                if disconnect is not None:
-                    return disconnect
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-    def _mcp_depth_problem(self, body: bytes) -> tuple[SchemaDocError, Any] | None:
-        limit = self.max_depth + _MCP_ENVELOPE_DEPTH
-        if body.count(b"[") + body.count(b"{") <= limit:
-            return None
-        try:
-            message = orjson.loads(body)
-        except orjson.JSONDecodeError as error:
-            if "depth" in str(error) or "recursion" in str(error):
-                return SchemaDocError("request-too-deep", "The MCP message is nested too deeply to parse.",
-                                      {"max_json_depth": self.max_depth}), None
-            return None  # not JSON: the MCP transport answers with its own parse error
-        message_id = message.get("id") if isinstance(message, dict) else None
-        try:
-            check_depth(message, limit, "MCP message")
-        except SchemaDocError as error:
-            error.details["max_json_depth"] = self.max_depth
-            return error, message_id
-        return None
-
-
-_SDK_SESSION_REFUSAL = b"Too many open sessions"
-
-
-class _SessionLimit:
-    """The MCP endpoint, with the SDK's refusal of a session beyond ``max_sessions`` made catalogued.
-
-    The SDK's session manager admits sessions under its own lock and refuses one more with a bare
-    503 JSON-RPC error; that answer (only ever sent to a request without ``Mcp-Session-Id``) is
-    replaced by the same status and JSON-RPC code with ``too-many-sessions`` in ``data``, and the
-    request's id.
-    """
-
-    def __init__(self, app: ASGIApp, sessions: Callable[[], int], max_sessions: int) -> None:
-        self.app = app
-        self.sessions = sessions
-        self.max_sessions = max_sessions
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or any(
-                name == b"mcp-session-id" for name, _ in scope.get("headers", ())):
-            await self.app(scope, receive, send)
-            return
-        body: list[bytes] = []
-        held: Message | None = None  # a 503's start, until its body says whether it is the session limit
-        answer_body: list[bytes] = []
-
-        async def seen() -> Message:
-            message = await receive()
-            if message["type"] == "http.request":
-                body.append(message.get("body", b""))
-            return message
-
-        async def answer(message: Message) -> None:
-            nonlocal held
-            if message["type"] == "http.response.start" and message["status"] == 503:
-                held = message
-                return
-            if held is not None and message["type"] == "http.response.body":
-                answer_body.append(message.get("body", b""))
-                if message.get("more_body", False):
-                    return
-                sent = b"".join(answer_body)
-                if _SDK_SESSION_REFUSAL in sent:
-                    await _send_json(send, 503, self._refusal(b"".join(body)))
-                else:
-                    await send(held)
-                    await send({"type": "http.response.body", "body": sent})
-                return
-            await send(message)
-
-        await self.app(scope, seen, answer)
-
-    def _refusal(self, request: bytes) -> bytes:
-        try:
-            message = orjson.loads(request)
-        except orjson.JSONDecodeError:
-            message = None
-        message_id = message.get("id") if isinstance(message, dict) else None
-        open_now = self.sessions()
-        error = SchemaDocError(
-            "too-many-sessions",
-            f"The server already has {open_now} MCP sessions open, the most it serves (max_mcp_sessions).",
-            {"limit": "max_mcp_sessions", "max_mcp_sessions": self.max_sessions, "actual": open_now})
-        return orjson.dumps({"jsonrpc": "2.0", "id": message_id,
-                             "error": {"code": INTERNAL_ERROR, "message": error.message, "data": error.to_dict()}})
-
-
-def _open_sessions(server: SchemaDocMCPServer) -> Callable[[], int]:
-    """How many handshake-era sessions the server's session manager holds (the SDK keeps them private)."""
-    def count() -> int:
-        instances = getattr(server.session_manager, "_server_instances", None)
-        return len(instances) if isinstance(instances, dict) else server.session_manager.max_sessions or 0
-    return count
-
-
 # -- the application -------------------------------------------------------------------------
 
 
@@ -531,14 +314,14 @@ def build_app(service: DocumentService, settings: Settings, *,
                         headers=retry_after(problem))
 
     # the MCP endpoint, answering every method at /mcp (POST: messages, GET: stream, DELETE: end a session)
-    endpoint = _SessionLimit(mcp_app, _open_sessions(server), settings.max_mcp_sessions)
+    endpoint = SessionLimit(mcp_app, open_sessions(server), settings.max_mcp_sessions)
     app.router.routes.append(Route(MCP_PATH, endpoint=endpoint, include_in_schema=False, name="mcp"))
 
     # added inner to outer: the lane for the frequent REST requests innermost, then the error guard,
     # CORS outermost (so errors carry CORS headers)
     app.add_middleware(RestLane, bindings=BINDINGS, prefix=API_PREFIX, on_error=_on_schemadoc_error, state=state)
-    app.add_middleware(_ErrorGuard)
-    app.add_middleware(_RequestLimits, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
+    app.add_middleware(ErrorGuard)
+    app.add_middleware(RequestLimits, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
     # Host/Origin and tokens before anything reads a body; inside CORS, so its refusals carry CORS headers
     app.add_middleware(AccessGuard, hosts=HostPolicy(settings.allowed_hosts, settings.host, settings.cors_origins),
                        tokens=TokensFile(settings.tokens_file) if settings.tokens_file is not None else None,
