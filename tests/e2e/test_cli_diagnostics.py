@@ -60,7 +60,8 @@ def test_unresolvable_refs_are_each_listed_where_they_are_written(tmp_path: Path
         done, _ = run(command, "--schema", str(schema), "--json", cwd=tmp_path)
         assert done.returncode == 3, done.stderr
         problems = json.loads(done.stderr)["error"]["problems"]
-        assert [(p["pointer"], p["keyword"]) for p in problems] == [("/properties/a", "$ref"), ("/properties/b", "$ref")]
+        assert [(p["pointer"], p["keyword"]) for p in problems] == [("/properties/a", "$ref"),
+                                                                    ("/properties/b", "$ref")]
 
 
 def test_validate_and_serve_say_loudly_when_document_create_cannot_succeed(tmp_path: Path) -> None:

@@ -90,7 +90,8 @@ def _report(error: SchemaDocError, *, as_json: bool = False) -> None:
 
 def _problem_line(problem: Mapping[str, Any]) -> str:
     """``FILE POINTER [KEYWORD]: REASON`` on one line."""
-    where = " ".join(part for part in (Path(str(problem.get("file") or "")).name, problem.get("pointer") or "/") if part)
+    file = Path(str(problem.get("file") or "")).name
+    where = " ".join(part for part in (file, problem.get("pointer") or "/") if part)
     keyword = f" [{problem['keyword']}]" if problem.get("keyword") else ""
     return " ".join(f"{where}{keyword}: {problem.get('reason', '')}".split())
 
