@@ -31,9 +31,11 @@ class Server:
 
     def __init__(self, storage: Path, logs: Path, *, storage_url: str | None = None,
                  schema: Path = BOOK_SCHEMA, start_timeout: float = START_TIMEOUT_SECONDS,
-                 program: Sequence[str] = (sys.executable, "-m", "schemadoc"), schema_args: Sequence[str] = ()) -> None:
-        """``program``: the command that is ``schemadoc``; ``schema_args`` replace ``--schema SCHEMA`` when given."""
-        self.port = free_port()
+                 program: Sequence[str] = (sys.executable, "-m", "schemadoc"), schema_args: Sequence[str] = (),
+                 port: int | None = None) -> None:
+        """``program``: the command that is ``schemadoc``; ``schema_args`` replace ``--schema SCHEMA`` when given;
+        ``port``: a given port (a restart on the same address) instead of a free one."""
+        self.port = port if port is not None else free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         logs.mkdir(parents=True, exist_ok=True)
         self.stdout_path = logs / f"stdout-{self.port}.txt"

@@ -1,0 +1,40 @@
+"""The typed results of the client: the same pydantic models the server answers with (one declaration)."""
+
+from __future__ import annotations
+
+from schemadoc.interfaces.results import (
+    ApplyPatchResult,
+    BoundedReadNodeResult,
+    ChangeBody,
+    ChangesResult,
+    CreateDocumentResult,
+    CreateNodeResult,
+    DeleteNodeResult,
+    DiffResult,
+    DocumentStateResult,
+    ErrorCatalogResult,
+    HistoryResult,
+    JournalEntryBody,
+    ListDocumentsResult,
+    MergePatchResult,
+    MoveNodeResult,
+    NextIncompleteResult,
+    NodeSchemaResult,
+    OutlineResult,
+    PurgeResult,
+    ReadNodeResult,
+    RenderResult,
+    RevertResult,
+    RootSchemaResult,
+    SearchResult,
+    StatsResult,
+    UpdateNodeResult,
+)
+
+__all__ = [
+    "ApplyPatchResult", "BoundedReadNodeResult", "ChangeBody", "ChangesResult", "CreateDocumentResult",
+    "CreateNodeResult", "DeleteNodeResult", "DiffResult", "DocumentStateResult", "ErrorCatalogResult",
+    "HistoryResult", "JournalEntryBody", "ListDocumentsResult", "MergePatchResult", "MoveNodeResult",
+    "NextIncompleteResult", "NodeSchemaResult", "OutlineResult", "PurgeResult", "ReadNodeResult", "RenderResult",
+    "RevertResult", "RootSchemaResult", "SearchResult", "StatsResult", "UpdateNodeResult",
+]
