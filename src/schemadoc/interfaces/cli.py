@@ -72,9 +72,11 @@ def _fail_line(error: SchemaDocError) -> str:
 
 def _report(error: SchemaDocError, *, as_json: bool = False) -> None:
     """The failure on stderr: one line (then one indented line per schema problem), or the error object as JSON."""
-    from schemadoc.schema.loader import schema_problems
+    problems: list[dict[str, Any]] = []
+    if error.code.startswith("schema-"):  # the schema machinery is imported only when it has something to say
+        from schemadoc.schema.loader import schema_problems
 
-    problems = schema_problems(error)
+        problems = schema_problems(error)
     if as_json:
         import json
 
