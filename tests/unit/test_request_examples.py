@@ -99,5 +99,6 @@ def test_mcp_tool_examples_are_the_same_writes_with_tool_argument_names() -> Non
                                              "version": 1}
     assert tools["document_merge_patch"] == {"doc_id": "X", "node_path": "/", "merge_patch": {"name": "Lentil soup"},
                                              "version": 1}
+    assert tools["document_validate_node"] == {"doc_id": "X", "node_path": "/name", "node_data": "Lentil soup"}
     assert tools["document_create"] == {}
     assert "document_merge_patch_post" not in tools

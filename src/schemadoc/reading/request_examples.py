@@ -197,6 +197,8 @@ def request_examples(schema: LoadedSchema) -> dict[str, dict[str, Any]]:
         "schema_get_node": {"parameters": {"path": update_path}},
         "document_update_node": {"parameters": {"path": update_path},
                                  "body": {"node_data": found.update.value, **v}},
+        # the verdict a write would get, without writing (where the server has the operation)
+        "document_validate_node": {"parameters": {"path": update_path}, "body": {"node_data": found.update.value}},
         "document_apply_patch": {"body": {"patch": [
             {"op": "test", "path": _pointer(found.update.tokens) if found.update.tokens else "",
              "value": _get(found.initial, found.update.tokens)},
