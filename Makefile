@@ -5,18 +5,26 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-rest bench-validation bench-agents bench-limits bench-startup docs clean inspector
+.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-rest bench-validation bench-agents bench-limits bench-startup docs clean inspector
 
+# development: the server, the client, the conformance suite and the tools (make test)
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-serve: $(VENV)/.installed  ## REST + MCP (streamable HTTP) on http://127.0.0.1:8080
+# serving only: the runtime dependencies, no development tools (a development venv already has them)
+$(VENV)/.serve-installed: pyproject.toml
+	@if [ -f $(VENV)/.installed ] && [ $(VENV)/.installed -nt pyproject.toml ]; then touch $@; else \
+	  $(PYTHON) -m venv $(VENV) && $(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e . && touch $@; fi
+
+install: $(VENV)/.serve-installed  ## what serving needs, in .venv (pip install -e .)
+
+serve: $(VENV)/.serve-installed  ## REST + MCP (streamable HTTP) on http://127.0.0.1:8080
 	$(VENV)/bin/schemadoc serve --schema $(SCHEMA) --storage-dir $(STORAGE)
 
-serve-stdio: $(VENV)/.installed  ## MCP on stdin/stdout
+serve-stdio: $(VENV)/.serve-installed  ## MCP on stdin/stdout
 	$(VENV)/bin/schemadoc serve --transport stdio --schema $(SCHEMA) --storage-dir $(STORAGE)
 
 lint: $(VENV)/.installed

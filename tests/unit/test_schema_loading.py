@@ -159,7 +159,7 @@ def test_a_boolean_root_schema_is_rejected(tmp_path: Path) -> None:
     error = load_error(write(tmp_path, "true.schema.json", "true"))
     assert error.code == "schema-load-failed"
     assert error.details["problems"] == [
-        {"path": "/", "message": "the root schema must be a JSON object, not a boolean"}
+        {"path": "/", "message": "the root schema must be a JSON object, not a boolean", "keyword": None}
     ]
 
 

@@ -50,6 +50,7 @@ from schemadoc.interfaces.access import AccessGuard, HostPolicy, TokensFile
 from schemadoc.interfaces.apidocs import add_api_docs
 from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
 from schemadoc.interfaces.http_guards import MCP_PATH, ErrorGuard, RequestLimits, SessionLimit, open_sessions
+from schemadoc.interfaces.index import add_index
 from schemadoc.interfaces.mcp import build_mcp_server
 from schemadoc.interfaces.rest import (
     BINDINGS,
@@ -63,6 +64,7 @@ from schemadoc.interfaces.rest import (
 from schemadoc.interfaces.rest_lane import RestLane, route_pattern
 from schemadoc.interfaces.subscribers import SubscriberSlots
 from schemadoc.operations.catalogue import CATALOGUE
+from schemadoc.reading.request_examples import with_request_examples
 from schemadoc.service import DocumentService
 
 __all__ = ["API_PREFIX", "MCP_PATH", "build_app", "create_service"]
@@ -282,6 +284,8 @@ def build_app(service: DocumentService, settings: Settings, *,
                   docs_url=None, redoc_url=None, openapi_url=_OPENAPI_URL, lifespan=lifespan,
                   default_response_class=JSONBody)
     app.openapi = _openapi_without_fastapi_422(app)  # type: ignore[method-assign]
+    # request examples built from the served schema (operationIds are the MCP tool names)
+    app.openapi = with_request_examples(app.openapi, service.schema)  # type: ignore[method-assign]
     add_api_docs(app, title=app.title, openapi_url=_OPENAPI_URL)  # /docs, /redoc: assets served here, no CDN
     app.add_exception_handler(SchemaDocError, _on_schemadoc_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
@@ -292,6 +296,7 @@ def build_app(service: DocumentService, settings: Settings, *,
     setattr(app.state, REST_STATE, state)
     rest = rest_router(API_PREFIX)
     app.router.routes.extend(rest.routes)  # as they are: include_router would analyse them again (rest_router)
+    add_index(app, api_prefix=API_PREFIX, mcp_path=MCP_PATH, schema_uri=service.schema_uri)  # GET / and /api/v1
 
     @app.get("/health", tags=["health"], summary="Liveness (the process answers)", operation_id="health",
              response_model=HealthResult)

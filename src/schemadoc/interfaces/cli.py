@@ -6,9 +6,16 @@ one line on stderr, ``schemadoc: <code>: <message> — <remediation>``, and no t
 Logs go to stderr through :mod:`logging`; with ``--transport stdio`` stdout carries nothing
 but MCP messages.
 
-Exit codes: ``serve`` 0 after a clean stop, 1 on a start-up failure; ``validate`` 0 valid,
-1 invalid, 2 usage or load error; ``replay`` 0 journal and snapshot agree, 1 they differ,
-2 usage or load error; ``migrate`` 0 migrated or up to date, 1 on a failure.
+A schema that cannot be loaded is followed by one indented line per problem (file, JSON Pointer,
+keyword, reason); ``--json`` prints the error object with ``problems`` as JSON on stderr instead.
+
+Exit codes, one per kind of failure and the same for every command (the README's table):
+0 success; 1 what was checked is not right (``validate``: the document is invalid; ``replay``:
+journal and snapshot differ); 2 usage: bad arguments or settings, an unreadable input, an unknown
+document (``config-invalid``, ``invalid-request``, ``document-not-found``); 3 the schema cannot be
+used (``schema-load-failed``, ``schema-resolution-failed``); 4 storage (``storage-*``); 5 anything
+else (``internal-error``).
+``migrate`` exits 0 when the schema is migrated or up to date, else by the same table.
 
 Heavy imports (FastAPI, uvicorn, mcp, the schema machinery) happen only in the subcommand
 that needs them, so failures are reported quickly.
@@ -42,6 +49,20 @@ log = logging.getLogger("schemadoc")
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_SCHEMA = 3
+EXIT_STORAGE = 4
+EXIT_INTERNAL = 5
+
+
+def exit_code_for(error: SchemaDocError) -> int:
+    """The exit code of a command that stops on ``error`` (the module docstring's table)."""
+    if error.code in ("schema-load-failed", "schema-resolution-failed"):
+        return EXIT_SCHEMA
+    if error.code.startswith("storage-"):
+        return EXIT_STORAGE
+    if error.code == "internal-error":
+        return EXIT_INTERNAL
+    return EXIT_USAGE
 
 
 def _fail_line(error: SchemaDocError) -> str:
@@ -50,8 +71,32 @@ def _fail_line(error: SchemaDocError) -> str:
     return " ".join(line.split())
 
 
-def _report(error: SchemaDocError) -> None:
-    print(_fail_line(error), file=sys.stderr, flush=True)
+def _report(error: SchemaDocError, *, as_json: bool = False) -> None:
+    """The failure on stderr: one line (then one indented line per schema problem), or the error object as JSON."""
+    problems: list[dict[str, Any]] = []
+    if error.code.startswith("schema-"):  # the schema machinery is imported only when it has something to say
+        from schemadoc.schema.loader import schema_problems
+
+        problems = schema_problems(error)
+    if as_json:
+        import json
+
+        body = error.to_dict()
+        if problems:
+            body["error"]["problems"] = problems
+        print(json.dumps(body, ensure_ascii=False, default=str), file=sys.stderr, flush=True)
+        return
+    lines = [_fail_line(error)]
+    lines += [f"  {_problem_line(problem)}" for problem in problems]
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def _problem_line(problem: Mapping[str, Any]) -> str:
+    """``FILE POINTER [KEYWORD]: REASON`` on one line."""
+    file = Path(str(problem.get("file") or "")).name
+    where = " ".join(part for part in (file, problem.get("pointer") or "/") if part)
+    keyword = f" [{problem['keyword']}]" if problem.get("keyword") else ""
+    return " ".join(f"{where}{keyword}: {problem.get('reason', '')}".split())
 
 
 def _configure_logging(level: int) -> None:
@@ -75,6 +120,8 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="serve REST + MCP over HTTP, or MCP over stdio")
     serve.add_argument("--schema", dest="schema_path", metavar="PATH", help="the JSON Schema (Draft 2020-12)")
+    serve.add_argument("--example", nargs="?", const="", metavar="NAME",
+                       help="serve a bundled example schema instead (book, ...); alone, list them")
     serve.add_argument("--storage-dir", metavar="DIR", help="where documents are stored (default ./data)")
     serve.add_argument("--storage-url", metavar="URL",
                        help="store documents in PostgreSQL instead (postgresql://user@host:5432/dbname)")
@@ -90,9 +137,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="JSON file of named access tokens, read-only or read-write (docs/security.md)")
     serve.add_argument("--unsafe-no-auth", action="store_true", default=None,
                        help="serve a non-loopback address without access tokens (anyone who reaches it may write)")
+    serve.add_argument("--json", action="store_true", help="print a start-up failure as a JSON error object")
 
     validate = commands.add_parser("validate", help="check a schema, or a JSON file against it")
     validate.add_argument("--schema", dest="schema_path", metavar="PATH", help="the JSON Schema (Draft 2020-12)")
+    validate.add_argument("--example", metavar="NAME", help="a bundled example schema instead of --schema")
     validate.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file")
     validate.add_argument("--json", action="store_true", help="print the validation report as JSON")
     validate.add_argument("file", nargs="?", metavar="FILE", help="a JSON document to validate ('-' for stdin)")
@@ -113,6 +162,25 @@ def _parser() -> argparse.ArgumentParser:
 
 def _overrides(args: argparse.Namespace, *names: str) -> dict[str, Any]:
     return {name: getattr(args, name, None) for name in names}
+
+
+def _use_example(args: argparse.Namespace) -> bool:
+    """Point ``args.schema_path`` at the bundled example ``--example`` names; True when it only asked for the list."""
+    name = getattr(args, "example", None)
+    if name is None:
+        return False
+    from schemadoc.examples import example_names, example_path
+
+    if name == "":
+        for known in example_names():
+            print(f"{known}\t{example_path(known)}")
+        return True
+    if args.schema_path is not None:
+        raise SchemaDocError("config-invalid", "Give either --schema or --example, not both.",
+                             {"setting": "example", "value": name},
+                             remediation="Drop one of the two flags.")
+    args.schema_path = str(example_path(name))
+    return False
 
 
 # -- serve -----------------------------------------------------------------------------------
@@ -227,7 +295,23 @@ def _check_access(settings: Settings) -> None:
                     settings.host)
 
 
+def _warn_if_create_fails(service: DocumentService) -> None:
+    """A loud warning on stderr when ``document_create`` can never succeed on the served schema."""
+    from schemadoc.validation.creation import creation_problems
+
+    problems = creation_problems(service.schema)
+    if not problems:
+        return
+    lines = [f"WARNING: document_create (POST /api/v1/documents) will always fail on this schema: the document "
+             f"built from its defaults is refused ({len(problems)} problem(s)). Documents can still be read, but "
+             "none can be created until the schema gives these a default:"]
+    lines += [f"  {_problem_line(problem)}" for problem in problems]
+    log.warning("\n".join(lines))
+
+
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    if _use_example(args):
+        return EXIT_OK
     settings = load_settings(_overrides(args, "schema_path", "storage_dir", "storage_url", "transport", "host",
                                         "port", "config_file", "log_level", "allowed_hosts", "tokens_file",
                                         "unsafe_no_auth"), environ)
@@ -238,6 +322,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     if settings.transport == "stdio":
         service = _open_service(settings)
+        _warn_if_create_fails(service)
         from schemadoc.interfaces.mcp import build_mcp_server
         from schemadoc.interfaces.subscribers import SubscriberSlots
 
@@ -254,6 +339,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     sock = _listen(settings)
     try:
         service = _open_service(settings)
+        _warn_if_create_fails(service)
         import uvicorn
 
         from schemadoc.interfaces.app import build_app
@@ -278,7 +364,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if not server.started:
         print("schemadoc: internal-error: the HTTP server did not start — see the log lines above.",
               file=sys.stderr, flush=True)
-        return EXIT_FAILED
+        return EXIT_INTERNAL
     log.info("schemadoc stopped")
     return EXIT_OK
 
@@ -304,6 +390,7 @@ def _read_json_file(name: str) -> Any:
 
 
 def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    _use_example(args)
     settings = load_settings(_overrides(args, "schema_path", "config_file"), environ)
     _configure_logging(logging.WARNING)
     schema_path = _check_schema_file(settings)
@@ -314,18 +401,24 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     schema = load_schema(schema_path)
     validator = DocumentValidator(schema)
     if args.file is None:
-        print(f"schema ok: {settings.schema_path} ({schema.uri})")
-        try:
-            defaults = schema.defaults()
-        except SchemaDocError as error:
-            print(f"note: document_create will fail: {error.code}: {error.message}")
+        from schemadoc.validation.creation import creation_problems
+
+        problems = creation_problems(schema)
+        if args.json:
+            import orjson
+
+            verdict = {"schema": str(settings.schema_path), "uri": schema.uri, "valid": True,
+                       "document_create": {"succeeds": not problems, "problems": problems}}
+            print(orjson.dumps(verdict, option=orjson.OPT_INDENT_2).decode())
             return EXIT_OK
-        report = validator.validate(defaults)
-        if report.valid:
+        print(f"schema ok: {settings.schema_path} ({schema.uri})")
+        if not problems:
             print("a new document built from the schema's defaults is valid")
-        else:
-            print(f"note: a new document built from the defaults has {len(report.violations)} violation(s); "
-                  "document_create will fail")
+            return EXIT_OK
+        print(f"warning: document_create will always fail: the document built from the defaults is refused "
+              f"({len(problems)} problem(s)):")
+        for problem in problems:
+            print(f"  {_problem_line(problem)}")
         return EXIT_OK
     report = validator.validate(document)
     if args.json:
@@ -458,7 +551,6 @@ def _migrate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 _COMMANDS = {"serve": _serve, "validate": _validate, "replay": _replay, "migrate": _migrate}
-_LOAD_ERROR_EXIT = {"serve": EXIT_FAILED, "validate": EXIT_USAGE, "replay": EXIT_USAGE, "migrate": EXIT_FAILED}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -471,12 +563,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return command(args, os.environ)
     except SchemaDocError as error:
-        _report(error)
-        return _LOAD_ERROR_EXIT[args.command]
+        _report(error, as_json=bool(getattr(args, "json", False)))
+        return exit_code_for(error)
     except KeyboardInterrupt:
         return 130
     except Exception as error:
         log.debug("unexpected error", exc_info=True)
-        _report(SchemaDocError("internal-error", f"{type(error).__name__}: {error}"))
-        return _LOAD_ERROR_EXIT[args.command]
+        _report(SchemaDocError("internal-error", f"{type(error).__name__}: {error}"),
+                as_json=bool(getattr(args, "json", False)))
+        return EXIT_INTERNAL
 

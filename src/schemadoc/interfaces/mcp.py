@@ -62,6 +62,8 @@ from schemadoc.operations.budget import MCP_RESULT_BUDGET_BYTES, fit_error, fit_
 from schemadoc.operations.catalogue import BY_NAME, CATALOGUE
 from schemadoc.operations.operation import Call, Operation, invoke
 from schemadoc.ops.limits import ArgumentScan
+from schemadoc.reading.request_examples import tool_examples
+from schemadoc.schema import LoadedSchema
 from schemadoc.service import DocumentService
 
 __all__ = ["SchemaDocMCPServer", "build_mcp_server", "error_result", "success_result", "version_uri"]
@@ -292,7 +294,7 @@ def build_mcp_server(service: DocumentService, *, bus: SubscriptionBus | None = 
     """
     server = SchemaDocMCPServer(service, bus if bus is not None else InMemorySubscriptionBus(),
                                 max_json_depth=service.max_json_depth if max_json_depth is None else max_json_depth,
-                                subscribers=subscribers, tools=_bound_tools())
+                                subscribers=subscribers, tools=_bound_tools(service.schema))
     _add_resources(server, service)
     _add_prompts(server, service)
     server.notifier.install(server)
@@ -328,15 +330,25 @@ def _copy_json(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value))
 
 
-def _bound_tools() -> list[Tool]:
-    """The tools of one server, each with its own copy of the JSON schemas."""
+_SHOWS_NODE_DATA = frozenset(operation.name for operation in CATALOGUE if operation.written)
+"""The tools whose examples carry document content: theirs are built from the served schema."""
+
+
+def _bound_tools(schema: LoadedSchema) -> list[Tool]:
+    """The tools of one server, each with its own copy of the JSON schemas; the examples that carry document
+    content are the served schema's (:func:`~schemadoc.reading.request_examples.tool_examples`), so they succeed
+    on a new document whatever the schema."""
+    examples = tool_examples(schema)
     tools: list[Tool] = []
     for template in _tool_templates():
         metadata = template.fn_metadata
-        tools.append(template.model_copy(update={
+        update: dict[str, Any] = {
             "parameters": _copy_json(template.parameters),
             "fn_metadata": metadata.model_copy(update={"output_schema": _copy_json(metadata.output_schema)}),
-        }))
+        }
+        if template.name in _SHOWS_NODE_DATA and template.name in examples:
+            update["description"] = BY_NAME[template.name].agent_description((examples[template.name],))
+        tools.append(template.model_copy(update=update))
     return tools
 
 

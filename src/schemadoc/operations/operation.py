@@ -108,9 +108,10 @@ class Operation:
     def writes(self) -> bool:
         return self.kind != "read"
 
-    def agent_description(self) -> str:
-        """The tool description: the text, then one example call per line."""
-        lines = [self.description, *(f"Example: {self.name} {json.dumps(example)}" for example in self.examples)]
+    def agent_description(self, examples: tuple[dict[str, Any], ...] | None = None) -> str:
+        """The tool description: the text, then one example call per line (``examples``: instead of the entry's)."""
+        shown = self.examples if examples is None else examples
+        lines = [self.description, *(f"Example: {self.name} {json.dumps(example)}" for example in shown)]
         return "\n".join(lines)
 
 

@@ -27,7 +27,7 @@ from schemadoc.schema.refs import SchemaResources, meta_problems, read_schema_fi
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-__all__ = ["LoadedSchema", "load_schema"]
+__all__ = ["LoadedSchema", "load_schema", "schema_problems"]
 
 _NODE_CACHE_SIZE = 4096
 
@@ -54,20 +54,75 @@ def load_schema(path: str | os.PathLike[str]) -> LoadedSchema:
     ``$ref`` s resolve against ``$defs``, anchors and files next to the schema, never the network.
     """
     file = Path(os.path.abspath(Path(path).expanduser()))
-    root = read_schema_file(file)
-    problems = meta_problems(root)
-    if not problems and not isinstance(root, dict):
-        problems = [{"path": "/", "message": "the root schema must be a JSON object, not a boolean"}]
-    if problems:
-        raise SchemaDocError(
-            "schema-load-failed",
-            f"{file.name} is not a valid Draft 2020-12 schema ({len(problems)} problem(s))",
-            {"path": str(file), "problems": problems},
-        )
-    resources = SchemaResources(file, root)
-    resources.check()
-    resources.freeze()
-    return LoadedSchema(resources)
+    try:
+        root = read_schema_file(file)
+        problems = meta_problems(root)
+        if not problems and not isinstance(root, dict):
+            problems = [{"path": "/", "message": "the root schema must be a JSON object, not a boolean"}]
+        if problems:
+            raise SchemaDocError(
+                "schema-load-failed",
+                f"{file.name} is not a valid Draft 2020-12 schema ({len(problems)} problem(s))",
+                {"path": str(file), "problems": problems},
+            )
+        resources = SchemaResources(file, root)
+        resources.check()
+        resources.freeze()
+        return LoadedSchema(resources)
+    except SchemaDocError as error:
+        for problem in error.details.get("problems") or ():
+            if isinstance(problem, dict) and "keyword" not in problem:
+                problem["keyword"] = _keyword_at(str(problem.get("path", "")))
+        raise
+
+
+# members of these keywords are names or positions chosen by the schema's author, not keywords
+_NAMED_MEMBERS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
+                            "dependentRequired"})
+_POSITIONAL = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "enum", "examples", "required", "type"})
+
+
+def _keyword_at(pointer: str) -> str | None:
+    """The schema keyword a problem at ``pointer`` sits in: the last token of the pointer that is a keyword
+    (``/properties/title/minLength`` -> ``minLength``, ``/properties/title`` -> ``properties``)."""
+    tokens = [token.replace("~1", "/").replace("~0", "~") for token in pointer.split("/")[1:] if pointer]
+    keyword: str | None = None
+    parent: str | None = None
+    for token in tokens:
+        if parent not in _NAMED_MEMBERS and parent not in _POSITIONAL and token != "":
+            keyword = token
+        parent = None if parent in _NAMED_MEMBERS or parent in _POSITIONAL else token
+    return keyword
+
+
+def schema_problems(error: SchemaDocError) -> list[dict[str, Any]]:
+    """Every problem a schema failure (``schema-load-failed``, ``schema-resolution-failed``) names, each as
+    ``{"file", "pointer", "keyword", "reason"}``: ``pointer`` is a JSON Pointer into ``file``, ``keyword`` the
+    schema keyword at fault (None when the problem is the file itself). Other errors give ``[]``."""
+    details = error.details
+    file = str(details.get("path") or details.get("uri") or "")
+    if error.code == "schema-load-failed":
+        problems = details.get("problems")
+        if isinstance(problems, list):
+            listed = [{"file": file, "pointer": str(p.get("path", "")), "keyword": p.get("keyword"),
+                       "reason": str(p.get("message", ""))} for p in problems if isinstance(p, dict)]
+            return sorted(listed, key=lambda problem: (problem["pointer"], problem["reason"]))
+        return [{"file": file, "pointer": "", "keyword": None, "reason": str(details.get("reason") or error.message)}]
+    if error.code == "schema-resolution-failed":
+        unresolved = details.get("unresolved")
+        if isinstance(unresolved, list) and unresolved:
+            out: list[dict[str, Any]] = []
+            for u in unresolved:
+                if isinstance(u, dict):
+                    where, _, pointer = str(u.get("at", "")).partition("#")
+                    out.append({"file": where.removeprefix("file://"), "pointer": pointer, "keyword": "$ref",
+                                "reason": f"$ref {u.get('ref')!r} cannot be resolved: {u.get('reason')}"})
+            return out
+        chain = [str(link) for link in details.get("chain") or ()]
+        where, _, pointer = (chain[0] if chain else "").partition("#")
+        return [{"file": where.removeprefix("file://"), "pointer": pointer, "keyword": "$ref",
+                 "reason": "a reference cycle with nothing in between: " + " -> ".join(chain)}]
+    return []
 
 
 class LoadedSchema:

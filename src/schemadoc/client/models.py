@@ -1,0 +1,43 @@
+"""The typed results of the client: the same pydantic models the server answers with (one declaration)."""
+
+from __future__ import annotations
+
+from schemadoc.operations.reading_results import (
+    BoundedReadNodeResult,
+    MoveNodeResult,
+    NextIncompleteResult,
+    OutlineResult,
+    RenderResult,
+    SearchResult,
+    StatsResult,
+    ValidateNodeResult,
+)
+from schemadoc.operations.results import (
+    ApplyPatchResult,
+    ChangeBody,
+    ChangesResult,
+    CreateDocumentResult,
+    CreateNodeResult,
+    DeleteNodeResult,
+    DiffResult,
+    DocumentStateResult,
+    ErrorCatalogResult,
+    HistoryResult,
+    JournalEntryBody,
+    ListDocumentsResult,
+    MergePatchResult,
+    NodeSchemaResult,
+    PurgeResult,
+    ReadNodeResult,
+    RevertResult,
+    RootSchemaResult,
+    UpdateNodeResult,
+)
+
+__all__ = [
+    "ApplyPatchResult", "BoundedReadNodeResult", "ChangeBody", "ChangesResult", "CreateDocumentResult",
+    "CreateNodeResult", "DeleteNodeResult", "DiffResult", "DocumentStateResult", "ErrorCatalogResult",
+    "HistoryResult", "JournalEntryBody", "ListDocumentsResult", "MergePatchResult", "MoveNodeResult",
+    "NextIncompleteResult", "NodeSchemaResult", "OutlineResult", "PurgeResult", "ReadNodeResult", "RenderResult",
+    "RevertResult", "RootSchemaResult", "SearchResult", "StatsResult", "UpdateNodeResult", "ValidateNodeResult",
+]
