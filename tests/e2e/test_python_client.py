@@ -51,6 +51,8 @@ def test_every_operation_has_a_typed_result(client: Client) -> None:
     assert client.move_node(doc, "/chapters/1", "/chapters/0", 8).node_path == "/chapters/0"
     dry = client.update_node(doc, "/title", "Dry", 9, dry_run=True)
     assert dry.dry_run and client.read_node(doc, "/title").node_content == "Dune"
+    checked = client.validate_node(doc, "/title", 7)
+    assert isinstance(checked, m.ValidateNodeResult) and not checked.valid and checked.version == 9
 
     assert client.outline(doc).outline["type"] == "object"
     assert isinstance(client.next_incomplete(doc, limit=3), m.NextIncompleteResult)

@@ -100,6 +100,10 @@ class AsyncClient:
                         dry_run: bool = False) -> m.MoveNodeResult:
         return await self._send(r.move_node(doc_id, from_path, to_path, version, dry_run))
 
+    async def validate_node(self, doc_id: str, path: str, node_data: Any) -> m.ValidateNodeResult:
+        """The verdict a write of ``node_data`` at ``path`` would get now; nothing is written."""
+        return await self._send(r.validate_node(doc_id, path, node_data))
+
     async def delete_document(self, doc_id: str, version: int) -> m.DocumentStateResult:
         return await self._send(r.delete_document(doc_id, version))
 

@@ -182,6 +182,11 @@ def search(query: str, path: str | None, doc_ids: Sequence[str] | None, limit: i
     return Call("GET", f"{API}/search", _model(m.SearchResult), params)
 
 
+def validate_node(doc_id: str, path: str, node_data: Any) -> Call[m.ValidateNodeResult]:
+    return Call("POST", _doc(doc_id, "/validate"), _model(m.ValidateNodeResult), _query(path=path),
+                json={"node_data": node_data})
+
+
 def stats(doc_id: str) -> Call[m.StatsResult]:
     return Call("GET", _doc(doc_id, "/stats"), _model(m.StatsResult))
 
