@@ -64,6 +64,7 @@ from schemadoc.interfaces.rest import (
 from schemadoc.interfaces.rest_lane import RestLane
 from schemadoc.interfaces.subscribers import SubscriberSlots
 from schemadoc.service import DocumentService
+from schemadoc.ui import mount_ui
 
 __all__ = ["API_PREFIX", "MCP_PATH", "build_app", "create_service"]
 
@@ -495,6 +496,7 @@ def build_app(service: DocumentService, settings: Settings, *,
     # the MCP endpoint, answering every method at /mcp (POST: messages, GET: stream, DELETE: end a session)
     endpoint = _SessionLimit(mcp_app, _open_sessions(server), settings.max_mcp_sessions)
     app.router.routes.append(Route(MCP_PATH, endpoint=endpoint, include_in_schema=False, name="mcp"))
+    mount_ui(app)  # the browser page at /ui, over the public REST API (schemadoc.ui)
 
     # added inner to outer: the lane for the frequent REST requests innermost, then the error guard,
     # CORS outermost (so errors carry CORS headers)
