@@ -224,7 +224,7 @@ class Browser:
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         page = Page(self, target, session)
-        for domain in ("Page.enable", "Runtime.enable", "Log.enable"):
+        for domain in ("Page.enable", "Runtime.enable", "Log.enable", "Network.enable"):
             page.send(domain)
         page.send("Emulation.setDeviceMetricsOverride",
                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
@@ -259,6 +259,10 @@ class Page:
 
     def send(self, method: str, params: dict[str, Any] | None = None, timeout: float | None = None) -> dict[str, Any]:
         return self.browser.send(method, params, session=self.session, timeout=timeout)
+
+    def close(self) -> None:
+        with contextlib.suppress(BrowserError, TimeoutError):
+            self.browser.send("Target.closeTarget", {"targetId": self.target})
 
     def goto(self, url: str) -> None:
         self.send("Page.navigate", {"url": url})
@@ -332,10 +336,15 @@ class Page:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))
 
+    def requested_urls(self) -> list[str]:
+        """Every URL this page requested so far, in order."""
+        return [event["params"]["request"]["url"] for event in list(self.browser.events)
+                if event.get("sessionId") == self.session and event.get("method") == "Network.requestWillBeSent"]
+
     def console_errors(self) -> list[str]:
         """Uncaught exceptions and console errors this page logged so far."""
         found = []
-        for event in self.browser.events:
+        for event in list(self.browser.events):
             if event.get("sessionId") != self.session:
                 continue
             params = event.get("params", {})

@@ -9,7 +9,7 @@ import * as ptr from './pointer.js';
 import { navigate, url } from './router.js';
 import { Tree } from './tree.js';
 
-const ROOT_BUDGET = 64 * 1024;
+const ROOT_BUDGET = 16 * 1024; // the first read: a compact first view even of a 100 MB document
 const NODE_BUDGET = 100000;
 const RENDER_BUDGET = 100000;
 const SMALL_DOCUMENT = 1 << 20; // below this, the timeline may show version 1 (the whole initial document)
@@ -106,9 +106,9 @@ export class DocumentView {
     this.tab = TABS.some(([name]) => name === tab) ? tab : 'value';
   }
 
-  address() {
+  address({ viewVersion = this.viewVersion } = {}) {
     return url(`documents/${encodeURIComponent(this.docId)}`, {
-      pointer: this.pointer || null, version: this.viewVersion, tab: this.tab === 'value' ? null : this.tab,
+      pointer: this.pointer || null, version: viewVersion, tab: this.tab === 'value' ? null : this.tab,
     });
   }
 
@@ -177,8 +177,7 @@ export class DocumentView {
   }
 
   openVersion(version) {
-    this.viewVersion = version;
-    navigate(this.address());
+    navigate(this.address({ viewVersion: version })); // update() reloads the tree at that version
   }
 
   async show() {

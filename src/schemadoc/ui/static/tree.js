@@ -111,7 +111,7 @@ export class Tree {
     const content = data.node_content;
     if (content === null || typeof content !== 'object' || isStub(content)) {
       this.setValue(li, content);
-      return;
+      return [];
     }
     const pointer = li.dataset.ptr;
     const type = data.node_type || typeOf(content);
@@ -124,6 +124,7 @@ export class Tree {
     }
     const previous = [...group.children].filter((child) => child.getAttribute('role') === 'treeitem');
     const level = Number(li.getAttribute('aria-level')) + 1;
+    const reopen = [];
     const made = entries.map(([key, value]) => {
       const at = ptr.child(pointer, key);
       const old = this.items.get(at);
@@ -132,7 +133,9 @@ export class Tree {
         if (!stale && isStub(value) && old.dataset.loaded === 'yes') {
           this.summary(old).textContent = containerSummary(value.type, value.count, value.size_bytes);
         } else {
+          const wasOpen = old.getAttribute('aria-expanded') === 'true';
           this.setValue(old, value);
+          if (wasOpen && isStub(value)) reopen.push(old); // rewritten while open: open it again, re-read
         }
         return old;
       }
@@ -157,6 +160,7 @@ export class Tree {
     li.dataset.loaded = 'yes';
     if (!keepExpanded) li.setAttribute('aria-expanded', 'true');
     this.summary(li).textContent = containerSummary(type, data.total_count ?? entries.length, data.node_size_bytes);
+    return reopen;
   }
 
   async loadChildren(li, offset = 0, append = false, limit = PAGE, options = {}) {
@@ -164,7 +168,8 @@ export class Tree {
     li.setAttribute('aria-busy', 'true');
     try {
       const data = await this.read(li.dataset.ptr, { max_depth: 1, limit, offset, max_bytes: CHILD_BUDGET });
-      this.fill(li, data, { append, ...options });
+      const reopen = this.fill(li, data, { append, ...options });
+      for (const item of reopen) await this.loadChildren(item, 0);
       return data;
     } catch (error) {
       this.onError(error);
