@@ -10,9 +10,14 @@ shows against what the server holds. Skipped, with the reason, where Chromium is
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +27,7 @@ import httpx
 import orjson
 import pytest
 from browser import CHROMIUM_MISSING, Browser, Page, chromium
-from http_server import Server
+from http_server import BOOK_SCHEMA, Server, free_port
 
 LARGE_MIB = 20
 _GENERATE = Path(__file__).resolve().parents[2] / "benchmarks" / "generate.py"
@@ -107,8 +112,9 @@ def client(server: Server) -> Client:
     return Client(server.url)
 
 
-def _open(page: Page, server: Server, doc_id: str, query: str = "") -> None:
-    page.goto(f"{server.url}/ui/documents/{doc_id}{query}")
+def _open(page: Page, server: Server | None, doc_id: str, query: str = "", base: str = "") -> None:
+    root = base or (server.url if server is not None else "")
+    page.goto(f"{root}/ui/documents/{doc_id}{query}")
     page.wait_for("document.querySelector('#live-state')?.dataset.state === 'live'", message="the live stream")
     page.wait_for("!document.querySelector('#panel').hasAttribute('aria-busy')", message="the node panel")
 
@@ -338,3 +344,80 @@ def test_ui_answers_carry_a_content_security_policy(server: Server) -> None:
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "route-not-found"
     assert httpx.get(f"{server.url}/ui", timeout=10, follow_redirects=False).headers["location"] == "/ui/"
     assert "/ui" not in str(httpx.get(f"{server.url}/openapi.json", timeout=10).json()["paths"])
+
+
+def _start(command: list[str], url: str, logs: Path, headers: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    with (logs / f"server-{time.monotonic_ns()}.log").open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"the server exited with {process.returncode}"
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return process
+        time.sleep(0.1)
+    process.kill()
+    raise AssertionError("the server did not start")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_a_token_is_asked_once_kept_for_the_session_and_sent_everywhere(page: Page, tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    token = "s3cret-token"
+    process = _start([sys.executable, str(Path(__file__).with_name("token_server.py")), str(BOOK_SCHEMA),
+                      str(tmp_path / "data"), str(port), token], url, tmp_path)
+    try:
+        auth = {"Authorization": f"Bearer {token}"}
+        assert httpx.get(f"{url}/api/v1/documents", timeout=10).status_code == 401
+        doc_id = httpx.post(f"{url}/api/v1/documents", headers=auth, timeout=10).json()["doc_id"]
+        page.goto(f"{url}/ui/")
+        page.wait_for("document.querySelector('#token-dialog').open")
+        page.fill("#token-dialog input", token)
+        page.click("#token-dialog button[type=submit]")
+        page.wait_for(f"document.querySelector('tr[data-doc-id=\"{doc_id}\"]')")
+        assert page.evaluate("sessionStorage.getItem('schemadoc.token')") == token
+        page.click(f'tr[data-doc-id="{doc_id}"] a')
+        page.wait_for("document.querySelector('#live-state')?.dataset.state === 'live'")
+        version = httpx.get(f"{url}/api/v1/documents/{doc_id}", headers=auth, timeout=10).json()["version"]
+        answer = httpx.put(f"{url}/api/v1/documents/{doc_id}", params={"path": "/title"}, headers=auth,
+                           json={"node_data": "Behind a token", "version": version}, timeout=10)
+        assert answer.status_code == 200
+        # the event stream carries the token too: the write arrives live
+        page.wait_for(f"document.querySelector('{_item('/title')} .summary').textContent === '\"Behind a token\"'")
+        assert not page.evaluate("document.querySelector('#token-dialog').open")
+    finally:
+        _stop(process)
+
+
+def test_a_reconnect_resumes_the_stream_without_a_gap(page: Page, tmp_path: Path, client: Client) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "schemadoc", "serve", "--transport", "http", "--schema", str(BOOK_SCHEMA),
+               "--storage-dir", str(tmp_path / "data"), "--host", "127.0.0.1", "--port", str(port)]
+    process = _start(command, url, tmp_path)
+    try:
+        other = Client(url)
+        doc_id = other.create()
+        _open(page, server=None, doc_id=doc_id, base=url)
+        _stop(process)
+        page.wait_for("document.querySelector('#live-state').dataset.state === 'reconnecting'")
+        process = _start(command, url, tmp_path)
+        version = other.put(doc_id, "/title", "Written while the page was away")
+        other.put(doc_id, "/tags", ["after"], version)
+        page.wait_for(f"document.querySelector('{_item('/title')} .summary').textContent"
+                      " === '\"Written while the page was away\"'", timeout=30)
+        page.wait_for(f"document.querySelectorAll('{_item('/tags')} > ul > li[role=treeitem]').length === 1")
+        assert page.evaluate("document.querySelector('#live-state').dataset.state") == "live"
+        assert page.text("#version") == "version 3"
+    finally:
+        _stop(process)

@@ -117,6 +117,7 @@ export class DocumentView {
     this.applyParams(params);
     document.title = `${this.docId} · schemadoc`;
     if (!(await this.loadTree())) return;
+    performance.mark('schemadoc:tree'); // benchmarks/ui.py reads these marks
     if (this.viewVersion !== null) {
       try {
         this.noteVersion((await api(this.path(), { query: { path: '/', max_depth: 0 } })).version);
@@ -125,6 +126,7 @@ export class DocumentView {
     this.live = followEvents(this.docId, this.version, (kind, data) => this.onEvent(kind, data),
       (state, detail) => this.onStreamState(state, detail));
     await this.show();
+    performance.mark('schemadoc:node');
   }
 
   async loadTree() {
@@ -297,6 +299,7 @@ export class DocumentView {
     if (!still()) return;
     this.nodeRead = { pointer, version: data.version, content: data.node_content, type: data.node_type };
     this.dirty = false;
+    this.notices.querySelector('[data-notice=changed]')?.remove();
     const head = h('div', { class: 'panel-head' },
       h('h2', {}, ptr.label(pointer)),
       h('span', { class: 'muted', id: 'read-version', 'data-version': data.version },
