@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             chapters = root["node_content"]["chapters"]
             url = f"http://127.0.0.1:{server.port}/ui/documents/{doc_id}"
             runs: list[dict[str, float]] = []
-            with Browser(width=1440, height=900, timeout=120) as browser:
+            with Browser(width=1440, height=900, timeout=120, extra_args=("--enable-precise-memory-info",)) as browser:
                 one_run(browser, url)  # warm-up: Chromium's caches, the server's first reads
                 for i in range(args.runs):
                     runs.append(one_run(browser, url))

@@ -134,7 +134,8 @@ class Browser:
     :func:`render`. Close it (or use it as a context manager): every process of the run is killed.
     """
 
-    def __init__(self, *, width: int = 1280, height: int = 800, timeout: float = 30.0) -> None:
+    def __init__(self, *, width: int = 1280, height: int = 800, timeout: float = 30.0,
+                 extra_args: tuple[str, ...] = ()) -> None:
         import threading
 
         executable = chromium()
@@ -155,7 +156,7 @@ class Browser:
                    "--disable-extensions", "--disable-default-apps", "--disable-crash-reporter",
                    "--disable-breakpad", "--disable-dev-shm-usage", "--mute-audio", "--hide-scrollbars",
                    f"--window-size={width},{height}", f"--host-resolver-rules={_OFFLINE}",
-                   f"--user-data-dir={self.profile}", "--remote-debugging-pipe", "about:blank"]
+                   f"--user-data-dir={self.profile}", "--remote-debugging-pipe", *extra_args, "about:blank"]
         self._stderr = self.profile.with_suffix(".err").open("wb")
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=self._stderr, start_new_session=True, close_fds=False,

@@ -205,6 +205,26 @@ def test_a_document_opens_with_breadcrumbs_schema_and_addresses(page: Page, serv
     page.screenshot(shots / "document.png")
 
 
+def test_dark_theme_follows_the_system_and_the_switch(browser: Browser, server: Server, client: Client,
+                                                     shots: Path) -> None:
+    doc_id = client.create()
+    client.put(doc_id, "/chapters", [{"id": "ch-1", "title": "Night", "sections": [
+        {"title": "Harbour", "paragraphs": [{"text": "The lamps came on one by one."}]}]}])
+    page = browser.new_page(width=1280, height=800, dark=True)
+    try:
+        _open(page, server, doc_id, "?pointer=/chapters/0/title")
+        assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert background == "rgb(21, 24, 28)"
+        page.screenshot(shots / "document-dark.png")
+        page.click("#theme")
+        page.wait_for("document.documentElement.dataset.theme === 'light'")
+        assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(255, 255, 255)"
+        page.evaluate("localStorage.removeItem('schemadoc.theme')")
+    finally:
+        page.close()
+
+
 def test_a_large_document_opens_from_bounded_reads_and_expands_stubs(page: Page, server: Server, client: Client,
                                                                      shots: Path) -> None:
     doc_id = client.create()
