@@ -127,8 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         values = [run[name] for run in runs]
         unit = "" if name.endswith("(MB)") or name == "tree items in the DOM" else " ms"
-        rows.append(f"| {name} | {statistics.median(values):.0f}{unit} | {min(values):.0f}{unit} | "
-                    f"{max(values):.0f}{unit} |")
+        digits = 1 if name.endswith("(MB)") else 0
+        rows.append(f"| {name} | {statistics.median(values):.{digits}f}{unit} | {min(values):.{digits}f}{unit} | "
+                    f"{max(values):.{digits}f}{unit} |")
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     text = "\n".join([
         "# The browser page on a large document",
