@@ -13,6 +13,7 @@ export const isStub = (value) => value !== null && typeof value === 'object' && 
 const typeOf = (value) => (value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value);
 
 function containerSummary(type, count, size) {
+  if (type !== 'array' && type !== 'object') return `${type} · ${formatBytes(size)} (open to read)`; // a long string
   const shape = type === 'array' ? `[${count ?? '?'}]` : `{${count ?? '?'}}`;
   return size ? `${shape} · ${formatBytes(size)}` : shape;
 }
