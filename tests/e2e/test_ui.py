@@ -281,6 +281,10 @@ def test_a_large_document_opens_from_bounded_reads_and_expands_stubs(page: Page,
     page.wait_for(f"document.querySelectorAll('{chapters} > ul > li[role=treeitem]').length === 100")
     page.click(f"{_item('/chapters/60')} > .row > .twisty")
     page.wait_for(f"document.querySelector('{_item('/chapters/60/sections')}')")
+    # keyboard: Right opens the focused stub
+    page.evaluate(f"document.querySelector('{_item('/chapters/60/sections')}').focus()")
+    page.press("ArrowRight")
+    page.wait_for(f"document.querySelector('{_item('/chapters/60/sections/0')}')")
     _select(page, "/chapters/60/title")
     page.screenshot(shots / "large-document.png")
     reads = [url for url in page.requested_urls() if f"/api/v1/documents/{doc_id}?" in url]

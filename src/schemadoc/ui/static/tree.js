@@ -183,6 +183,14 @@ export class Tree {
 
   async expand(li) {
     if (!li.hasAttribute('aria-expanded')) return;
+    if (li.dataset.type !== 'array' && li.dataset.type !== 'object') { // a long string left out: read it
+      try {
+        this.setValue(li, (await this.read(li.dataset.ptr, { max_bytes: CHILD_BUDGET })).node_content);
+      } catch (error) {
+        this.onError(error);
+      }
+      return;
+    }
     if (li.dataset.loaded !== 'yes') await this.loadChildren(li, 0);
     else li.setAttribute('aria-expanded', 'true');
   }
