@@ -267,6 +267,20 @@ def test_dark_theme_follows_the_system_and_the_switch(browser: Browser, server: 
         page.close()
 
 
+@pytest.mark.parametrize(("width", "columns"), [(1920, 3), (1024, 2), (640, 1)])
+def test_the_layout_fits_the_screen(browser: Browser, server: Server, client: Client, width: int,
+                                    columns: int) -> None:
+    doc_id = client.create()
+    page = browser.new_page(width=width, height=800)
+    try:
+        _open(page, server, doc_id)
+        tracks = page.evaluate("getComputedStyle(document.querySelector('.panes')).gridTemplateColumns")
+        assert len(tracks.split()) == columns, tracks
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # no sideways scrolling
+    finally:
+        page.close()
+
+
 def test_a_large_document_opens_from_bounded_reads_and_expands_stubs(page: Page, server: Server, client: Client,
                                                                      shots: Path) -> None:
     doc_id = client.create()
