@@ -53,6 +53,7 @@ export class DocumentView {
     this.dirty = false;
     this.schemas = new Map();
     this.written = new Set(); // versions this page wrote
+    this.pendingWrites = 0; // writes sent, not answered yet
     this.queue = Promise.resolve();
     this.tree = new Tree({
       read: (pointer, query) => this.read(pointer, query),
@@ -379,12 +380,15 @@ export class DocumentView {
   async write(result, request, { edit, base, done }) {
     result.replaceChildren('Sending…');
     let answer;
+    this.pendingWrites += 1;
     try {
       answer = await request();
     } catch (error) {
       result.replaceChildren();
       this.refused(error, edit, base, result);
       return null;
+    } finally {
+      this.pendingWrites -= 1;
     }
     this.written.add(answer.version);
     this.noteVersion(answer.version);
@@ -651,7 +655,8 @@ export class DocumentView {
   }
 
   async previewRevert(toVersion, detail = null) {
-    const where = detail || this.notice(h('div'), { id: 'revert' });
+    const where = detail || h('div');
+    if (!detail) this.notice(where, { id: 'revert' });
     const box = h('div', { class: 'revert-preview', id: 'revert-preview' }, 'Asking the server what a revert would change…');
     where.replaceChildren(box);
     const base = this.version;
@@ -715,9 +720,11 @@ export class DocumentView {
       if (shown) shown.dataset.version = String(entry.version);
     }
     this.queue = this.queue.then(async () => {
+      // the event may come before the answer to this page's own write: that write shows it itself
+      if (this.written.has(entry.version)) return;
       if (paths.length) await this.tree.refresh(paths, entry.version);
       this.tree.select(this.pointer);
-      if (touched && this.tab === 'value') {
+      if (touched && this.tab === 'value' && !this.pendingWrites && !this.written.has(entry.version)) {
         if (this.dirty) {
           this.notice(h('p', {}, `Version ${entry.version} changed this node while you edit it: saving will be refused. `,
             h('button', { type: 'button', onclick: () => this.renderPanel() }, 'Reload the node')), { id: 'changed', kind: 'warn' });
