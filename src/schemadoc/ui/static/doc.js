@@ -303,8 +303,9 @@ export class DocumentView {
     this.notices.querySelector('[data-notice=changed]')?.remove();
     const head = h('div', { class: 'panel-head' },
       h('h2', {}, ptr.label(pointer)),
-      h('span', { class: 'muted', id: 'read-version', 'data-version': data.version },
-        `${data.node_type} · ${formatBytes(data.node_size_bytes)} · read at version ${data.version}`));
+      h('span', { class: 'muted', id: 'read-version', 'data-version': data.version,
+        'data-prefix': `${data.node_type} · ${formatBytes(data.node_size_bytes)}` },
+      `${data.node_type} · ${formatBytes(data.node_size_bytes)} · read at version ${data.version}`));
     if (this.viewVersion !== null || data.truncated) {
       this.panel.replaceChildren(head,
         h('p', { class: 'note' }, this.viewVersion !== null ? `A past version: read-only.`
@@ -717,7 +718,10 @@ export class DocumentView {
     if (read && !touched && read.version === entry.version - 1) {
       read.version = entry.version; // nothing this node holds changed: an edit of it may go on this version
       const shown = this.panel.querySelector('#read-version');
-      if (shown) shown.dataset.version = String(entry.version);
+      if (shown) {
+        shown.dataset.version = String(entry.version);
+        shown.textContent = `${shown.dataset.prefix} · unchanged up to version ${entry.version}`;
+      }
     }
     this.queue = this.queue.then(async () => {
       // the event may come before the answer to this page's own write: that write shows it itself
