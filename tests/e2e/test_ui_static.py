@@ -26,7 +26,8 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     settings = Settings(schema_path=BOOK_SCHEMA, storage_dir=tmp_path_factory.mktemp("ui-static"))
     service = create_service(settings)
     try:
-        yield TestClient(build_app(service, settings))
+        # Host 127.0.0.1: a loopback server answers for loopback names only
+        yield TestClient(build_app(service, settings), base_url="http://127.0.0.1")
     finally:
         service.close()
 
@@ -54,7 +55,7 @@ def test_the_policy_allows_this_server_only_and_nothing_inline() -> None:
 def test_ui_redirects_to_its_slash_and_a_proxy_prefix_reaches_the_base(client: TestClient) -> None:
     answer = client.get("/ui?x=1", follow_redirects=False)
     assert answer.status_code == 307 and answer.headers["location"] == "/ui/?x=1"
-    prefixed = TestClient(client.app, root_path="/books").get("/ui/")
+    prefixed = TestClient(client.app, base_url="http://127.0.0.1", root_path="/books").get("/ui/")
     assert '<base href="/books/ui/">' in prefixed.text
 
 
