@@ -66,6 +66,7 @@ from schemadoc.interfaces.subscribers import SubscriberSlots
 from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.reading.request_examples import with_request_examples
 from schemadoc.service import DocumentService
+from schemadoc.ui import mount_ui
 
 __all__ = ["API_PREFIX", "MCP_PATH", "build_app", "create_service"]
 
@@ -321,6 +322,7 @@ def build_app(service: DocumentService, settings: Settings, *,
     # the MCP endpoint, answering every method at /mcp (POST: messages, GET: stream, DELETE: end a session)
     endpoint = SessionLimit(mcp_app, open_sessions(server), settings.max_mcp_sessions)
     app.router.routes.append(Route(MCP_PATH, endpoint=endpoint, include_in_schema=False, name="mcp"))
+    mount_ui(app)  # the browser page at /ui, over the public REST API (schemadoc.ui)
 
     # added inner to outer: the lane for the frequent REST requests innermost, then the error guard,
     # CORS outermost (so errors carry CORS headers)
