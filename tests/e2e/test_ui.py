@@ -438,9 +438,12 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 def test_a_token_is_asked_once_kept_for_the_session_and_sent_everywhere(page: Page, tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    token = "s3cret-token"
-    process = _start([sys.executable, str(Path(__file__).with_name("token_server.py")), str(BOOK_SCHEMA),
-                      str(tmp_path / "data"), str(port), token], url, tmp_path)
+    token = "s3cret-token-for-the-page-tests"
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": [{"name": "reviewer", "token": token, "access": "read-write"}]}),
+                      encoding="utf-8")
+    process = _start([sys.executable, "-m", "schemadoc", "serve", "--schema", str(BOOK_SCHEMA), "--storage-dir",
+                      str(tmp_path / "data"), "--port", str(port), "--tokens-file", str(tokens)], url, tmp_path)
     try:
         auth = {"Authorization": f"Bearer {token}"}
         assert httpx.get(f"{url}/api/v1/documents", timeout=10).status_code == 401
