@@ -152,7 +152,7 @@ def _start(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_non_loopback_address_without_tokens_does_not_start(tmp_path: Path) -> None:
     finished = _start(tmp_path, "--host", "0.0.0.0")
-    assert finished.returncode == 1
+    assert finished.returncode == 2  # config-invalid: the usage exit code (README)
     assert finished.stderr.startswith("schemadoc: config-invalid:")
     assert "--tokens-file" in finished.stderr and "--unsafe-no-auth" in finished.stderr
     assert "Traceback" not in finished.stderr
@@ -162,6 +162,6 @@ def test_a_bad_tokens_file_stops_the_start_without_showing_a_secret(tmp_path: Pa
     path = tmp_path / "tokens.json"
     path.write_text(json.dumps({"tokens": [{"name": "ci", "token": WRITER, "access": "admin"}]}), encoding="utf-8")
     finished = _start(tmp_path, "--tokens-file", str(path))
-    assert finished.returncode == 1
+    assert finished.returncode == 2  # config-invalid
     assert finished.stderr.startswith("schemadoc: config-invalid: The tokens file")
     assert WRITER not in finished.stderr

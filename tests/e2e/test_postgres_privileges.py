@@ -69,7 +69,7 @@ def test_the_owner_migrates_and_the_row_only_role_serves(cluster: PrivateCluster
     app = cluster.url("schemadoc_app", "schemadoc")
 
     early = _serve_once(cluster, app, tmp_path)  # before the migration: a clean refusal naming the remedy
-    assert early.returncode == 1
+    assert early.returncode == 4  # storage: the exit code of a storage failure (README)
     assert early.stderr.startswith("schemadoc: storage-write-failed:")
     assert "schemadoc migrate" in early.stderr and "app-secret" not in early.stderr
 
@@ -104,6 +104,6 @@ def test_the_owner_migrates_and_the_row_only_role_serves(cluster: PrivateCluster
 
 def test_a_role_without_access_to_the_schema_does_not_start(cluster: PrivateCluster, tmp_path: Path) -> None:
     refused = _serve_once(cluster, cluster.url("stranger", "schemadoc"), tmp_path)
-    assert refused.returncode == 1
+    assert refused.returncode == 4  # storage
     assert refused.stderr.startswith("schemadoc: storage-write-failed:")
     assert "Traceback" not in refused.stderr
