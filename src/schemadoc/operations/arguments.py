@@ -124,7 +124,13 @@ class Arguments(BaseModel):
 
 
 class CreateDocumentArgs(Arguments):
-    """No arguments: the document is built from the schema's defaults."""
+    """No arguments: the document is built from the schema's defaults (the spec's create). ``content`` (an
+    extension): the document to start from; absent members get their defaults, then it is validated whole."""
+
+    content: Annotated[Any, Field(
+        description="Optional (extension): the initial document. Absent members get the schema's defaults; the "
+                    "result is validated whole and refused with every violation at once. Leave it out to "
+                    "build the document from defaults alone.")] = None
 
 
 class ListArgs(Arguments):

@@ -34,7 +34,9 @@ __all__ = ["BY_NAME", "CATALOGUE"]
 
 
 def _create_document(call: Call, args: a.CreateDocumentArgs) -> BaseModel:
-    doc_id, content, meta, report = call.service.create_document()
+    given = args.content is not None or "content" in args.model_fields_set
+    doc_id, content, meta, report = (call.service.create_document(args.content) if given
+                                     else call.service.create_document())
     return r.create_document_result(doc_id, content, meta, report, call.document_uri(doc_id))
 
 
@@ -192,12 +194,14 @@ _DOCUMENT = "/documents/{doc_id}"
 CATALOGUE: tuple[Operation, ...] = (
     Operation(
         "document_create", "Create a document",
-        "Create a new document from the schema's defaults and return its doc_id, version 1 and initial content. Use "
-        "it once before filling a document; then add content with document_create_node and document_update_node "
-        "(the fill-document prompt walks through it).",
+        "Create a document; returns its doc_id and version 1. Without arguments it is built from the schema's "
+        "defaults (fails with required-field-without-default when a required field has none). With `content` "
+        "(extension) your document is the start: absent members get their defaults, then it is validated whole.",
         a.CreateDocumentArgs, r.CreateDocumentResult, _create_document, "write",
-        (Route("POST", "/documents", summary="Create a document from the schema's defaults", status=201),),
-        "documents", errors=(400, 422, 500), examples=({},)),
+        (Route("POST", "/documents", summary="Create a document (from the schema's defaults, or from content)",
+               status=201),),
+        "documents", errors=(400, 413, 422, 500), examples=({}, {"content": {"title": "Draft"}}),
+        written=("content",)),
     Operation(
         "document_read_node", "Read a node",
         "Read the JSON value at one node of a document, with the document's current `version` (needed by your next "

@@ -10,6 +10,8 @@ from ulid import ULID
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import utc_now
+from schemadoc.ops.limits import check_string_lengths, scan_argument
+from schemadoc.reading.examples import fill_defaults
 from schemadoc.service.checks import check_int, check_version
 from schemadoc.service.core import ServiceCore
 from schemadoc.service.models import ChangeEvent, DocState, DocumentList
@@ -18,15 +20,42 @@ from schemadoc.validation import ValidationReport
 
 __all__ = ["Documents"]
 
+_NO_CONTENT: Any = object()
+
 
 class Documents(ServiceCore):
     """The use cases of a document as a whole (each one journaled, apart from purge)."""
 
-    def create_document(self) -> tuple[str, Any, DocumentMeta, ValidationReport]:
-        """A new document from the schema's defaults, at version 1."""
-        content = self.schema.defaults()
-        report = self.validator.validate(content)
-        report.raise_if_invalid(reason="the schema's defaults do not validate against the schema itself")
+    def create_document(self, content: Any = _NO_CONTENT) -> tuple[str, Any, DocumentMeta, ValidationReport]:
+        """A new document at version 1: from the schema's defaults (the spec's create), or, as an extension,
+        from ``content`` with the defaults of its absent members filled in, validated whole (every violation
+        reported at once, nothing stored)."""
+        if content is _NO_CONTENT:
+            try:
+                content = self.schema.defaults()
+            except SchemaDocError as error:
+                if error.code != "required-field-without-default":
+                    raise
+                raise SchemaDocError(error.code, error.message, error.details, remediation=(
+                    "Pass the document as `content` to document_create (REST: a JSON body with \"content\"): "
+                    "absent members get their defaults, the fields in details.paths must be given. Or give those "
+                    "fields a default in the schema.")) from None
+            report = self.validator.validate(content)
+            report.raise_if_invalid(reason="the schema's defaults do not validate against the schema itself")
+        else:
+            scan = scan_argument(content, max_json_depth=self.max_json_depth,
+                                 max_string_length=self.max_string_length)
+            scan.check_depth(self.max_json_depth, "content")
+            if scan.too_long:
+                check_string_lengths(content, self.max_string_length, "content")
+            content = fill_defaults(content, (), self.schema)
+            report = self.validator.validate(content)
+            try:
+                report.raise_if_invalid(content_given=True)
+            except SchemaDocError as error:
+                raise SchemaDocError(error.code, error.message, error.details, remediation=(
+                    "Send the content again with every violation fixed (each violation's suggested_fix is a patch "
+                    "against the content you sent, where one follows).")) from None
         doc_id = str(ULID())
         with self.store.write_lock(doc_id, self.lock_timeout):
             meta = self._commit(doc_id, None, content, [{"op": "add", "path": "", "value": content}],
