@@ -244,6 +244,8 @@ class OutlineArgs(DocumentArgs):
 class NextIncompleteArgs(DocumentArgs):
     node_path: NodePath = "/"
     limit: Annotated[int, _count("How many places to return (1-100).", 1, 100)] = 10
+    include_defaults: Annotated[bool, Field(strict=True, description="true: also list values equal to their "
+                                                                    "schema default (reason default-value).")] = False
 
 
 class SearchArgs(Arguments):

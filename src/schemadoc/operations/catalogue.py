@@ -135,7 +135,8 @@ def _outline(call: Call, args: a.OutlineArgs) -> BaseModel:
 
 
 def _next_incomplete(call: Call, args: a.NextIncompleteArgs) -> BaseModel:
-    return rr.next_incomplete_result(*call.service.next_incomplete(args.doc_id, args.node_path, args.limit))
+    return rr.next_incomplete_result(*call.service.next_incomplete(args.doc_id, args.node_path, args.limit,
+                                                                   include_defaults=args.include_defaults))
 
 
 def _search(call: Call, args: a.SearchArgs) -> BaseModel:
@@ -384,11 +385,10 @@ CATALOGUE: tuple[Operation, ...] = (
         "navigation", examples=({"doc_id": _ID, "node_path": "/", "depth": 2},)),
     Operation(
         "document_next_incomplete", "Find what is not finished",
-        "Where the document is valid but not finished by the schema's own words, breadth first in a stable order: "
-        "optional properties that are absent, empty arrays whose items the schema describes, values still equal to "
-        "their default. Each comes with its pointer, the schema of the value to write and, when one can be built, "
-        "an example_call (document_create_node or document_update_node) that would fill it. Call it, fill the first "
-        "place, repeat.",
+        "Where the document is valid but not finished, breadth first: absent optional properties and empty arrays "
+        "whose items the schema describes (values equal to their default only with include_defaults). Each has its "
+        "pointer, node_schema and, when one can be built, an example_call (placeholder: true when it holds made-up "
+        "text to replace). `complete: true` when nothing is left. Fill the first place, call again.",
         a.NextIncompleteArgs, rr.NextIncompleteResult, _next_incomplete, "read",
         (Route("GET", _DOCUMENT + "/incomplete",
                summary="Where the document is valid but not finished by the schema, breadth first"),),

@@ -104,13 +104,13 @@ class Reading(History):
                         offset=offset, limit=limit, max_bytes=max_bytes)
         return read, found
 
-    def next_incomplete(self, doc_id: str, node_path: str = "/", limit: int = 10) -> tuple[NodeRead, list[Incomplete],
-                                                                                            bool]:
+    def next_incomplete(self, doc_id: str, node_path: str = "/", limit: int = 10, *,
+                        include_defaults: bool = False) -> tuple[NodeRead, list[Incomplete], bool]:
         """The next places, breadth first, where the document is valid but not finished by the schema."""
         check_int("limit", limit, 1, _MAX_INCOMPLETE)
         read, tokens = self._read_tokens(doc_id, node_path)
         found, more = next_incomplete(read.node, tokens, read.node_path, self._node_schemas,
-                                      self._fits, limit=limit)
+                                      self._fits, limit=limit, include_defaults=include_defaults)
         return read, found, more
 
     def search(self, query: str, node_path: str | None = None, doc_ids: list[str] | None = None, *,
