@@ -170,7 +170,8 @@ def test_dry_run_previews_a_write_and_changes_nothing(client: TestClient, doc_id
         assert (body["dry_run"], body["version"], body["updated_node"]) == (True, 1, "Preview")
         assert "etag" not in response.headers
     invalid = client.put(url, params={"path": "/title", "dry_run": "true"}, json={"node_data": "", "version": 1})
-    assert invalid.status_code == 200 and invalid.json()["validation_report"]["valid"] is False
+    assert invalid.status_code == 422, "an invalid dry run answers what the write would"
+    assert invalid.json()["error"]["code"] == "validation-failed" and invalid.json()["error"]["details"]["dry_run"]
     appended = client.post(f"{url}/nodes", params={"path": "/tags/-", "dry_run": "true"},
                            json={"node_data": "sf", "version": 1})
     assert appended.status_code == 201 and appended.json()["created_node_path"] == "/tags/0"

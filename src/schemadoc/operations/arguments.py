@@ -82,6 +82,9 @@ Version = Annotated[int, Field(
 DryRun = Annotated[bool, Field(
     strict=True, description="true: compile and validate the write and return the result without applying it "
                              "(the version does not change).")]
+FillDefaults = Annotated[bool, Field(
+    strict=True, description="true (extension): absent members of node_data get the schema's defaults first, as "
+                             "document_create does; leave out what has a default.")]
 _OPERATIONS = {"add": ("path", "value"), "remove": ("path",), "replace": ("path", "value"),
                "move": ("from", "path"), "copy": ("from", "path"), "test": ("path", "value")}
 _MEMBERS: dict[str, Any] = {"path": {"type": "string", "pattern": _POINTER},
@@ -175,16 +178,19 @@ class _Write(DocumentArgs):
 class UpdateNodeArgs(_Write):
     node_path: NodePath
     node_data: NodeData
+    fill_defaults: FillDefaults = False
 
 
 class CreateNodeArgs(_Write):
     node_path: NewNodePath
     node_data: NodeData
+    fill_defaults: FillDefaults = False
 
 
 class ValidateNodeArgs(DocumentArgs):
     node_path: NewNodePath
     node_data: NodeData
+    fill_defaults: FillDefaults = False
 
 
 class DeleteNodeArgs(_Write):

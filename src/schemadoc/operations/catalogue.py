@@ -52,13 +52,13 @@ def _read_node(call: Call, args: a.ReadNodeArgs) -> BaseModel:
 def _update_node(call: Call, args: a.UpdateNodeArgs) -> BaseModel:
     return r.update_node_result(call.service.update_node(
         args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
-        scanned=call.scanned("node_data")))
+        scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults))
 
 
 def _create_node(call: Call, args: a.CreateNodeArgs) -> BaseModel:
     return r.create_node_result(call.service.create_node(
         args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
-        scanned=call.scanned("node_data")))
+        scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults))
 
 
 def _delete_node(call: Call, args: a.DeleteNodeArgs) -> BaseModel:
@@ -161,13 +161,15 @@ def _validate_node(call: Call, args: a.ValidateNodeArgs) -> BaseModel:
     version = service.version_of(args.doc_id)
     try:
         result = service.update_node(args.doc_id, args.node_path, args.node_data, version, dry_run=True,
-                                     scanned=call.scanned("node_data"))
+                                     scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults,
+                                     report_only=True)
         write = "document_update_node"
     except SchemaDocError as error:
         if error.code != "path-not-found":
             raise
         result = service.create_node(args.doc_id, args.node_path, args.node_data, version, dry_run=True,
-                                     scanned=call.scanned("node_data"))
+                                     scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults,
+                                     report_only=True)
         write = "document_create_node"
     return rr.validate_node_result(result, write)
 

@@ -6,8 +6,11 @@ version check, apply on a structurally shared copy, validation, dry run or commi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.apply import apply_patch, check_patch, check_written_depth
@@ -22,6 +25,7 @@ from schemadoc.ops.limits import (
 )
 from schemadoc.ops.sizes import patch_size
 from schemadoc.pointer import format_pointer, parse, parse_node_path, resolve
+from schemadoc.reading.examples import fill_defaults
 from schemadoc.service.checks import check_version, path_arg
 from schemadoc.service.history import History
 from schemadoc.service.models import WriteResult
@@ -37,24 +41,35 @@ class NodeWrites(History):
     """The use cases that change a document's content (each one new version, or a dry run)."""
 
     def update_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
-                    dry_run: bool = False, scanned: ArgumentScan | None = None) -> WriteResult:
+                    dry_run: bool = False, scanned: ArgumentScan | None = None, fill_defaults: bool = False,
+                    report_only: bool = False) -> WriteResult:
         return self._node_write(doc_id, "update_node", compile_update, node_path, node_data, version,
-                                dry_run=dry_run, scanned=scanned)
+                                dry_run=dry_run, scanned=scanned, fill=fill_defaults, report_only=report_only)
 
     def create_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
-                    dry_run: bool = False, scanned: ArgumentScan | None = None) -> WriteResult:
+                    dry_run: bool = False, scanned: ArgumentScan | None = None, fill_defaults: bool = False,
+                    report_only: bool = False) -> WriteResult:
         return self._node_write(doc_id, "create_node", compile_create, node_path, node_data, version,
-                                dry_run=dry_run, scanned=scanned)
+                                dry_run=dry_run, scanned=scanned, fill=fill_defaults, report_only=report_only)
 
     def _node_write(self, doc_id: str, op: str, compile_write: Callable[[Any, str, Any], CompiledWrite],
                     node_path: str, node_data: Any, version: int, *, dry_run: bool,
-                    scanned: ArgumentScan | None) -> WriteResult:
-        """``update_node`` or ``create_node``: the request limits of ``node_data``, then the write."""
+                    scanned: ArgumentScan | None, fill: bool = False, report_only: bool = False) -> WriteResult:
+        """``update_node`` or ``create_node``: the request limits of ``node_data``, then the write. ``fill``: the
+        defaults of absent members of ``node_data`` filled in first, as ``document_create`` does."""
         path = path_arg(node_path)
         check_pointer_length(path, self.max_string_length, "node_path")
         scan = self._scan(node_data, scanned, "node_data")
-        return self._write(doc_id, version, op, lambda doc: compile_write(doc, path, node_data),
-                           dry_run=dry_run, node_of=_node_at, written=_written_depths(scan, [node_data], 0))
+
+        def build(document: Any) -> CompiledWrite:
+            compiled = compile_write(document, path, node_data)
+            if not fill or not isinstance(node_data, dict | list):
+                return compiled
+            tokens = [str(token) for token in parse(compiled.node_path)]
+            return compile_write(document, path, fill_defaults(node_data, tokens, self.schema))
+
+        return self._write(doc_id, version, op, build, dry_run=dry_run, node_of=_node_at,
+                           written=_written_depths(scan, [node_data], 0), report_only=report_only)
 
     def scan_argument(self, value: Any, *, text: bytes | None = None, surrogates: bool = False) -> ArgumentScan:
         """The one walk of a written argument (``node_data``, ``patch``, ``merge_patch``) at this service's
@@ -138,8 +153,31 @@ class NodeWrites(History):
                            dry_run=dry_run, node_of=_no_node, info={"to_version": to_version})
 
     def _write(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
-               dry_run: bool, node_of: NodeOf,
-               info: dict[str, Any] | None = None, written: dict[int, tuple[int, bool]] | None = None) -> WriteResult:
+               dry_run: bool, node_of: NodeOf, info: dict[str, Any] | None = None,
+               written: dict[int, tuple[int, bool]] | None = None, report_only: bool = False) -> WriteResult:
+        """One write, or its dry run. A dry run answers what the write would: the same result (``dry_run``) or
+        the same error, its details marked ``dry_run: true`` (a refused one with the ``patch`` it compiled to).
+        ``report_only``: a dry run returns an invalid report instead of failing (``document_validate_node``)."""
+        if not dry_run:
+            return self._write_once(doc_id, version, op, build, dry_run=False, node_of=node_of, info=info,
+                                    written=written)
+        try:
+            result = self._write_once(doc_id, version, op, build, dry_run=True, node_of=node_of, info=info,
+                                      written=written)
+        except SchemaDocError as error:
+            raise SchemaDocError(error.code, error.message, {**error.details, "dry_run": True},
+                                 error.remediation) from None
+        if not result.report.valid and not report_only:
+            try:
+                result.report.raise_if_invalid(doc_id=result.doc_id, version=result.version)
+            except SchemaDocError as error:
+                raise SchemaDocError(error.code, error.message,
+                                     {**error.details, "dry_run": True, **_preview(result.patch)}) from None
+        return result
+
+    def _write_once(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
+                    dry_run: bool, node_of: NodeOf, info: dict[str, Any] | None,
+                    written: dict[int, tuple[int, bool]] | None) -> WriteResult:
         doc_id = check_doc_id(doc_id)
         version = check_version(version)
         if not isinstance(dry_run, bool):
@@ -201,6 +239,18 @@ class NodeWrites(History):
             f"The merge patch would make the document invalid ({count} error{'s' if count != 1 else ''}); "
             "nothing was changed.",
             {"doc_id": doc_id, "version": version, "path": compiled.node_path or "/", "violations": violations})
+
+
+_PREVIEW_BYTES = 16_384
+
+
+def _preview(patch: list[dict[str, Any]]) -> dict[str, Any]:
+    """A refused dry run's preview: the patch when it is small, else its size (the error stays readable)."""
+    try:
+        size = len(orjson.dumps(patch))
+    except TypeError:  # integers beyond 64 bits
+        size = len(json.dumps(patch, separators=(",", ":")))
+    return {"patch": patch} if size <= _PREVIEW_BYTES else {"patch_op_count": len(patch), "patch_size_bytes": size}
 
 
 def _written_depths(scan: ArgumentScan, values: list[Any], below: int) -> dict[int, tuple[int, bool]]:
