@@ -109,7 +109,7 @@ def next_incomplete(node: Any, tokens: list[str | int], pointer: str, schemas: N
                     limit: int = 10, include_defaults: bool = False) -> tuple[list[Incomplete], bool]:
     """The first ``limit`` unfinished places below ``node`` and whether there are more."""
     found: list[Incomplete] = []
-    for reason, at, at_tokens, current in _walk(node, tokens, pointer, schemas, include_defaults):
+    for reason, at, at_tokens, _current in _walk(node, tokens, pointer, schemas, include_defaults):
         if len(found) >= limit:
             return found, True
         if reason == "empty-array":

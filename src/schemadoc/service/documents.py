@@ -9,6 +9,7 @@ from typing import Any
 from ulid import ULID
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.ops.apply import apply_patch, check_patch
 from schemadoc.ops.journal import utc_now
 from schemadoc.ops.limits import check_string_lengths, scan_argument
 from schemadoc.reading.examples import fill_defaults
@@ -17,6 +18,7 @@ from schemadoc.service.core import ServiceCore
 from schemadoc.service.models import ChangeEvent, DocState, DocumentList
 from schemadoc.storage.base import DocumentMeta, check_doc_id
 from schemadoc.validation import ValidationReport
+from schemadoc.validation.suggestions import combined_fix, placeholders
 
 __all__ = ["Documents"]
 
@@ -53,14 +55,35 @@ class Documents(ServiceCore):
             try:
                 report.raise_if_invalid(content_given=True)
             except SchemaDocError as error:
-                raise SchemaDocError(error.code, error.message, error.details, remediation=(
-                    "Send the content again with every violation fixed (each violation's suggested_fix is a patch "
-                    "against the content you sent, where one follows).")) from None
+                details = error.details
+                violations: list[dict[str, Any]] = details["violations"]
+                fix = combined_fix(violations)
+                details["violations"] = [{k: v for k, v in violation.items() if k != "suggested_fix"}
+                                         for violation in violations]
+                if fix:
+                    details["suggested_call"] = self._create_again(content, fix)
+                raise SchemaDocError(error.code, error.message, details, remediation=(
+                    "Send details.suggested_call as it is (replace the values in its placeholders with real content "
+                    "first), or fix each violation and send the content again." if fix
+                    else "Fix each violation and send the content again.")) from None
         doc_id = str(ULID())
         with self.store.write_lock(doc_id, self.lock_timeout):
             meta = self._commit(doc_id, None, content, [{"op": "add", "path": "", "value": content}],
                                 "create", {}, kind="created")
         return doc_id, content, meta, report
+
+    def _create_again(self, content: Any, fix: list[dict[str, Any]]) -> dict[str, Any]:
+        """``document_create`` with the content corrected by ``fix`` (and whether that passes validation)."""
+        try:
+            corrected = apply_patch(content, check_patch(fix)).document
+        except SchemaDocError:
+            return {"tool": "document_apply_patch", "resolves": False, "arguments": {"patch": fix}}
+        call: dict[str, Any] = {"tool": "document_create", "arguments": {"content": corrected},
+                                "resolves": self.validator.validate(corrected).valid}
+        marked = placeholders(fix, self.schema)
+        if marked:
+            call["placeholders"] = marked
+        return call
 
     def list_documents(self, limit: int = 100, offset: int = 0) -> DocumentList:
         check_int("limit", limit, 1, 1000)

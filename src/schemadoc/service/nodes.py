@@ -30,8 +30,14 @@ from schemadoc.service.checks import check_version, path_arg
 from schemadoc.service.history import History
 from schemadoc.service.models import WriteResult
 from schemadoc.storage.base import check_doc_id
+from schemadoc.validation import ValidationReport
+from schemadoc.validation.suggestions import combined_fix, placeholders
 
 __all__ = ["NodeWrites"]
+
+Retry = Callable[[str, Any, list[dict[str, Any]]], "tuple[str, dict[str, Any]] | None"]
+"""A refused write's call again with corrected arguments (from the written node's pointer, the node as written
+and the fix in document paths), or None when the fix does not fit in them."""
 
 NodeOf = Callable[[Any, Any, str], Any]
 """What a write returns as its node: from the content before, the content after and the node's pointer."""
@@ -68,8 +74,26 @@ class NodeWrites(History):
             tokens = [str(token) for token in parse(compiled.node_path)]
             return compile_write(document, path, fill_defaults(node_data, tokens, self.schema))
 
+        tool = f"document_{op}"
+
+        def retry(node_pointer: str, written_node: Any, fix: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+            """The same call with node_data corrected, when every fix lies inside the written node."""
+            relative: list[dict[str, Any]] = []
+            for operation in fix:
+                paths = [operation["path"], *([operation["from"]] if "from" in operation else [])]
+                if not all(p == node_pointer or p.startswith(node_pointer + "/") for p in paths):
+                    return None
+                relative.append({**operation, **{key: operation[key][len(node_pointer):]
+                                                 for key in ("path", "from") if key in operation}})
+            try:
+                corrected = apply_patch(written_node, check_patch(relative)).document
+            except SchemaDocError:
+                return None
+            return tool, {"node_path": node_path, "node_data": corrected,
+                          **({"fill_defaults": True} if fill else {})}
+
         return self._write(doc_id, version, op, build, dry_run=dry_run, node_of=_node_at,
-                           written=_written_depths(scan, [node_data], 0), report_only=report_only)
+                           written=_written_depths(scan, [node_data], 0), report_only=report_only, retry=retry)
 
     def scan_argument(self, value: Any, *, text: bytes | None = None, surrogates: bool = False) -> ArgumentScan:
         """The one walk of a written argument (``node_data``, ``patch``, ``merge_patch``) at this service's
@@ -154,30 +178,25 @@ class NodeWrites(History):
 
     def _write(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
                dry_run: bool, node_of: NodeOf, info: dict[str, Any] | None = None,
-               written: dict[int, tuple[int, bool]] | None = None, report_only: bool = False) -> WriteResult:
+               written: dict[int, tuple[int, bool]] | None = None, report_only: bool = False,
+               retry: Retry | None = None) -> WriteResult:
         """One write, or its dry run. A dry run answers what the write would: the same result (``dry_run``) or
         the same error, its details marked ``dry_run: true`` (a refused one with the ``patch`` it compiled to).
         ``report_only``: a dry run returns an invalid report instead of failing (``document_validate_node``)."""
         if not dry_run:
             return self._write_once(doc_id, version, op, build, dry_run=False, node_of=node_of, info=info,
-                                    written=written)
+                                    written=written, retry=retry)
         try:
-            result = self._write_once(doc_id, version, op, build, dry_run=True, node_of=node_of, info=info,
-                                      written=written)
+            return self._write_once(doc_id, version, op, build, dry_run=True, node_of=node_of, info=info,
+                                    written=written, retry=None if report_only else retry, report_only=report_only)
         except SchemaDocError as error:
             raise SchemaDocError(error.code, error.message, {**error.details, "dry_run": True},
                                  error.remediation) from None
-        if not result.report.valid and not report_only:
-            try:
-                result.report.raise_if_invalid(doc_id=result.doc_id, version=result.version)
-            except SchemaDocError as error:
-                raise SchemaDocError(error.code, error.message,
-                                     {**error.details, "dry_run": True, **_preview(result.patch)}) from None
-        return result
 
     def _write_once(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
                     dry_run: bool, node_of: NodeOf, info: dict[str, Any] | None,
-                    written: dict[int, tuple[int, bool]] | None) -> WriteResult:
+                    written: dict[int, tuple[int, bool]] | None, retry: Retry | None,
+                    report_only: bool = False) -> WriteResult:
         doc_id = check_doc_id(doc_id)
         version = check_version(version)
         if not isinstance(dry_run, bool):
@@ -191,17 +210,65 @@ class NodeWrites(History):
                                                     keep=not dry_run)
             node_path = compiled.node_path
             node = node_of(state.content, applied.document, node_path)
+            if not report.valid and not report_only:
+                self._refuse(doc_id, current, applied.document, applied.patch, node_path, node, report, retry,
+                             dry_run=dry_run)
             if dry_run:
                 if report.valid:  # a valid preview of something that cannot be stored must fail like the write
                     patch_size(state.content, state.meta.content_size_bytes, applied.patch, doc_id)
                 return WriteResult(doc_id, current, applied.patch, node_path, node, report, dry_run=True)
-            report.raise_if_invalid(doc_id=doc_id, version=current)
             # what the patch adds is checked and measured; the document itself is not serialised
             sized = patch_size(state.content, state.meta.content_size_bytes, applied.patch, doc_id)
             entry_info = dict(info) if info is not None else ({"node_path": node_path} if op != "patch" else {})
             meta = self._commit(doc_id, state, applied.document, applied.patch, op, entry_info, kind="updated",
                                 size=sized.size, edit_bytes=sized.added_bytes)
         return WriteResult(doc_id, meta.version, applied.patch, node_path, node, report)
+
+    def _refuse(self, doc_id: str, version: int, after: Any, patch: list[dict[str, Any]], node_path: str, node: Any,
+                report: ValidationReport, retry: Retry | None, *, dry_run: bool) -> None:
+        """``validation-failed`` with every violation and one fix that can be sent as it is: ``suggested_call``,
+        the same call with corrected arguments (or a patch of the current document), whose fixes never conflict.
+
+        The violations' own ``suggested_fix`` patches point into the document the write would have made, which
+        does not exist: they are folded into ``suggested_call`` and left out of the violations. ``placeholders``
+        names the made-up values to replace with real content; ``resolves`` says whether the suggested call
+        passes validation."""
+        try:
+            report.raise_if_invalid(doc_id=doc_id, version=version)
+        except SchemaDocError as error:
+            details = error.details
+            violations: list[dict[str, Any]] = details["violations"]
+            fix = combined_fix(violations)
+            details["violations"] = [{k: v for k, v in violation.items() if k != "suggested_fix"}
+                                     for violation in violations]
+            if fix:
+                details["suggested_call"] = self._suggested_call(doc_id, version, after, patch, node_path, node,
+                                                                 fix, retry)
+            if dry_run:
+                details.update({"dry_run": True, **_preview(patch)})
+            raise SchemaDocError(error.code, error.message, details, remediation=(
+                "Send details.suggested_call as it is (replace the values listed in its placeholders with real "
+                "content first), or fix each violation and retry." if fix else None)) from None
+
+    def _suggested_call(self, doc_id: str, version: int, after: Any, patch: list[dict[str, Any]], node_path: str,
+                        node: Any, fix: list[dict[str, Any]], retry: Retry | None) -> dict[str, Any]:
+        try:
+            fixed = apply_patch(after, check_patch(fix)).document
+            resolves = self.validator.validate(fixed).valid
+        except SchemaDocError:
+            resolves = False
+        found = retry(node_path, node, fix) if retry is not None else None
+        if found is not None:
+            tool, arguments = found
+            marked = placeholders(fix, self.schema, node_path)
+        else:
+            tool, arguments = "document_apply_patch", {"patch": [*patch, *fix]}
+            marked = placeholders(fix, self.schema)
+        call: dict[str, Any] = {"tool": tool, "arguments": {"doc_id": doc_id, **arguments, "version": version},
+                                "resolves": resolves}
+        if marked:
+            call["placeholders"] = marked
+        return call
 
     def _merge_patch_problems(self, concrete: list[str | int], merge_patch: Any) -> list[dict[str, Any]]:
         """What the node's merge-patch schema refuses in ``merge_patch``, with paths from the document root."""
@@ -220,8 +287,10 @@ class NodeWrites(History):
         merge-patch schema saw (its "null or a valid value" ``any-of-failed`` is left out where
         the result already names the value's problem).
         """
+        after: Any = None
         try:
-            resulting = self.validator.validate(apply_patch(document, compiled.patch).document)
+            after = apply_patch(document, compiled.patch).document
+            resulting = self.validator.validate(after)
         except SchemaDocError:  # the result cannot even be built: what the schema check found is all there is
             resulting = None
         violations = [] if resulting is None else [v.to_dict() for v in resulting.violations]
@@ -234,11 +303,18 @@ class NodeWrites(History):
                 seen.add((problem["code"], path))
                 violations.append(problem)
         count = len(violations)
+        fix = combined_fix(violations) if resulting is not None else []
+        details: dict[str, Any] = {"doc_id": doc_id, "version": version, "path": compiled.node_path or "/",
+                                   "violations": [{k: v for k, v in violation.items() if k != "suggested_fix"}
+                                                  for violation in violations]}
+        if fix:
+            details["suggested_call"] = self._suggested_call(doc_id, version, after, compiled.patch, "", None, fix,
+                                                             None)
         raise SchemaDocError(
             "validation-failed",
             f"The merge patch would make the document invalid ({count} error{'s' if count != 1 else ''}); "
-            "nothing was changed.",
-            {"doc_id": doc_id, "version": version, "path": compiled.node_path or "/", "violations": violations})
+            "nothing was changed.", details,
+            remediation="Send details.suggested_call as it is, or fix each violation and retry." if fix else None)
 
 
 _PREVIEW_BYTES = 16_384

@@ -480,10 +480,13 @@ async def test_fix_validation_errors_turns_a_report_into_one_step_per_violation(
     steps = [line for line in text.splitlines() if line[:1].isdigit()]
     assert len(steps) == len(error["details"]["violations"]) == 4
     assert "[additional-properties-forbidden]" in steps[0]  # removals come first
-    # fixes that follow from the schema come as patches to apply as they are
-    assert f'document_apply_patch {{"doc_id":"{doc_id}","patch":[{{"op":"remove","path":"/chapters/0/color"}}]' \
-        in text
-    assert '{"op":"add","path":"/chapters/0/title","value":' in text
+    # the fixes that follow from the schema come as one call of the same tool, to send as it is
+    suggested = error["details"]["suggested_call"]
+    assert suggested["tool"] == "document_create_node" and suggested["arguments"]["node_path"] == "/chapters/-"
+    assert "color" not in suggested["arguments"]["node_data"] and "title" in suggested["arguments"]["node_data"]
+    assert "/title" in suggested["placeholders"]
+    assert f'document_create_node {{"doc_id":"{doc_id}","node_path":"/chapters/-"' in text
+    assert all("suggested_fix" not in v for v in error["details"]["violations"]), "no patch into a missing document"
     assert "document_update_node" in text and "^ch-[0-9]+$" in text
 
 
