@@ -183,15 +183,39 @@ class NodeWrites(History):
         """One write, or its dry run. A dry run answers what the write would: the same result (``dry_run``) or
         the same error, its details marked ``dry_run: true`` (a refused one with the ``patch`` it compiled to).
         ``report_only``: a dry run returns an invalid report instead of failing (``document_validate_node``)."""
-        if not dry_run:
-            return self._write_once(doc_id, version, op, build, dry_run=False, node_of=node_of, info=info,
-                                    written=written, retry=retry)
         try:
-            return self._write_once(doc_id, version, op, build, dry_run=True, node_of=node_of, info=info,
+            return self._write_once(doc_id, version, op, build, dry_run=dry_run, node_of=node_of, info=info,
                                     written=written, retry=None if report_only else retry, report_only=report_only)
         except SchemaDocError as error:
-            raise SchemaDocError(error.code, error.message, {**error.details, "dry_run": True},
-                                 error.remediation) from None
+            refused = self._where_the_schema_forbids(error)
+            if dry_run and "dry_run" not in refused.details:
+                refused = SchemaDocError(refused.code, refused.message, {**refused.details, "dry_run": True},
+                                         refused.remediation)
+            if refused is error:
+                raise
+            raise refused from None
+
+    def _where_the_schema_forbids(self, error: SchemaDocError) -> SchemaDocError:
+        """``path-not-found`` whose remediation would send the agent to create a member the schema forbids:
+        said so instead (``details.forbidden``), with the members the schema allows there."""
+        missing = error.details.get("missing") if error.code == "path-not-found" else None
+        if not isinstance(missing, str):
+            return error
+        try:
+            self.schema.shared_node_schema(parse(missing))
+            return error
+        except SchemaDocError as refusal:
+            allowed = refusal.details.get("allowed")
+            where = refusal.details.get("deepest_valid_path")
+            if not isinstance(allowed, list):
+                return error
+        names = ", ".join(repr(name) for name in allowed) or "nothing"
+        return SchemaDocError(
+            "path-not-found", f"{error.message} The schema forbids {missing} (at {where or '/'} it allows "
+                              f"{names}).",
+            {**error.details, "forbidden": True, "allowed": allowed, "create_first": None},
+            remediation=f"Do not create {missing}: the schema does not allow it. Use one of the members "
+                        f"{where or '/'} allows ({names}); schema_get_node shows each one's schema.")
 
     def _write_once(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
                     dry_run: bool, node_of: NodeOf, info: dict[str, Any] | None,
