@@ -217,6 +217,8 @@ class HistoryArgs(DocumentArgs):
     since_version: Annotated[int, _count("Return the versions after this one (0 = from the first); pass the "
                                          "previous page's next_since_version to get the next page.", 0)] = 0
     limit: Annotated[int, _count("How many versions to return (1-1000).", 1, 1000)] = 100
+    summary: Annotated[bool, Field(strict=True, description="true: each version's op, path, time and patch size "
+                                                            "instead of its patch.")] = False
 
 
 class DiffArgs(DocumentArgs):

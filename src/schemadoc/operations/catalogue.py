@@ -116,7 +116,8 @@ def _node_schema(call: Call, args: a.NodeSchemaArgs) -> BaseModel:
 
 
 def _history(call: Call, args: a.HistoryArgs) -> BaseModel:
-    return r.history_result(call.service.history(args.doc_id, since_version=args.since_version, limit=args.limit))
+    return r.history_result(call.service.history(args.doc_id, since_version=args.since_version, limit=args.limit),
+                            summary=args.summary)
 
 
 def _diff(call: Call, args: a.DiffArgs) -> BaseModel:
@@ -275,7 +276,7 @@ CATALOGUE: tuple[Operation, ...] = (
         " with summary=true (version, op, path, time, size); read patches only where needed.",
         a.HistoryArgs, r.HistoryResult, _history, "read",
         (Route("GET", _DOCUMENT + "/history", summary="The journal: one entry per version, oldest first"),),
-        "history", examples=({"doc_id": _ID, "since_version": 0, "limit": 20},)),
+        "history", examples=({"doc_id": _ID, "summary": True, "limit": 20},)),
     Operation(
         "document_diff", "Compare two versions",
         "The RFC 6902 patch from version from_version to to_version (either direction).",

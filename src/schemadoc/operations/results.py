@@ -7,8 +7,10 @@ keeps the two doors identical by construction.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemadoc.ops.journal import JournalEntry
@@ -262,9 +264,14 @@ class JournalEntryBody(Body):
     version: int
     op: str = Field(description="create, update_node, create_node, delete_node, patch, merge_patch, revert, "
                                 "delete_document or undelete_document.")
-    patch: list[dict[str, Any]] = Field(description="The RFC 6902 patch that produced this version.")
+    patch: list[dict[str, Any]] | None = Field(default=None, description="The RFC 6902 patch that produced this "
+                                                                         "version (left out in the summary form).")
     at: str = Field(description="Commit time, ISO 8601 UTC.")
     info: dict[str, Any] = Field(default_factory=dict)
+    path: str | None = Field(default=None, description="Summary form: where the change was made (the node written, "
+                                                       "else the first operation's path).")
+    patch_op_count: int | None = Field(default=None, description="Summary form: how many operations the patch has.")
+    patch_size_bytes: int | None = Field(default=None, description="Summary form: the patch's size in JSON bytes.")
 
 
 class HistoryResult(Body):
@@ -325,9 +332,25 @@ def journal_entry_body(entry: JournalEntry) -> JournalEntryBody:
     return JournalEntryBody(version=entry.version, op=entry.op, patch=entry.patch, at=entry.at, info=entry.info)
 
 
-def history_result(page: HistoryPage) -> HistoryResult:
+def journal_entry_summary(entry: JournalEntry) -> JournalEntryBody:
+    """An entry without its patch: version, operation, where, when and how big."""
+    where = entry.info.get("node_path")
+    if not isinstance(where, str):
+        where = entry.patch[0].get("path") if entry.patch else None
+    try:
+        size = len(orjson.dumps(entry.patch))
+    except TypeError:  # integers beyond 64 bits
+        size = len(json.dumps(entry.patch, separators=(",", ":")))
+    info = {key: value for key, value in entry.info.items() if key not in ("node_path", "seq")}
+    return JournalEntryBody(version=entry.version, op=entry.op, at=entry.at, info=info,
+                            path=(where or "/") if isinstance(where, str) else None,
+                            patch_op_count=len(entry.patch), patch_size_bytes=size)
+
+
+def history_result(page: HistoryPage, *, summary: bool = False) -> HistoryResult:
     last = page.entries[-1].version if page.entries else page.since_version
-    return HistoryResult(doc_id=page.doc_id, entries=[journal_entry_body(e) for e in page.entries],
+    body = journal_entry_summary if summary else journal_entry_body
+    return HistoryResult(doc_id=page.doc_id, entries=[body(e) for e in page.entries],
                          current_version=page.current_version, has_more=page.has_more, next_since_version=last)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.ops.apply import apply_patch, check_patch, check_written_depth
+from schemadoc.ops.apply import apply_patch, check_patch, check_written_depth, json_equal
 from schemadoc.ops.compile import CompiledWrite, compile_create, compile_delete, compile_update
 from schemadoc.ops.history import compile_merge_patch, diff
 from schemadoc.ops.limits import (
@@ -173,8 +173,36 @@ class NodeWrites(History):
         """A new version whose content equals ``to_version`` (nothing in the journal is rewritten)."""
         doc_id = check_doc_id(doc_id)
         target = self.read_version(doc_id, to_version)
-        return self._write(doc_id, version, "revert", lambda doc: CompiledWrite(diff(doc, target), ""),
-                           dry_run=dry_run, node_of=_no_node, info={"to_version": to_version})
+
+        def build(document: Any) -> CompiledWrite:
+            patch = diff(document, target)
+            inverse = self._undo_patch(doc_id, to_version, target, document)
+            if inverse is not None and _size(inverse) < _size(patch):
+                patch = inverse
+            return CompiledWrite(patch, "")
+
+        return self._write(doc_id, version, "revert", build, dry_run=dry_run, node_of=_no_node,
+                           info={"to_version": to_version})
+
+    def _undo_patch(self, doc_id: str, to_version: int, target: Any, current: Any) -> list[dict[str, Any]] | None:
+        """The inverse of the journal entries after ``to_version``, last first (one ``move`` undoes a ``move``),
+        when it can be built and verifiably turns ``current`` into ``target``; else None."""
+        entries = self.store.read_journal(doc_id, since_version=to_version, until_version=None)
+        operations = [operation for entry in entries for operation in entry.patch]
+        if len(operations) > self.max_patch_operations:
+            return None
+        inverse: list[dict[str, Any]] = []
+        document = target
+        try:
+            for operation in operations:
+                undo = _inverse_of(document, operation)
+                document = apply_patch(document, [operation]).document
+                inverse[:0] = undo
+        except (SchemaDocError, KeyError, IndexError, TypeError):
+            return None
+        if not json_equal(document, current) or not json_equal(apply_patch(current, inverse).document, target):
+            return None
+        return inverse
 
     def _write(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
                dry_run: bool, node_of: NodeOf, info: dict[str, Any] | None = None,
@@ -344,12 +372,42 @@ class NodeWrites(History):
 _PREVIEW_BYTES = 16_384
 
 
+def _size(patch: list[dict[str, Any]]) -> int:
+    try:
+        return len(orjson.dumps(patch))
+    except TypeError:  # integers beyond 64 bits
+        return len(json.dumps(patch, separators=(",", ":")))
+
+
+def _inverse_of(document: Any, operation: dict[str, Any]) -> list[dict[str, Any]]:
+    """The operations that undo one strict RFC 6902 ``operation`` applied to ``document``."""
+    op, path = operation["op"], operation["path"]
+    if op == "test":
+        return []
+    if op == "move":
+        return [{"op": "move", "from": path, "path": operation["from"]}]
+    if op == "remove":
+        return [{"op": "add", "path": path, "value": _at(document, path)}]
+    if op == "replace":
+        return [{"op": "replace", "path": path, "value": _at(document, path)}]
+    # add or copy: a new member or item is removed; an existing member (replaced by add) gets its value back
+    if path == "":
+        return [{"op": "replace", "path": "", "value": document}]
+    tokens = parse(path)
+    parent, _ = resolve(document, tokens[:-1], allow_negative=False)
+    if isinstance(parent, dict) and tokens[-1] in parent:
+        return [{"op": "replace", "path": path, "value": parent[tokens[-1]]}]
+    return [{"op": "remove", "path": path}]
+
+
+def _at(document: Any, pointer: str) -> Any:
+    node, _ = resolve(document, parse(pointer), allow_negative=False)
+    return node
+
+
 def _preview(patch: list[dict[str, Any]]) -> dict[str, Any]:
     """A refused dry run's preview: the patch when it is small, else its size (the error stays readable)."""
-    try:
-        size = len(orjson.dumps(patch))
-    except TypeError:  # integers beyond 64 bits
-        size = len(json.dumps(patch, separators=(",", ":")))
+    size = _size(patch)
     return {"patch": patch} if size <= _PREVIEW_BYTES else {"patch_op_count": len(patch), "patch_size_bytes": size}
 
 
