@@ -61,10 +61,10 @@ def test_the_history_summary_names_the_op_path_and_size_without_the_patch(servic
     service.create_node(doc_id, "/modules/-", MODULE, 1)
     page = service.history(doc_id)
     full, summary = r.history_result(page), r.history_result(page, summary=True)
-    assert [e.patch for e in summary.entries] == [None, None]
-    assert [(e.version, e.op, e.path) for e in summary.entries] == [(1, "create", "/"),
+    assert all(not hasattr(e, "patch") for e in summary.entries)
+    assert [(e.version, e.op, getattr(e, "path", None)) for e in summary.entries] == [(1, "create", "/"),
                                                                     (2, "create_node", "/modules/0")]
-    assert all(e.patch_size_bytes and e.patch_op_count == 1 for e in summary.entries)
+    assert all(getattr(e, "patch_size_bytes", 0) and getattr(e, "patch_op_count", 0) == 1 for e in summary.entries)
     assert len(summary.model_dump_json()) < len(full.model_dump_json())
 
 

@@ -37,6 +37,7 @@ from typing import Annotated, Any
 import anyio.to_thread
 import orjson
 from mcp import MCPError
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ResourceError
@@ -181,6 +182,20 @@ class SchemaDocMCPServer(MCPServer[Any]):
             return body
         return type(body).model_validate(fitted)
 
+    async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
+        """A document's resource carries its ``version`` (and ``modified_at``) in ``_meta``, read with the content
+        in one step, so an agent can write after reading it; everything else as the SDK reads it."""
+        match = _DOCUMENT_URI.fullmatch(str(uri))
+        if match is not None:
+            try:
+                content, meta = await anyio.to_thread.run_sync(self.service.read_document, match.group(1))
+            except SchemaDocError:
+                pass  # the SDK's path answers with the catalogued not-found
+            else:
+                return [ReadResourceContents(content=_dumps(content), mime_type="application/json",
+                                             meta={"version": meta.version, "modified_at": meta.modified_at})]
+        return await super().read_resource(uri, context)
+
     async def list_resources(self) -> list[Resource]:
         """The static resources, then one resource per document."""
         static = await super().list_resources()
@@ -192,7 +207,8 @@ class SchemaDocMCPServer(MCPServer[Any]):
         while True:
             listing = self.service.list_documents(limit=1000, offset=offset)
             resources += [
-                Resource(uri=document_uri(meta.doc_id), name=meta.doc_id, title=f"Document {meta.doc_id}",
+                Resource(uri=document_uri(meta.doc_id), name=meta.doc_id,
+                         title=self.service.document_label(meta.doc_id) or f"Document {meta.doc_id}",
                          description=f"Version {meta.version}, modified {meta.modified_at}.",
                          mime_type="application/json", size=meta.content_size_bytes)
                 for meta in listing.documents]
@@ -433,6 +449,7 @@ def _not_found(uri: str, error: SchemaDocError) -> MCPError:
                     data={"uri": uri, "error": error.to_dict()["error"]})
 
 
+_DOCUMENT_URI = re.compile(r"schema://([0-9A-Za-z]{26})")
 _VERSION_NUMBER = re.compile(r"0|[1-9][0-9]{0,17}")  # the service says which versions exist
 
 
@@ -447,6 +464,15 @@ def _add_resources(server: MCPServer[Any], service: DocumentService) -> None:
                                  "configured ($ref not resolved; schema_get_root can dereference it).")
     def schema_resource() -> str:
         return _dumps(service.root_schema(dereferenced=False))
+
+    schema_id = service.root_schema(dereferenced=False).get("$id")
+    if isinstance(schema_id, str) and "://" in schema_id and schema_id != "schema://schema":
+        # results name the schema by its $id (schema_uri): that name is a resource too
+        @server.resource(schema_id, name="schema-by-id", title="The document schema (by its $id)",
+                         mime_type="application/json",
+                         description="The same schema as schema://schema, at the name results give as schema_uri.")
+        def schema_by_id() -> str:
+            return _dumps(service.root_schema(dereferenced=False))
 
     @server.resource("schema://errors", name="errors", title="The error catalog", mime_type="application/json",
                      description="Every error code a tool or endpoint can return: HTTP status, description, "

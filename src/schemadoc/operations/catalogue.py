@@ -102,7 +102,8 @@ def _purge_document(call: Call, args: a.DocumentArgs) -> BaseModel:
 
 def _list_documents(call: Call, args: a.ListArgs) -> BaseModel:
     listing = call.service.list_documents(limit=args.limit, offset=args.offset)
-    return r.list_documents_result(listing, call.service.schema_uri)
+    labels = {meta.doc_id: call.service.document_label(meta.doc_id) for meta in listing.documents}
+    return r.list_documents_result(listing, call.service.schema_uri, labels)
 
 
 def _root_schema(call: Call, args: a.RootSchemaArgs) -> BaseModel:

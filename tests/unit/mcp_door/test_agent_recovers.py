@@ -165,3 +165,28 @@ def _fill_text(value: Any, text: str) -> Any:
     if isinstance(value, dict):
         return {name: _fill_text(member, text) for name, member in value.items()}
     return value
+
+
+async def test_what_an_agent_reads_names_itself(agent: Client, service: DocumentService) -> None:
+    created = await call(agent, "document_create", {"content": {"title": "Physics", "code": "PHY101", "modules": []}})
+    doc_id = created["doc_id"]
+    listed = await call(agent, "document_list")
+    assert [(d["doc_id"], d["label"]) for d in listed["documents"]] == [(doc_id, "Physics")]
+    resources = {str(resource.uri): resource for resource in (await agent.list_resources()).resources}
+    assert resources[f"schema://{doc_id}"].title == "Physics"
+    # the schema_uri results carry is a resource that reads the schema
+    schema_uri = created["schema_uri"]
+    assert schema_uri == "https://example.org/schemas/course.schema.json"
+    read = await agent.read_resource(schema_uri)
+    assert json.loads(read.contents[0].text)["title"] == "Course syllabus"  # type: ignore[union-attr]
+    # a document resource carries the version it was read at
+    read = await agent.read_resource(f"schema://{doc_id}")
+    assert read.contents[0].meta == {"version": 1, "modified_at": created_at(service, doc_id)}
+    assert json.loads(read.contents[0].text)["title"] == "Physics"  # type: ignore[union-attr]
+    # the history's summary form, as the tool description recommends
+    history = await call(agent, "document_history", {"doc_id": doc_id, "summary": True})
+    assert history["entries"][0]["op"] == "create" and "patch" not in history["entries"][0]
+
+
+def created_at(service: DocumentService, doc_id: str) -> str:
+    return service.read_document(doc_id)[1].modified_at
