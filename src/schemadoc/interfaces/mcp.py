@@ -449,6 +449,10 @@ def _not_found(uri: str, error: SchemaDocError) -> MCPError:
                     data={"uri": uri, "error": error.to_dict()["error"]})
 
 
+_USER_FIELDS = ("code", "status", "description", "causes", "remediation")
+_ERROR_CATALOG = _dumps([{name: entry.as_dict()[name] for name in _USER_FIELDS} for entry in CATALOG.values()])
+"""The error catalog for the agent calling the tools: what each code means and what to do (the notes on where a
+code comes from, spec or extension, are in docs/errors.md and GET /api/v1/errors)."""
 _DOCUMENT_URI = re.compile(r"schema://([0-9A-Za-z]{26})")
 _VERSION_NUMBER = re.compile(r"0|[1-9][0-9]{0,17}")  # the service says which versions exist
 
@@ -475,10 +479,10 @@ def _add_resources(server: MCPServer[Any], service: DocumentService) -> None:
             return _dumps(service.root_schema(dereferenced=False))
 
     @server.resource("schema://errors", name="errors", title="The error catalog", mime_type="application/json",
-                     description="Every error code a tool or endpoint can return: HTTP status, description, "
+                     description="Every error code a tool can return: what it means, its HTTP status over REST, "
                                  "typical causes and how to fix it.")
     def errors_resource() -> str:
-        return _dumps([entry.as_dict() for entry in CATALOG.values()])
+        return _ERROR_CATALOG
 
     @server.resource("schema://{doc_id}", name="document", title="A document", mime_type="application/json",
                      description="The whole current document (validated) as JSON. resources/list lists every "

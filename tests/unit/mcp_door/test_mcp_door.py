@@ -405,7 +405,8 @@ async def test_resources_list_names_the_schema_the_catalog_and_every_document(cl
     resources = {str(r.uri): r for r in (await client.list_resources()).resources}
     templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
 
-    assert {"schema://schema", "schema://errors", *(f"schema://{i}" for i in ids)} == set(resources)
+    schema_id = "https://schemadoc.dev/schemas/book.schema.json"  # the schema_uri results carry, readable too
+    assert {"schema://schema", "schema://errors", schema_id, *(f"schema://{i}" for i in ids)} == set(resources)
     assert all(r.mime_type == "application/json" for r in resources.values())
     assert templates == ["schema://{doc_id}", "schema://{doc_id}/versions/{n}"]
 
@@ -430,7 +431,9 @@ async def test_the_schema_and_error_catalog_resources(client: Client, service: D
     assert orjson.loads(schema.text) == service.root_schema(dereferenced=False)  # type: ignore[union-attr]
     catalog = orjson.loads(errors.text)  # type: ignore[union-attr]
     assert [entry["code"] for entry in catalog] == list(CATALOG)
-    assert catalog[0] == next(iter(CATALOG.values())).as_dict()
+    first = next(iter(CATALOG.values())).as_dict()
+    assert catalog[0] == {name: first[name] for name in ("code", "status", "description", "causes", "remediation")}
+    assert len(errors.text) < 18_000, "written for the agent reading it"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("uri", [f"schema://{UNKNOWN_DOC}", "schema://not-a-ulid", "schema://a/b"])
