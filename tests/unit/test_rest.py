@@ -541,3 +541,12 @@ def test_the_error_catalog_is_served_as_the_mcp_resource_serves_it(client: TestC
     assert documented["operationId"] == "errors_catalog"
     assert set(body["errors"][0]) <= set(client.get("/openapi.json").json()["components"]["schemas"]
                                           ["ErrorCatalogEntry"]["properties"])
+
+
+def test_create_takes_content_in_the_body_or_nothing(client: TestClient) -> None:
+    assert client.post(f"{API}/documents").status_code == 201  # the spec's create: no body
+    created = client.post(f"{API}/documents", json={"content": {"title": "Given"}})
+    assert created.status_code == 201
+    assert created.json()["initial_tree"]["title"] == "Given" and created.json()["initial_tree"]["chapters"] == []
+    refused = client.post(f"{API}/documents", json={"content": {"title": ""}})
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == "validation-failed"
