@@ -70,19 +70,24 @@ def test_the_history_summary_names_the_op_path_and_size_without_the_patch(servic
 
 def test_render_labels_from_titles_else_words_in_schema_order_with_headings_for_arrays(
         service: DocumentService) -> None:
+    exercises = [{"points": 5, "question": "v = ?", "difficulty": "easy"}, {"question": "a = ?", "difficulty": "hard",
+                                                                         "points": 10}]
     doc_id = _course(service, assessment={"passMark": 60}, learningOutcomes=["Speed"],
-                     modules=[{"lessons": [], "summary": "How things move." * 8, "title": "Motion"}])
+                     modules=[{"lessons": [{"exercises": exercises, "prompt": "Why?", "title": "Speed"}],
+                               "summary": "How things move." * 8, "title": "Motion"}])
     _, rendered = service.render(doc_id)
     text = rendered.text
     assert text.startswith("# Physics")
     assert "**Pass mark**: 60" in text and "**Learning outcomes**" in text and "Passmark" not in text
     assert "**Code**: PHY101" in text
-    assert "## Modules" in text and "### Motion" in text
+    assert "## Motion" in text and "### Speed" in text, "titled items are their own headings"
+    assert "#### Exercises\n\n##### Exercises 1\n\n**Question**: v = ?" in text, "untitled items get one"
     assert "**Summary**\n\nHow things move." in text, "long text is labelled like every other member"
     # the schema's order, whatever the order the content was sent in
-    assert text.index("**Code**") < text.index("**Learning outcomes**") < text.index("## Modules") \
+    assert text.index("**Code**") < text.index("**Learning outcomes**") < text.index("## Motion") \
         < text.index("**Assessment**")
-    assert text.index("### Motion") < text.index("**Summary**")
+    assert text.index("## Motion") < text.index("**Summary**") < text.index("### Speed")
+    assert text.index("**Question**: v = ?") < text.index("**Difficulty**: easy") < text.index("**Points**: 5")
 
 
 @pytest.mark.parametrize(("key", "label"), [("learningOutcomes", "Learning outcomes"), ("passMark", "Pass mark"),

@@ -3,9 +3,10 @@
 Objects with a ``title`` (or ``name``) member become headings one level below their parent; other
 members follow, in the schema's order, as labelled paragraphs (long text) or ``**Label**: value``
 lines, every label the schema's ``title`` or else the words of the key ("Learning outcomes" for
-``learningOutcomes``); arrays of scalars become bullet lists, arrays of objects a heading with their
-label and one sub-section per item. Rendering stops before the byte budget; ``next_offset`` says which child of the
-node to render from next.
+``learningOutcomes``); arrays of scalars become bullet lists, arrays of titled objects a sequence of
+sub-sections, other arrays of objects a heading with their label and one numbered sub-section per
+item. Rendering stops before the byte budget; ``next_offset`` says which child of the node to render
+from next.
 """
 
 from __future__ import annotations
@@ -107,18 +108,24 @@ def _member(name: str, member: Any, tokens: list[str | int], level: int, schemas
         if member:
             out.append(f"**{_label(schemas, tokens, name)}**\n\n")
             _render(member, tokens, level, schemas, out)
-    elif isinstance(member, list):  # an array of objects: a heading, then its items one level below
+    elif isinstance(member, list) and not all(_headed(item) for item in member):
+        # items without a title of their own: the array's label as a heading, each item numbered below it
         label = _label(schemas, tokens, name)
         out.append(f"{'#' * min(level, 6)} {label}\n\n")
         for index, item in enumerate(member):
             item_tokens = [*tokens, index]
-            if isinstance(item, dict) and not any(isinstance(item.get(m), str) for m in _HEADING_MEMBERS):
+            if isinstance(item, dict) and not _headed(item):
                 out.append(f"{'#' * min(level + 1, 6)} {label} {index + 1}\n\n")
                 _render(item, item_tokens, level + 2, schemas, out)
             else:
                 _render(item, item_tokens, level + 1, schemas, out)
     else:
         _render(member, tokens, level, schemas, out)
+
+
+def _headed(value: Any) -> bool:
+    """Whether ``value`` is an object that makes its own heading (a title or name)."""
+    return isinstance(value, dict) and any(isinstance(value.get(m), str) for m in _HEADING_MEMBERS)
 
 
 def render_markdown(node: Any, tokens: list[str | int], schemas: NodeSchemas, *, offset: int = 0,
