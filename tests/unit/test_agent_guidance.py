@@ -148,3 +148,13 @@ def test_placeholders_are_values_the_schema_does_not_give() -> None:
     assert not is_placeholder({"enum": ["a", "b"]}, "b") and not is_placeholder({"default": 3}, 3)
     assert is_placeholder(exercise, {"difficulty": "medium", "question": "Example text"})
     assert not is_placeholder(exercise, {"difficulty": "medium"})
+
+
+def test_a_suggested_call_too_big_for_an_error_keeps_only_the_fix(service: DocumentService) -> None:
+    doc_id = _course(service, modules=[{**MODULE, "lessons": [{"title": "L", "prompt": "P", "exercises": []}]}])
+    with pytest.raises(SchemaDocError) as caught:
+        service.create_node(doc_id, "/modules/0/lessons/0/exercises/-", {"question": "Q" * 20_000}, 1)
+    suggested = caught.value.details["suggested_call"]
+    assert "arguments" not in suggested and suggested["arguments_size_bytes"] > 20_000
+    assert suggested["fix"] == [{"op": "add", "path": "/modules/0/lessons/0/exercises/0/difficulty", "value": "medium"},
+                                {"op": "add", "path": "/modules/0/lessons/0/exercises/0/points", "value": 10}]

@@ -16,6 +16,7 @@ from schemadoc.reading.examples import fill_defaults
 from schemadoc.service.checks import check_int, check_version
 from schemadoc.service.core import ServiceCore
 from schemadoc.service.models import ChangeEvent, DocState, DocumentList
+from schemadoc.service.nodes import bounded_call
 from schemadoc.storage.base import DocumentMeta, check_doc_id
 from schemadoc.validation import ValidationReport
 from schemadoc.validation.suggestions import combined_fix, placeholders
@@ -83,7 +84,7 @@ class Documents(ServiceCore):
         marked = placeholders(fix, self.schema)
         if marked:
             call["placeholders"] = marked
-        return call
+        return bounded_call(call, fix)
 
     def list_documents(self, limit: int = 100, offset: int = 0) -> DocumentList:
         check_int("limit", limit, 1, 1000)

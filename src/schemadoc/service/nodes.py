@@ -320,7 +320,7 @@ class NodeWrites(History):
                                 "resolves": resolves}
         if marked:
             call["placeholders"] = marked
-        return call
+        return bounded_call(call, fix)
 
     def _merge_patch_problems(self, concrete: list[str | int], merge_patch: Any) -> list[dict[str, Any]]:
         """What the node's merge-patch schema refuses in ``merge_patch``, with paths from the document root."""
@@ -372,7 +372,17 @@ class NodeWrites(History):
 _PREVIEW_BYTES = 16_384
 
 
-def _size(patch: list[dict[str, Any]]) -> int:
+def bounded_call(call: dict[str, Any], fix: list[dict[str, Any]]) -> dict[str, Any]:
+    """``call`` when its JSON fits in 16 KiB (an error stays readable within a result budget); else the tool with
+    the fix alone (``fix``: the operations, in the paths of the document the write would have made)."""
+    if _size([call]) <= _PREVIEW_BYTES:
+        return call
+    short = {key: value for key, value in call.items() if key != "arguments"}
+    return {**short, "arguments_size_bytes": _size([call["arguments"]]), **({"fix": fix}
+                                                                            if _size(fix) <= _PREVIEW_BYTES else {})}
+
+
+def _size(patch: list[Any]) -> int:
     try:
         return len(orjson.dumps(patch))
     except TypeError:  # integers beyond 64 bits
