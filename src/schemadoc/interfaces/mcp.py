@@ -77,7 +77,8 @@ INSTRUCTIONS = (
     "Every write needs the document's current `version` (from the last read or write; a stale one fails with "
     "version-conflict) and is validated against the whole schema: an invalid write is refused, changes nothing "
     "and comes with details.suggested_call, a corrected call to send as it is. `dry_run: true` answers what a "
-    "write would (its result or its error) without writing. Failed calls return an error object with `code`, "
+    "write would (its result or its error) without writing. `limit` and `offset` page through a list (how many, "
+    "how many to skip). Failed calls return an error object with `code`, "
     "`message`, `details` and "
     "`remediation`; the catalog is the resource schema://errors. Documents are resources at "
     "schema://{doc_id}; the schema is schema://schema. Every version is kept: document_history lists "
@@ -348,7 +349,7 @@ _SCHEMA_ONE = frozenset({"items", "additionalProperties", "not", "contains", "pr
 _SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 
 
-_SHARED_ARGUMENTS = frozenset({"doc_id", "version", "dry_run", "node_path"})
+_SHARED_ARGUMENTS = frozenset({"doc_id", "version", "dry_run", "node_path", "limit", "offset"})
 """Arguments many tools take, described once in the server's instructions rather than in every tool."""
 
 

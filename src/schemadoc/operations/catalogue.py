@@ -188,8 +188,7 @@ def _schema_locally(service: DocumentService, args: a.NodeSchemaArgs) -> bool:
 
 _ID = a.EXAMPLE_ID
 _WRITE_ERRORS = (400, 404, 408, 409, 413, 422)
-_VERSION_NOTE = (" Needs the current `version`; an invalid result is refused with details.suggested_call (a fix to "
-                 "send as is).")
+_VERSION_NOTE = " Needs the current `version` (a refusal carries details.suggested_call)."
 _BUDGET_NOTE = " Over 40,000 bytes: stubs or a next page (truncated: true)."
 _DOCUMENT = "/documents/{doc_id}"
 
@@ -202,7 +201,7 @@ CATALOGUE: tuple[Operation, ...] = (
         a.CreateDocumentArgs, r.CreateDocumentResult, _create_document, "write",
         (Route("POST", "/documents", summary="Create a document (from the schema's defaults, or from content)",
                status=201),),
-        "documents", errors=(400, 413, 422, 500), examples=({}, {"content": {"title": "Draft"}}),
+        "documents", errors=(400, 413, 422, 500), examples=({"content": {"title": "Draft"}},),
         written=("content",)),
     Operation(
         "document_read_node", "Read a node",
@@ -212,9 +211,7 @@ CATALOGUE: tuple[Operation, ...] = (
         a.ReadNodeArgs, r.ReadNodeResult, _read_node, "read",
         (Route("GET", _DOCUMENT, summary="Read a node, now or at a past version (bounded when asked)",
                defaults={"node_path": "/"}),),
-        "documents", examples=({"doc_id": _ID, "node_path": "/chapters/0"},
-                               {"doc_id": _ID, "node_path": "/title", "at_version": 2},
-                               {"doc_id": _ID, "node_path": "/chapters", "offset": 20, "limit": 10, "max_depth": 1}),
+        "documents", examples=({"doc_id": _ID, "node_path": "/chapters/0"},),
         local=_reads_node_locally, rest_result=r.ReadNodeResult | rr.BoundedReadNodeResult),
     Operation(
         "document_update_node", "Replace a node",

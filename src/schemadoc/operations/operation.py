@@ -109,9 +109,8 @@ class Operation:
         return self.kind != "read"
 
     def agent_description(self) -> str:
-        """The tool description: the text, then the first example's arguments that says more than a doc_id."""
-        shown = [example for example in self.examples if set(example) - {"doc_id", "limit", "offset"}][:1]
-        lines = [self.description, *(f"Example: {json.dumps(example)}" for example in shown)]
+        """The tool description: the text, then one example call per line."""
+        lines = [self.description, *(f"Example: {self.name} {json.dumps(example)}" for example in self.examples)]
         return "\n".join(lines)
 
 

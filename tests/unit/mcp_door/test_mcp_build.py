@@ -47,7 +47,8 @@ async def test_tools_list_is_the_catalogue(schema: LoadedSchema) -> None:
     for tool, operation in zip(listed, CATALOGUE, strict=True):
         assert tool.title == operation.title
         assert tool.description == operation.agent_description()
-        assert tool.description.splitlines()[0] == operation.description.splitlines()[0]
+        examples = tool.description.splitlines()[-len(operation.examples):]
+        assert all(line.startswith(f"Example: {operation.name} ") for line in examples)
         assert tool.input_schema == _input_schema(operation.args.model_json_schema())
         assert tool.input_schema.get("additionalProperties") is False
         assert tool.output_schema == _outline_schema(operation.result.model_json_schema())
