@@ -15,6 +15,7 @@ from typing import Any
 
 import jsonpatch
 import orjson
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, precondition, rule
@@ -143,12 +144,15 @@ class EngineMachine(RuleBasedStateMachine):
         self._fails("conflict", lambda: self.service.create_node(doc_id, "/title", "again", version))
 
     @rule(doc_id=documents)
-    def invalid_dry_run_reports_without_raising(self, doc_id: str) -> None:
+    def invalid_dry_run_fails_like_the_write(self, doc_id: str) -> None:
         version, _ = self.model[doc_id]
         before = self._files()
-        result = self.service.create_node(doc_id, "/chapters/-", {"id": "bad id"}, version, dry_run=True)
-        assert not result.report.valid
-        assert {v.code for v in result.report.violations} >= {"pattern-failed", "required-missing"}
+        with pytest.raises(SchemaDocError) as caught:
+            self.service.create_node(doc_id, "/chapters/-", {"id": "bad id"}, version, dry_run=True)
+        details = caught.value.details
+        assert caught.value.code == "validation-failed" and details["dry_run"] is True
+        assert {v["code"] for v in details["violations"]} >= {"pattern-failed", "required-missing"}
+        assert details["patch"][0]["op"] == "add"
         assert self._files() == before
 
     @rule(doc_id=documents)

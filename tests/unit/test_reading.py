@@ -130,7 +130,13 @@ def test_outline_and_next_incomplete_walk_a_defaults_document() -> None:
     validator = DocumentValidator(schema)
     items, more = next_incomplete(document, [], "", NodeSchemas(schema),
                                   lambda s, v: validator.validate_fragment(s, v).valid, limit=3)
+    assert items[0].pointer == "/chapters" and more
+    assert all(item.reason != "default-value" for item in items), "a value equal to its default is not unfinished"
+    items, more = next_incomplete(document, [], "", NodeSchemas(schema),
+                                  lambda s, v: validator.validate_fragment(s, v).valid, limit=3,
+                                  include_defaults=True)
     assert [item.pointer for item in items] == ["/title", "/chapters", "/tags"] and more
+    assert items[0].reason == "default-value" and not items[0].has_example, "no example overwrites a set value"
 
 
 def test_every_suggested_fix_repairs_its_violation() -> None:

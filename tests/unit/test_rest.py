@@ -170,7 +170,8 @@ def test_dry_run_previews_a_write_and_changes_nothing(client: TestClient, doc_id
         assert (body["dry_run"], body["version"], body["updated_node"]) == (True, 1, "Preview")
         assert "etag" not in response.headers
     invalid = client.put(url, params={"path": "/title", "dry_run": "true"}, json={"node_data": "", "version": 1})
-    assert invalid.status_code == 200 and invalid.json()["validation_report"]["valid"] is False
+    assert invalid.status_code == 422, "an invalid dry run answers what the write would"
+    assert invalid.json()["error"]["code"] == "validation-failed" and invalid.json()["error"]["details"]["dry_run"]
     appended = client.post(f"{url}/nodes", params={"path": "/tags/-", "dry_run": "true"},
                            json={"node_data": "sf", "version": 1})
     assert appended.status_code == 201 and appended.json()["created_node_path"] == "/tags/0"
@@ -540,3 +541,12 @@ def test_the_error_catalog_is_served_as_the_mcp_resource_serves_it(client: TestC
     assert documented["operationId"] == "errors_catalog"
     assert set(body["errors"][0]) <= set(client.get("/openapi.json").json()["components"]["schemas"]
                                           ["ErrorCatalogEntry"]["properties"])
+
+
+def test_create_takes_content_in_the_body_or_nothing(client: TestClient) -> None:
+    assert client.post(f"{API}/documents").status_code == 201  # the spec's create: no body
+    created = client.post(f"{API}/documents", json={"content": {"title": "Given"}})
+    assert created.status_code == 201
+    assert created.json()["initial_tree"]["title"] == "Given" and created.json()["initial_tree"]["chapters"] == []
+    refused = client.post(f"{API}/documents", json={"content": {"title": ""}})
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == "validation-failed"

@@ -61,10 +61,15 @@ def test_a_oneof_violation_explains_every_alternative(service: DocumentService) 
 
 def test_dry_run_previews_the_patch_node_and_report_and_changes_nothing(service: DocumentService) -> None:
     doc_id, content, *_ = service.create_document()
-    preview = service.update_node(doc_id, "/title", "", 1, dry_run=True)
-    assert preview.dry_run and not preview.report.valid
-    assert preview.patch == [{"op": "replace", "path": "/title", "value": ""}]
-    assert preview.node == ""
+    preview = service.update_node(doc_id, "/title", "Preview", 1, dry_run=True)
+    assert preview.dry_run and preview.report.valid
+    assert preview.patch == [{"op": "replace", "path": "/title", "value": "Preview"}]
+    assert preview.node == "Preview"
+    code, details = code_of(lambda: service.update_node(doc_id, "/title", "", 1, dry_run=True))
+    assert code == "validation-failed" and details["dry_run"] is True, "an invalid dry run fails like its write"
+    assert details["patch"] == [{"op": "replace", "path": "/title", "value": ""}]
+    code, details = code_of(lambda: service.update_node(doc_id, "/nowhere/x", "", 1, dry_run=True))
+    assert code == "path-not-found" and details["dry_run"] is True
     assert service.read_node(doc_id, "/title").node == content["title"]
     assert service.version_of(doc_id) == 1
 

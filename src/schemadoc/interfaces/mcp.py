@@ -37,6 +37,7 @@ from typing import Annotated, Any
 import anyio.to_thread
 import orjson
 from mcp import MCPError
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ResourceError
@@ -73,21 +74,24 @@ log = logging.getLogger("schemadoc.mcp")
 SERVER_NAME = "schemadoc"
 INSTRUCTIONS = (
     "schemadoc keeps JSON documents valid against one JSON Schema. Address nodes by RFC 6901 JSON "
-    "Pointer ('/' is the whole document). Every write needs the document's current `version` (from "
-    "the last read or write) and is validated against the whole schema: an invalid write is refused "
-    "and changes nothing. Failed calls return an error object with `code`, `message`, `details` and "
+    "Pointer in `node_path` ('/' is the whole document, '/chapters/0/title' a member of an item; '~1' escapes '/', "
+    "'~0' '~'; '/chapters/-1' is the last item). `doc_id` is a document's ULID (document_create, document_list). "
+    "Every write needs the document's current `version` (from the last read or write; a stale one fails with "
+    "version-conflict) and is validated against the whole schema: an invalid write is refused, changes nothing "
+    "and comes with details.suggested_call, a corrected call to send as it is. `dry_run: true` answers what a "
+    "write would (its result or its error) without writing. `limit` and `offset` page through a list (how many, "
+    "how many to skip). Failed calls return an error object with `code`, "
+    "`message`, `details` and "
     "`remediation`; the catalog is the resource schema://errors. Documents are resources at "
     "schema://{doc_id}; the schema is schema://schema. Every version is kept: document_history lists "
     "them, document_read_node with at_version and schema://{doc_id}/versions/{n} read them, document_diff "
     "compares two, and document_revert undoes changes by making a new version equal to an old one."
 )
 
-_ANNOTATIONS: dict[str, ToolAnnotations] = {
-    "read": ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
-    "write": ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                             open_world_hint=False),
-    "replace": ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
-                               open_world_hint=False),
+_ANNOTATIONS: dict[str, ToolAnnotations] = {  # hints equal to the protocol's defaults are left out
+    "read": ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    "write": ToolAnnotations(destructive_hint=False, open_world_hint=False),
+    "replace": ToolAnnotations(destructive_hint=True, open_world_hint=False),  # said, though it is the default
 }
 
 # -- results -----------------------------------------------------------------------------------
@@ -181,6 +185,20 @@ class SchemaDocMCPServer(MCPServer[Any]):
             return body
         return type(body).model_validate(fitted)
 
+    async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
+        """A document's resource carries its ``version`` (and ``modified_at``) in ``_meta``, read with the content
+        in one step, so an agent can write after reading it; everything else as the SDK reads it."""
+        match = _DOCUMENT_URI.fullmatch(str(uri))
+        if match is not None:
+            try:
+                content, meta = await anyio.to_thread.run_sync(self.service.read_document, match.group(1))
+            except SchemaDocError:
+                pass  # the SDK's path answers with the catalogued not-found
+            else:
+                return [ReadResourceContents(content=_dumps(content), mime_type="application/json",
+                                             meta={"version": meta.version, "modified_at": meta.modified_at})]
+        return await super().read_resource(uri, context)
+
     async def list_resources(self) -> list[Resource]:
         """The static resources, then one resource per document."""
         static = await super().list_resources()
@@ -192,7 +210,8 @@ class SchemaDocMCPServer(MCPServer[Any]):
         while True:
             listing = self.service.list_documents(limit=1000, offset=offset)
             resources += [
-                Resource(uri=document_uri(meta.doc_id), name=meta.doc_id, title=f"Document {meta.doc_id}",
+                Resource(uri=document_uri(meta.doc_id), name=meta.doc_id,
+                         title=self.service.document_label(meta.doc_id) or f"Document {meta.doc_id}",
                          description=f"Version {meta.version}, modified {meta.modified_at}.",
                          mime_type="application/json", size=meta.content_size_bytes)
                 for meta in listing.documents]
@@ -314,8 +333,94 @@ def _tool(operation: Operation) -> Tool:
     tool = Tool.from_function(never_called, name=operation.name, title=operation.title,
                               description=operation.agent_description(), annotations=_ANNOTATIONS[operation.kind],
                               structured_output=True)
-    tool.parameters = operation.args.model_json_schema()
+    tool.parameters = _input_schema(operation.args.model_json_schema())
+    output = tool.fn_metadata.output_schema
+    if output is not None:
+        tool.fn_metadata = tool.fn_metadata.model_copy(update={"output_schema": _outline_schema(output)})
     return tool
+
+
+# What tools/list carries is paid for by every agent on every session: the schemas are kept to what a client
+# needs to call a tool and check its result (the REST door's OpenAPI document has the full models).
+_INPUT_NOISE = frozenset({"title", "pattern"})
+"""Left out of input schemas: pydantic's titles repeat the names; the patterns of ids and pointers are
+documentation only (the service checks them and answers with its own codes)."""
+_SCHEMA_MAPS = frozenset({"properties", "$defs", "patternProperties", "dependentSchemas"})
+_SCHEMA_ONE = frozenset({"items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else",
+                         "unevaluatedProperties", "unevaluatedItems"})
+_SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+
+
+_SHARED_ARGUMENTS = frozenset({"doc_id", "version", "dry_run", "node_path", "limit", "offset"})
+"""Arguments many tools take, described once in the server's instructions rather than in every tool."""
+
+
+def _input_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """An arguments model's schema for tools/list: no titles or patterns, the shared arguments without their
+    description (see :data:`INSTRUCTIONS`), an optional argument as its type alone (leaving it out is the way to
+    say nothing), a JSON Patch as a list of operation objects."""
+    compact: dict[str, Any] = _compact(schema, _INPUT_NOISE)
+    properties: dict[str, Any] = compact.get("properties", {})
+    for name, member in list(properties.items()):
+        member = dict(member)
+        if name in _SHARED_ARGUMENTS:
+            member.pop("description", None)
+        branches = member.get("anyOf")
+        if isinstance(branches, list) and member.get("default", 0) is None:
+            kept = [branch for branch in branches if branch != {"type": "null"}]
+            if len(kept) == 1:
+                member = {**{k: v for k, v in member.items() if k not in ("anyOf", "default")}, **kept[0]}
+        if name == "patch" and member.get("type") == "array":
+            member["items"] = {"type": "object", "required": ["op", "path"]}
+        properties[name] = member
+    return compact
+
+
+def _compact(schema: Any, drop: frozenset[str]) -> Any:
+    """``schema`` without the keywords in ``drop`` (at every level; a property *named* like one stays)."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in drop:
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _compact(member, drop) for name, member in value.items()}
+        elif key in _SCHEMA_ONE:
+            out[key] = _compact(value, drop)
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_compact(member, drop) for member in value]
+        else:
+            out[key] = value
+    return out
+
+
+def _outline_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A result model's schema, one level deep: each member's JSON type(s), the required members; nested objects
+    and array items are left open (their shape is in docs/tools.md and the OpenAPI document). Nothing is repeated
+    from tool to tool, and every result the model allows still validates against it."""
+    definitions = schema.get("$defs", {})
+    properties = {name: _json_types(member, definitions) for name, member in schema.get("properties", {}).items()
+                  if name != "success"}  # always true on a result (a failure is an isError result)
+    return {"type": "object", "properties": properties}
+
+
+def _json_types(schema: Any, definitions: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(schema, dict):
+        return {}
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _json_types(definitions.get(ref.removeprefix("#/$defs/"), {}), definitions)
+    if isinstance(schema.get("anyOf"), list):
+        types: list[str] = []
+        for member in schema["anyOf"]:
+            kind = _json_types(member, definitions).get("type")
+            if kind is None:
+                return {}
+            types += [kind] if isinstance(kind, str) else list(kind)
+        return {"type": types[0] if len(types) == 1 else types}
+    kind = schema.get("type")
+    return {"type": kind} if isinstance(kind, str | list) else {}
 
 
 @functools.cache
@@ -357,6 +462,11 @@ def _not_found(uri: str, error: SchemaDocError) -> MCPError:
                     data={"uri": uri, "error": error.to_dict()["error"]})
 
 
+_USER_FIELDS = ("code", "status", "description", "causes", "remediation")
+_ERROR_CATALOG = _dumps([{name: entry.as_dict()[name] for name in _USER_FIELDS} for entry in CATALOG.values()])
+"""The error catalog for the agent calling the tools: what each code means and what to do (the notes on where a
+code comes from, spec or extension, are in docs/errors.md and GET /api/v1/errors)."""
+_DOCUMENT_URI = re.compile(r"schema://([0-9A-Za-z]{26})")
 _VERSION_NUMBER = re.compile(r"0|[1-9][0-9]{0,17}")  # the service says which versions exist
 
 
@@ -372,11 +482,20 @@ def _add_resources(server: MCPServer[Any], service: DocumentService) -> None:
     def schema_resource() -> str:
         return _dumps(service.root_schema(dereferenced=False))
 
+    schema_id = service.root_schema(dereferenced=False).get("$id")
+    if isinstance(schema_id, str) and "://" in schema_id and schema_id != "schema://schema":
+        # results name the schema by its $id (schema_uri): that name is a resource too
+        @server.resource(schema_id, name="schema-by-id", title="The document schema (by its $id)",
+                         mime_type="application/json",
+                         description="The same schema as schema://schema, at the name results give as schema_uri.")
+        def schema_by_id() -> str:
+            return _dumps(service.root_schema(dereferenced=False))
+
     @server.resource("schema://errors", name="errors", title="The error catalog", mime_type="application/json",
-                     description="Every error code a tool or endpoint can return: HTTP status, description, "
+                     description="Every error code a tool can return: what it means, its HTTP status over REST, "
                                  "typical causes and how to fix it.")
     def errors_resource() -> str:
-        return _dumps([entry.as_dict() for entry in CATALOG.values()])
+        return _ERROR_CATALOG
 
     @server.resource("schema://{doc_id}", name="document", title="A document", mime_type="application/json",
                      description="The whole current document (validated) as JSON. resources/list lists every "

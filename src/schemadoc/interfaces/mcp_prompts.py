@@ -25,8 +25,27 @@ class PromptArgumentError(ValueError):
     """A prompt argument that cannot be used (the MCP door turns it into INVALID_PARAMS)."""
 
 
+class _Slot:
+    """A number the agent fills in: shown bare (``<the current version number>``), never as a quoted string."""
+
+    def __init__(self, what: str) -> None:
+        self.text = f"<{what}>"
+
+
 def _json(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    slots: dict[str, str] = {}
+
+    def default(item: Any) -> str:
+        if isinstance(item, _Slot):
+            marker = f"\u0000slot{len(slots)}\u0000"
+            slots[marker] = item.text
+            return marker
+        raise TypeError
+
+    text = orjson.dumps(value, default=default).decode()
+    for marker, slot in slots.items():
+        text = text.replace(orjson.dumps(marker).decode(), slot)
+    return text
 
 
 def _call(tool: str, **arguments: Any) -> str:
@@ -98,7 +117,8 @@ def fill_document_text(service: DocumentService, doc_id: str) -> str:
         "8. To undo a write that went wrong, list the versions with "
         + _call("document_history", doc_id=doc_id)
         + " and make a new version equal to an earlier one with "
-        + _call("document_revert", doc_id=doc_id, to_version="<earlier version>", version="<current version>")
+        + _call("document_revert", doc_id=doc_id, to_version=_Slot("an earlier version number"),
+                version=_Slot("the current version number"))
         + "; document_diff shows what changed between two versions.",
         "9. When done, read schema://" + doc_id + " to review the whole document.",
     ]
@@ -113,6 +133,19 @@ def fill_document_text(service: DocumentService, doc_id: str) -> str:
         if len(properties) > _MAX_MEMBERS:
             lines.append(f"- ... and {len(properties) - _MAX_MEMBERS} more (see schema://schema)")
     return "\n".join(lines)
+
+
+def suggested_call(text: str) -> dict[str, Any] | None:
+    """The ``details.suggested_call`` of an error object given as JSON text, if it has one."""
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        data = data["error"]
+    details = data.get("details") if isinstance(data, dict) else None
+    found = details.get("suggested_call") if isinstance(details, dict) else None
+    return found if isinstance(found, dict) and isinstance(found.get("arguments"), dict) else None
 
 
 def parse_violations(text: str) -> list[dict[str, Any]]:
@@ -212,6 +245,17 @@ def fix_validation_errors_text(service: DocumentService, doc_id: str, violations
         "(document_history lists them).",
         "",
     ]
+    proposed = suggested_call(violations)
+    if proposed is not None:
+        arguments = {**proposed["arguments"], "version": version}
+        marked = proposed.get("placeholders") or []
+        lines += ["Fastest: the server built one call that applies every fix it could derive from the schema, "
+                  + ("and that passes validation" if proposed.get("resolves") else "though some violations "
+                     "below still need your own fix")
+                  + ". Send it as it is"
+                  + (f" after replacing the made-up values at {', '.join(map(str, marked))} with real content"
+                     if marked else "") + ":",
+                  "  " + f"{proposed.get('tool')} {_json(arguments)}", "", "Or step by step:"]
     lines += [f"{number}. {step.text}" for number, step in enumerate(steps, start=1)]
     if not steps:
         lines.append("(The report lists no violations: re-run the write with dry_run: true to see its report.)")

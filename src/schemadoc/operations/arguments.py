@@ -60,61 +60,55 @@ def _count(description: str, low: int, high: int | None = None) -> Any:
     return Field(strict=True, ge=low, le=high, description=description)
 
 
-DocId = Annotated[str, _text("The document's id: the 26-character ULID returned by document_create or "
-                             "document_list.", pattern=ULID_PATTERN)]
+DocId = Annotated[str, _text("The document's ULID (from document_create or document_list).", pattern=ULID_PATTERN)]
 NodePath = Annotated[str, _text(
-    "RFC 6901 JSON Pointer to the node: '/' is the whole document, '/chapters/0/title' a member of an array "
-    "item. Escape '/' in a key as '~1' and '~' as '~0'. A negative array index counts from the end "
-    "('/chapters/-1' is the last chapter).", pattern=_POINTER)]
+    "JSON Pointer (RFC 6901) to the node: '/' is the root, '/chapters/0/title' a member of an item; '~1' escapes "
+    "'/', '~0' '~'; '/chapters/-1' is the last item.", pattern=_POINTER)]
 NewNodePath = Annotated[str, _text(
-    "RFC 6901 JSON Pointer of the node to create: a new object member ('/title'), an array index to insert at "
-    "('/chapters/0'), or '-' to append to an array ('/chapters/-'). The parent must exist.", pattern=_POINTER)]
+    "JSON Pointer of the new node: a member ('/title'), an index to insert at ('/chapters/0') or '/chapters/-' "
+    "to append. The parent must exist.", pattern=_POINTER)]
 DeletedPath = Annotated[str, _text("RFC 6901 JSON Pointer of the node to delete (not the root).",
                                    pattern=_NODE_POINTER)]
-NodeData = Annotated[Any, Field(
-    description="The node's new JSON value (object, array, string, number, boolean or null). It must fit the "
-                "schema at node_path; check it with schema_get_node.")]
+NodeData = Annotated[Any, Field(description="The node's JSON value; it must fit the schema at node_path "
+                                             "(schema_get_node).")]
 Version = Annotated[int, Field(
     strict=True, ge=1,
-    description="The document version you last read or wrote (optimistic locking). If the document has moved "
-                "on, the write fails with version-conflict and details.actual_version. Over REST it may come "
-                "as an If-Match header (the ETag of your last read) instead.")]
+    description="The version of your last read or write; a stale one fails with version-conflict "
+                "(details.actual_version). REST: also as If-Match.")]
 DryRun = Annotated[bool, Field(
-    strict=True, description="true: compile and validate the write and return the result without applying it "
-                             "(the version does not change).")]
+    strict=True, description="true: answer what the write would (its result or its error, marked dry_run) "
+                             "without writing.")]
+FillDefaults = Annotated[bool, Field(
+    strict=True, description="true (extension): absent members of node_data get the schema's defaults first, as "
+                             "in document_create.")]
 _OPERATIONS = {"add": ("path", "value"), "remove": ("path",), "replace": ("path", "value"),
                "move": ("from", "path"), "copy": ("from", "path"), "test": ("path", "value")}
 _MEMBERS: dict[str, Any] = {"path": {"type": "string", "pattern": _POINTER},
                             "from": {"type": "string", "pattern": _POINTER}, "value": {}}
 Patch = Annotated[Any, WithJsonSchema({
     "type": "array",
-    "description": "An RFC 6902 JSON Patch: a list of operations such as {\"op\": \"add\", \"path\": \"/tags/-\", "
-                   "\"value\": \"x\"}; ops add, remove, replace, move, copy and test. All operations apply "
-                   "atomically and the result is validated once. A malformed patch fails with patch-invalid.",
+    "description": "RFC 6902 operations (add, remove, replace, move, copy, test), e.g. {\"op\": \"add\", "
+                   "\"path\": \"/tags/-\", \"value\": \"x\"}; applied atomically, validated once.",
     "items": {"oneOf": [{"type": "object", "required": ["op", *members],
                          "properties": {"op": {"const": op}, **{name: _MEMBERS[name] for name in members}}}
                         for op, members in _OPERATIONS.items()]}})]
 MergePatch = Annotated[Any, Field(
-    description="An RFC 7396 JSON Merge Patch for the node: an object whose members are set (objects merge "
-                "recursively, arrays and other values replace), with null removing a member; any other JSON "
-                "value replaces the node.")]
+    description="RFC 7396: members set (objects merge), null removes; a non-object replaces the node.")]
 Dereferenced = Annotated[bool, Field(
     strict=True, description="true: resolve $ref so the schema is self-contained (cycles stay as $ref); false: "
                              "return it as written.")]
 AtVersion = Annotated[int | None, Field(
     strict=True, ge=1,
-    description="Optional past version to read (1 = as created; see document_history). Omit it to read the "
-                "current document. A version the document does not have fails with version-not-found.")]
+    description="A past version to read (1 = as created); leave it out for the current one.")]
 MaxDepth = Annotated[int | None, Field(
     strict=True, ge=0, le=255,
-    description="Show this many container levels below the node; deeper containers become stubs "
-                '{"$stub": true, "type", "count", "size_bytes", "pointer"} (0: the node itself is a stub).')]
-WindowOffset = Annotated[int, _count("Skip this many of the node's members, items (or characters of a string).", 0)]
+    description="Container levels to show below the node; deeper ones become stubs (type, count, size_bytes, "
+                "pointer).")]
+WindowOffset = Annotated[int, _count("Members, items or characters of the node to skip.", 0)]
 WindowLimit = Annotated[int | None, Field(
-    strict=True, ge=1, description="Show at most this many of the node's members, items or characters.")]
+    strict=True, ge=1, description="At most this many members, items or characters.")]
 MaxBytes = Annotated[int | None, Field(
-    strict=True, ge=512, description="Keep the result's node within this many bytes of JSON (512 or more; over MCP "
-                                     "capped by the 40,000-byte result budget).")]
+    strict=True, ge=512, description="A size cap in bytes of JSON for the node (over MCP at most 40,000).")]
 
 
 class Arguments(BaseModel):
@@ -124,7 +118,13 @@ class Arguments(BaseModel):
 
 
 class CreateDocumentArgs(Arguments):
-    """No arguments: the document is built from the schema's defaults."""
+    """No arguments: the document is built from the schema's defaults (the spec's create). ``content`` (an
+    extension): the document to start from; absent members get their defaults, then it is validated whole."""
+
+    content: Annotated[Any, Field(
+        description="Optional (extension): the initial document. Absent members get the schema's defaults; the "
+                    "result is validated whole and refused with every violation at once. Leave it out to "
+                    "build the document from defaults alone.")] = None
 
 
 class ListArgs(Arguments):
@@ -169,16 +169,19 @@ class _Write(DocumentArgs):
 class UpdateNodeArgs(_Write):
     node_path: NodePath
     node_data: NodeData
+    fill_defaults: FillDefaults = False
 
 
 class CreateNodeArgs(_Write):
     node_path: NewNodePath
     node_data: NodeData
+    fill_defaults: FillDefaults = False
 
 
 class ValidateNodeArgs(DocumentArgs):
     node_path: NewNodePath
     node_data: NodeData
+    fill_defaults: FillDefaults = False
 
 
 class DeleteNodeArgs(_Write):
@@ -214,6 +217,8 @@ class HistoryArgs(DocumentArgs):
     since_version: Annotated[int, _count("Return the versions after this one (0 = from the first); pass the "
                                          "previous page's next_since_version to get the next page.", 0)] = 0
     limit: Annotated[int, _count("How many versions to return (1-1000).", 1, 1000)] = 100
+    summary: Annotated[bool, Field(strict=True, description="true: each version's op, path, time and patch size "
+                                                            "instead of its patch.")] = False
 
 
 class DiffArgs(DocumentArgs):
@@ -238,6 +243,8 @@ class OutlineArgs(DocumentArgs):
 class NextIncompleteArgs(DocumentArgs):
     node_path: NodePath = "/"
     limit: Annotated[int, _count("How many places to return (1-100).", 1, 100)] = 10
+    include_defaults: Annotated[bool, Field(strict=True, description="true: also list values equal to their "
+                                                                    "schema default (reason default-value).")] = False
 
 
 class SearchArgs(Arguments):

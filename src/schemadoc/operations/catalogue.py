@@ -34,7 +34,9 @@ __all__ = ["BY_NAME", "CATALOGUE"]
 
 
 def _create_document(call: Call, args: a.CreateDocumentArgs) -> BaseModel:
-    doc_id, content, meta, report = call.service.create_document()
+    given = args.content is not None or "content" in args.model_fields_set
+    doc_id, content, meta, report = (call.service.create_document(args.content) if given
+                                     else call.service.create_document())
     return r.create_document_result(doc_id, content, meta, report, call.document_uri(doc_id))
 
 
@@ -50,13 +52,13 @@ def _read_node(call: Call, args: a.ReadNodeArgs) -> BaseModel:
 def _update_node(call: Call, args: a.UpdateNodeArgs) -> BaseModel:
     return r.update_node_result(call.service.update_node(
         args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
-        scanned=call.scanned("node_data")))
+        scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults))
 
 
 def _create_node(call: Call, args: a.CreateNodeArgs) -> BaseModel:
     return r.create_node_result(call.service.create_node(
         args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
-        scanned=call.scanned("node_data")))
+        scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults))
 
 
 def _delete_node(call: Call, args: a.DeleteNodeArgs) -> BaseModel:
@@ -100,7 +102,8 @@ def _purge_document(call: Call, args: a.DocumentArgs) -> BaseModel:
 
 def _list_documents(call: Call, args: a.ListArgs) -> BaseModel:
     listing = call.service.list_documents(limit=args.limit, offset=args.offset)
-    return r.list_documents_result(listing, call.service.schema_uri)
+    labels = {meta.doc_id: call.service.document_label(meta.doc_id) for meta in listing.documents}
+    return r.list_documents_result(listing, call.service.schema_uri, labels)
 
 
 def _root_schema(call: Call, args: a.RootSchemaArgs) -> BaseModel:
@@ -114,7 +117,8 @@ def _node_schema(call: Call, args: a.NodeSchemaArgs) -> BaseModel:
 
 
 def _history(call: Call, args: a.HistoryArgs) -> BaseModel:
-    return r.history_result(call.service.history(args.doc_id, since_version=args.since_version, limit=args.limit))
+    return r.history_result(call.service.history(args.doc_id, since_version=args.since_version, limit=args.limit),
+                            summary=args.summary)
 
 
 def _diff(call: Call, args: a.DiffArgs) -> BaseModel:
@@ -133,7 +137,8 @@ def _outline(call: Call, args: a.OutlineArgs) -> BaseModel:
 
 
 def _next_incomplete(call: Call, args: a.NextIncompleteArgs) -> BaseModel:
-    return rr.next_incomplete_result(*call.service.next_incomplete(args.doc_id, args.node_path, args.limit))
+    return rr.next_incomplete_result(*call.service.next_incomplete(args.doc_id, args.node_path, args.limit,
+                                                                   include_defaults=args.include_defaults))
 
 
 def _search(call: Call, args: a.SearchArgs) -> BaseModel:
@@ -158,13 +163,15 @@ def _validate_node(call: Call, args: a.ValidateNodeArgs) -> BaseModel:
     version = service.version_of(args.doc_id)
     try:
         result = service.update_node(args.doc_id, args.node_path, args.node_data, version, dry_run=True,
-                                     scanned=call.scanned("node_data"))
+                                     scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults,
+                                     report_only=True)
         write = "document_update_node"
     except SchemaDocError as error:
         if error.code != "path-not-found":
             raise
         result = service.create_node(args.doc_id, args.node_path, args.node_data, version, dry_run=True,
-                                     scanned=call.scanned("node_data"))
+                                     scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults,
+                                     report_only=True)
         write = "document_create_node"
     return rr.validate_node_result(result, write)
 
@@ -181,55 +188,45 @@ def _schema_locally(service: DocumentService, args: a.NodeSchemaArgs) -> bool:
 
 _ID = a.EXAMPLE_ID
 _WRITE_ERRORS = (400, 404, 408, 409, 413, 422)
-_VERSION_NOTE = (" Pass the document's current `version`; the result carries the new one for your next write. The "
-                 "whole document is validated: if the change would make it invalid, the call fails with "
-                 "validation-failed listing every violation (details.violations), and nothing changes. Use "
-                 "dry_run=true to try a write first.")
-_BUDGET_NOTE = (" Results stay within 40,000 bytes of JSON: what does not fit is replaced by stubs or left for the "
-                "next page, with truncated: true and where to go on.")
+_VERSION_NOTE = " Needs the current `version` (a refusal carries details.suggested_call)."
+_BUDGET_NOTE = " Over 40,000 bytes: stubs or a next page (truncated: true)."
 _DOCUMENT = "/documents/{doc_id}"
 
 CATALOGUE: tuple[Operation, ...] = (
     Operation(
         "document_create", "Create a document",
-        "Create a new document from the schema's defaults and return its doc_id, version 1 and initial content. Use "
-        "it once before filling a document; then add content with document_create_node and document_update_node "
-        "(the fill-document prompt walks through it).",
+        "Create a document (version 1). Without arguments: from the schema's defaults (required-field-without-default"
+        " if a required field has none). With `content` (extension): absent members get defaults, then it is "
+        "validated whole.",
         a.CreateDocumentArgs, r.CreateDocumentResult, _create_document, "write",
-        (Route("POST", "/documents", summary="Create a document from the schema's defaults", status=201),),
-        "documents", errors=(400, 422, 500), examples=({},)),
+        (Route("POST", "/documents", summary="Create a document (from the schema's defaults, or from content)",
+               status=201),),
+        "documents", errors=(400, 413, 422, 500), examples=({"content": {"title": "Draft"}},),
+        written=("content",)),
     Operation(
         "document_read_node", "Read a node",
-        "Read the JSON value at one node of a document, with the document's current `version` (needed by your next "
-        "write) and the node's JSON type. Use it before writing, and to inspect a subtree without loading the whole "
-        "document (the whole document is also the resource schema://{doc_id}). A missing path fails with "
-        "path-not-found, whose details name the deepest existing ancestor. Pass at_version to read the node as it "
-        "was at a past version (see document_history); the result's `version` is then that past version, so take "
-        "the current one from a read without at_version before writing.\n"
-        "Big nodes: max_depth shows that many levels (deeper containers become stubs with their type, count, "
-        "size_bytes and pointer), offset/limit a window of the node's members or items, max_bytes a size cap."
+        "Read a node, with the document's `version` for your next write; at_version reads a past version. Big nodes: "
+        "max_depth, offset/limit, max_bytes."
         + _BUDGET_NOTE,
         a.ReadNodeArgs, r.ReadNodeResult, _read_node, "read",
         (Route("GET", _DOCUMENT, summary="Read a node, now or at a past version (bounded when asked)",
                defaults={"node_path": "/"}),),
-        "documents", examples=({"doc_id": _ID, "node_path": "/chapters/0"},
-                               {"doc_id": _ID, "node_path": "/title", "at_version": 2},
-                               {"doc_id": _ID, "node_path": "/chapters", "offset": 20, "limit": 10, "max_depth": 1}),
+        "documents", examples=({"doc_id": _ID, "node_path": "/chapters/0"},),
         local=_reads_node_locally, rest_result=r.ReadNodeResult | rr.BoundedReadNodeResult),
     Operation(
         "document_update_node", "Replace a node",
-        "Replace the value of an existing node (use '/' to replace the whole document)." + _VERSION_NOTE
-        + " To add a member or array item that does not exist yet, use document_create_node.",
+        "Replace an existing node ('/' = the document); new members and items: document_create_node. "
+        "fill_defaults=true fills absent members' defaults."
+        + _VERSION_NOTE,
         a.UpdateNodeArgs, r.UpdateNodeResult, _update_node, "replace",
         (Route("PUT", _DOCUMENT, summary="Replace a node"),), "documents", errors=_WRITE_ERRORS,
         examples=({"doc_id": _ID, "node_path": "/title", "node_data": "A New Title", "version": 3},),
         written=("node_data",)),
     Operation(
         "document_create_node", "Create a node",
-        "Create a node that does not exist yet: a new object member, an array item inserted at an index, or an item "
-        "appended with a path ending in '/-'. The parent must exist (create ancestors first); an existing member "
-        "fails with conflict (use document_update_node instead). Include every member the new node's own schema "
-        "requires." + _VERSION_NOTE,
+        "Create a member, an item at an index, or append with '/-'; the parent must exist. Include the members the "
+        "node requires (fill_defaults=true adds those with defaults)."
+        + _VERSION_NOTE,
         a.CreateNodeArgs, r.CreateNodeResult, _create_node, "write",
         (Route("POST", _DOCUMENT + "/nodes", summary="Create a node (a path ending in /- appends to an array)",
                status=201),),
@@ -238,16 +235,14 @@ CATALOGUE: tuple[Operation, ...] = (
                    "version": 4},), written=("node_data",)),
     Operation(
         "document_delete_node", "Delete a node",
-        "Delete an existing node (an object member or an array item; later items shift down). The root cannot be "
-        "deleted. Deleting something the schema requires fails with validation-failed." + _VERSION_NOTE,
+        "Delete a node (a member, or an item: later items shift down); not the root." + _VERSION_NOTE,
         a.DeleteNodeArgs, r.DeleteNodeResult, _delete_node, "replace",
         (Route("DELETE", _DOCUMENT + "/nodes", summary="Delete a node"),), "documents",
         errors=(400, 404, 408, 409, 422), examples=({"doc_id": _ID, "node_path": "/chapters/2", "version": 5},)),
     Operation(
         "document_apply_patch", "Apply a JSON Patch",
-        "Apply an RFC 6902 JSON Patch (add, remove, replace, move, copy, test) as ONE atomic write: all operations "
-        "succeed together or nothing changes. Use it for changes that are only valid together (e.g. renaming a "
-        "required member, or several fixes at once)." + _VERSION_NOTE,
+        "Apply an RFC 6902 JSON Patch as one atomic write, validated once (changes only valid together)."
+        + _VERSION_NOTE,
         a.PatchArgs, r.ApplyPatchResult, _apply_patch, "replace",
         (Route("POST", _DOCUMENT + "/patch", summary="Apply an RFC 6902 JSON Patch atomically", bare="patch"),),
         "documents", errors=_WRITE_ERRORS,
@@ -256,63 +251,49 @@ CATALOGUE: tuple[Operation, ...] = (
         written=("patch",)),
     Operation(
         "document_list", "List documents",
-        "List the documents on this server (doc_id, version, created/modified times, size), oldest first, a page at "
-        "a time; `has_more` says whether to ask for the next page with a larger offset.",
+        "List documents, oldest first, a page at a time (has_more), each with a label from its title-like member.",
         a.ListArgs, r.ListDocumentsResult, _list_documents, "read",
         (Route("GET", "/documents", summary="List documents"),), "documents", errors=(400,), etag=False,
         examples=({"limit": 20, "offset": 0},)),
     Operation(
         "schema_get_root", "Get the schema",
-        "Return the JSON Schema every document on this server must satisfy (also the resource schema://schema). "
-        "Read it before creating or filling documents.",
+        "The JSON Schema every document satisfies (also the resource schema://schema).",
         a.RootSchemaArgs, r.RootSchemaResult, _root_schema, "read",
         (Route("GET", "/schema", summary="The root schema"),), "schema", errors=(400,), etag=False,
         examples=({"dereferenced": True},), local=lambda service, args: True),
     Operation(
         "schema_get_node", "Get a node's schema",
-        "Return the JSON Schema that applies at a node path (its type, required members, constraints), even where "
-        "the document has no node yet. Use it before creating or updating a node; pass doc_id to also learn whether "
-        "the node exists.",
+        "The JSON Schema at a node path, even where the document has no node yet; with doc_id, also whether the node "
+        "exists.",
         a.NodeSchemaArgs, r.NodeSchemaResult, _node_schema, "read",
         (Route("GET", "/schema/node", summary="The schema of a node", defaults={"node_path": "/"}),), "schema",
         etag=False, examples=({"node_path": "/chapters/0", "doc_id": _ID},), local=_schema_locally),
     Operation(
         "document_history", "List a document's versions",
-        "List a document's versions from its journal, oldest first: for each, the version, the operation (create, "
-        "update_node, create_node, delete_node, patch, merge_patch, revert, delete_document, undelete_document), the "
-        "RFC 6902 patch that produced it and when. `current_version` is the version your next write must send. "
-        "While `has_more` is true, call again with since_version = next_since_version. Use it to find the version "
-        "to read (document_read_node with at_version), compare (document_diff) or return to (document_revert).",
+        "A document's versions, oldest first, page by page (since_version = next_since_version while has_more). Start"
+        " with summary=true (version, op, path, time, size); read patches only where needed.",
         a.HistoryArgs, r.HistoryResult, _history, "read",
         (Route("GET", _DOCUMENT + "/history", summary="The journal: one entry per version, oldest first"),),
-        "history", examples=({"doc_id": _ID, "since_version": 0, "limit": 20},)),
+        "history", examples=({"doc_id": _ID, "summary": True, "limit": 20},)),
     Operation(
         "document_diff", "Compare two versions",
-        "Return the RFC 6902 JSON Patch that turns version from_version of a document into version to_version; "
-        "applied to from_version it gives to_version exactly. Either direction works: from a newer to an older "
-        "version it is the patch that undoes the changes in between. A version the document does not have fails "
-        "with version-not-found.",
+        "The RFC 6902 patch from version from_version to to_version (either direction).",
         a.DiffArgs, r.DiffResult, _diff, "read",
         (Route("GET", _DOCUMENT + "/diff",
                summary="An RFC 6902 patch from one version to another (either direction)"),),
         "history", etag=False, examples=({"doc_id": _ID, "from_version": 3, "to_version": 5},)),
     Operation(
         "document_revert", "Revert to an earlier version",
-        "Undo: make a NEW version whose content equals an earlier version to_version. Nothing is rewritten: the "
-        "versions in between stay in the history, and a revert can itself be reverted. The result's `patch` is "
-        "what changed." + _VERSION_NOTE,
+        "Undo: a new version whose content equals to_version; the history is kept. The result's patch is the smallest"
+        " that does it." + _VERSION_NOTE,
         a.RevertArgs, r.RevertResult, _revert, "replace",
         (Route("POST", _DOCUMENT + "/revert", summary="Undo: a new version whose content equals a past version",
                description="Nothing in the history is rewritten: the revert is journaled as a new version."),),
         "history", errors=(400, 404, 408, 409, 422), examples=({"doc_id": _ID, "to_version": 4, "version": 7},)),
     Operation(
         "document_merge_patch", "Apply a JSON Merge Patch",
-        "Change a node with an RFC 7396 JSON Merge Patch: members present in merge_patch are set (objects merge "
-        "recursively), members set to null are removed, members left out stay as they are; arrays, and a "
-        "merge_patch that is not an object, replace the value whole. Handy to change several members of an object "
-        "at once without restating the rest. The merge patch is first checked against the node's schema and the "
-        "result validated: a refusal is validation-failed listing every violation at once (details.violations), "
-        "values the schema refuses and required members deleted alike." + _VERSION_NOTE,
+        "Change several members of a node at once with an RFC 7396 merge patch (null removes a member)."
+        + _VERSION_NOTE,
         a.MergePatchArgs, r.MergePatchResult, _merge_patch, "replace",
         (Route("PATCH", _DOCUMENT, summary="Apply an RFC 7396 JSON Merge Patch to a node",
                description="The body is the merge patch itself (`Content-Type: application/merge-patch+json`); the "
@@ -330,28 +311,21 @@ CATALOGUE: tuple[Operation, ...] = (
                    "version": 8},), written=("merge_patch",)),
     Operation(
         "document_delete", "Delete a document",
-        "Delete a whole document. It is a soft delete, journaled as a new version: the document leaves document_list "
-        "and resources/list, and reads and writes fail with document-not-found (details.deleted is true) until "
-        "document_undelete restores it with its whole history. Pass the document's current `version`; if it has "
-        "moved on, the call fails with version-conflict. To remove a node inside a document use "
-        "document_delete_node; to erase a deleted document for good, document_purge.",
+        "Soft-delete a whole document (document_undelete restores it, document_purge erases it).",
         a.DeleteDocumentArgs, r.DocumentStateResult, _delete_document, "replace",
         (Route("DELETE", _DOCUMENT, summary="Delete a document (restorable with undelete until purged)"),),
         "documents", errors=(400, 404, 408, 409), examples=({"doc_id": _ID, "version": 9},),
         no_dry_run="it can be undone with document_undelete (POST .../undelete)."),
     Operation(
         "document_undelete", "Restore a deleted document",
-        "Restore a document deleted with document_delete, with its whole history, as a new version (the result "
-        "carries it). A document that is not deleted fails with conflict; a purged one no longer exists "
-        "(document-not-found).",
+        "Restore a document deleted with document_delete, with its history, as a new version.",
         a.DocumentArgs, r.DocumentStateResult, _undelete_document, "write",
         (Route("POST", _DOCUMENT + "/undelete", summary="Restore a deleted document with its whole history"),),
         "documents", errors=(400, 404, 408, 409), examples=({"doc_id": _ID},),
         no_dry_run="it can be undone with document_delete (DELETE)."),
     Operation(
         "document_purge", "Erase a deleted document",
-        "Erase a deleted document and its whole history for good; this cannot be undone. Only a document deleted "
-        "with document_delete can be purged: a live one fails with conflict.",
+        "Erase a deleted document and its history for good (a live one fails with conflict).",
         a.DocumentArgs, r.PurgeResult, _purge_document, "replace",
         (Route("POST", _DOCUMENT + "/purge", summary="Remove a deleted document for good (content, history and all)",
                description="Only a deleted document can be purged (otherwise `conflict`). This cannot be undone."),),
@@ -359,10 +333,7 @@ CATALOGUE: tuple[Operation, ...] = (
         no_dry_run="it cannot be undone, so it is never done by accident."),
     Operation(
         "document_changes", "Changes of all documents",
-        "The change feed of every document on this server: each committed version (doc_id, version, operation, "
-        "time) in commit order, after the cursor `since`. Poll it: start with since=0, then pass the `next_cursor` "
-        "of each answer back as `since` to get only what was committed since. To be told about one document's "
-        "changes instead of polling, subscribe to its resource schema://{doc_id}.",
+        "Every committed version of every document after the cursor `since`; pass next_cursor back as since.",
         a.ChangesArgs, r.ChangesResult, _changes, "read",
         (Route("GET", "/changes", summary="Committed versions of every document, in commit order (a polling feed)",
                description="Pass `next_cursor` as `since` to get what was committed after the page: the cursor "
@@ -370,58 +341,51 @@ CATALOGUE: tuple[Operation, ...] = (
         "feeds", errors=(400,), etag=False, examples=({"since": 0, "limit": 50},)),
     Operation(
         "document_outline", "Outline a node",
-        "The table of contents of a node: its members and items `depth` levels down, each with its pointer, type, "
-        "member or item count, size in bytes, the schema's title and, for objects with a title or name member, that "
-        "label; no other leaf values. Start here on a big document, then read the part you need with "
-        "document_read_node." + _BUDGET_NOTE,
+        "A node's table of contents `depth` levels down: pointer, type, count, size, title and label; no leaf values."
+        " Start here on a big document." + _BUDGET_NOTE,
         a.OutlineArgs, rr.OutlineResult, _outline, "read",
         (Route("GET", _DOCUMENT + "/outline",
                summary="The table of contents of a node: members and items with type, count, size and title"),),
         "navigation", examples=({"doc_id": _ID, "node_path": "/", "depth": 2},)),
     Operation(
         "document_next_incomplete", "Find what is not finished",
-        "Where the document is valid but not finished by the schema's own words, breadth first in a stable order: "
-        "optional properties that are absent, empty arrays whose items the schema describes, values still equal to "
-        "their default. Each comes with its pointer, the schema of the value to write and, when one can be built, "
-        "an example_call (document_create_node or document_update_node) that would fill it. Call it, fill the first "
-        "place, repeat.",
+        "Where the document is valid but unfinished, breadth first: absent optional members, empty arrays (values "
+        "equal to their default: include_defaults). Each has node_schema and, when possible, an example_call "
+        "(placeholder: made-up text to replace). complete: true when done.",
         a.NextIncompleteArgs, rr.NextIncompleteResult, _next_incomplete, "read",
         (Route("GET", _DOCUMENT + "/incomplete",
                summary="Where the document is valid but not finished by the schema, breadth first"),),
         "navigation", examples=({"doc_id": _ID, "limit": 5},)),
     Operation(
         "document_move_node", "Move a node",
-        "Move a node (RFC 6902 move): to another member or array position, or within one array to reorder it "
-        "('/chapters/-' appends)." + _VERSION_NOTE,
+        "Move a node (RFC 6902 move), also within an array to reorder it ('/-' appends)." + _VERSION_NOTE,
         a.MoveNodeArgs, rr.MoveNodeResult, _move_node, "replace",
         (Route("POST", _DOCUMENT + "/move", summary="Move a node (RFC 6902 move; also reorders inside an array)"),),
         "documents", errors=_WRITE_ERRORS,
         examples=({"doc_id": _ID, "from_path": "/chapters/3", "to_path": "/chapters/0", "version": 7},)),
     Operation(
         "document_search", "Search documents",
-        "Find text in the string values of documents (case-insensitive): each hit is a doc_id, the pointer of the "
-        "string and a snippet around the match, oldest document first. Page with cursor = next_cursor.",
+        "Case-insensitive text search over string values: doc_id, pointer and snippet per hit; page with cursor.",
         a.SearchArgs, rr.SearchResult, _search, "read",
         (Route("GET", "/search", summary="Text search over the string values of documents"),), "navigation",
         etag=False, examples=({"query": "lighthouse", "limit": 10},)),
     Operation(
         "document_stats", "Measure a document",
-        "Measure a document: its size in bytes, node counts by JSON type, depth, version and journal length.",
+        "A document's size, node counts by type, depth, version and journal length.",
         a.DocumentArgs, rr.StatsResult, _stats, "read",
         (Route("GET", _DOCUMENT + "/stats", summary="Size, node counts by type, depth, version and journal length"),),
         "navigation", examples=({"doc_id": _ID},)),
     Operation(
         "document_render", "Render a node as Markdown",
-        "A readable Markdown rendering of a node driven by the schema (titles as headings, arrays as lists), to "
-        "review a draft. offset/limit choose which children of the node to render." + _BUDGET_NOTE,
+        "Markdown of a node for review: labels from the schema's titles, headings for objects, lists for arrays, in "
+        "schema order." + _BUDGET_NOTE,
         a.RenderArgs, rr.RenderResult, _render, "read",
         (Route("GET", _DOCUMENT + "/render", summary="A readable Markdown rendering of a node, driven by the schema"),),
         "navigation", examples=({"doc_id": _ID, "node_path": "/chapters/0"},)),
     Operation(
         "document_validate_node", "Check a value before writing it",
-        "Check a candidate value at a node without writing it: the answer is the validation report the write "
-        "would get now (document_update_node where the node exists, else document_create_node, as `write` says), "
-        "against the whole document and schema. Nothing changes and no version is needed.",
+        "Check a value at a node without writing: the report the write would get now (see `write`). No version "
+        "needed.",
         a.ValidateNodeArgs, rr.ValidateNodeResult, _validate_node, "read",
         (Route("POST", _DOCUMENT + "/validate", summary="Check a value at a node without writing it"),),
         "documents", errors=(400, 404, 413),

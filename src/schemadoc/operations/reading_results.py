@@ -82,12 +82,15 @@ class OutlineResult(Body):
 class ExampleCall(Body):
     tool: str = Field(description="document_create_node or document_update_node.")
     arguments: dict[str, Any] = Field(description="Arguments that would fill the place (checked against its schema).")
+    placeholder: bool = Field(default=False, description="true: node_data holds made-up values (not the schema's "
+                                                         "default, enum or examples); put real content there.")
 
 
 class IncompleteItem(Body):
     pointer: str
     reason: str = Field(description="absent (an optional property not there yet), empty-array (items the schema "
-                                    "describes), or default-value (still equal to the schema default).")
+                                    "describes), or default-value (equal to the schema default; only with "
+                                    "include_defaults, and never with an example_call: the value is set).")
     node_schema: dict[str, Any] = Field(description="The schema of the value to write (for empty-array: of one item).")
     example_call: ExampleCall | None = Field(default=None, description="A call that would fill it, when one "
                                                                        "could be built from the schema.")
@@ -100,6 +103,7 @@ class NextIncompleteResult(Body):
     node_path: str
     items: list[IncompleteItem] = Field(description="Breadth first, in a stable order; empty when finished.")
     has_more: bool
+    complete: bool = Field(default=False, description="true: nothing is left to fill below node_path.")
 
 
 class SearchHitBody(Body):
@@ -180,11 +184,11 @@ def next_incomplete_result(read: NodeRead, items: list[Incomplete], has_more: bo
         if item.has_example:
             arguments = {"doc_id": read.doc_id, "node_path": item.node_path, "node_data": item.example,
                          "version": read.version}
-            call = ExampleCall(tool=item.tool, arguments=arguments)
+            call = ExampleCall(tool=item.tool, arguments=arguments, placeholder=item.placeholder)
         bodies.append(IncompleteItem(pointer=item.pointer, reason=item.reason, node_schema=item.node_schema,
                                      example_call=call))
     return NextIncompleteResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/",
-                                items=bodies, has_more=has_more)
+                                items=bodies, has_more=has_more, complete=not bodies and not has_more)
 
 
 def search_result(query: str, page: SearchPage) -> SearchResult:

@@ -7,8 +7,10 @@ keeps the two doors identical by construction.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemadoc.ops.journal import JournalEntry
@@ -140,6 +142,7 @@ class ApplyPatchResult(WriteBody):
 
 class DocumentSummary(Body):
     doc_id: str
+    label: str | None = Field(default=None, description="Its title, name, label or code member, to recognise it.")
     version: int
     created_at: str
     modified_at: str
@@ -237,10 +240,13 @@ def patch_result(result: WriteResult) -> ApplyPatchResult:
     return ApplyPatchResult(**write_fields(result))
 
 
-def list_documents_result(listing: DocumentList, schema_uri: str) -> ListDocumentsResult:
+def list_documents_result(listing: DocumentList, schema_uri: str,
+                          labels: dict[str, str | None] | None = None) -> ListDocumentsResult:
+    found = labels or {}
     return ListDocumentsResult(
         schema_uri=schema_uri,
-        documents=[DocumentSummary(doc_id=m.doc_id, version=m.version, created_at=m.created_at,
+        documents=[DocumentSummary(doc_id=m.doc_id, label=found.get(m.doc_id), version=m.version,
+                                   created_at=m.created_at,
                                    modified_at=m.modified_at, tree_size_bytes=m.content_size_bytes,
                                    snapshot_version=m.snapshot_version)
                    for m in listing.documents],
@@ -267,10 +273,24 @@ class JournalEntryBody(Body):
     info: dict[str, Any] = Field(default_factory=dict)
 
 
+class JournalSummaryBody(Body):
+    """A version in the summary form of document_history: what changed where, and how big, without the patch."""
+
+    version: int
+    op: str
+    at: str
+    path: str | None = Field(default=None, description="Where the change was made (the node written, else the "
+                                                       "first operation's path).")
+    patch_op_count: int
+    patch_size_bytes: int
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
 class HistoryResult(Body):
     success: bool = True
     doc_id: str
-    entries: list[JournalEntryBody] = Field(description="Oldest first.")
+    entries: list[JournalEntryBody | JournalSummaryBody] = Field(description="Oldest first (summary=true: "
+                                                                             "without patches).")
     current_version: int
     has_more: bool
     next_since_version: int = Field(description="Pass as since_version to get the next page.")
@@ -325,9 +345,26 @@ def journal_entry_body(entry: JournalEntry) -> JournalEntryBody:
     return JournalEntryBody(version=entry.version, op=entry.op, patch=entry.patch, at=entry.at, info=entry.info)
 
 
-def history_result(page: HistoryPage) -> HistoryResult:
+def journal_entry_summary(entry: JournalEntry) -> JournalSummaryBody:
+    """An entry without its patch: version, operation, where, when and how big."""
+    where = entry.info.get("node_path")
+    if not isinstance(where, str):
+        where = entry.patch[0].get("path") if entry.patch else None
+    try:
+        size = len(orjson.dumps(entry.patch))
+    except TypeError:  # integers beyond 64 bits
+        size = len(json.dumps(entry.patch, separators=(",", ":")))
+    info = {key: value for key, value in entry.info.items() if key not in ("node_path", "seq")}
+    return JournalSummaryBody(version=entry.version, op=entry.op, at=entry.at, info=info,
+                              path=(where or "/") if isinstance(where, str) else None,
+                              patch_op_count=len(entry.patch), patch_size_bytes=size)
+
+
+def history_result(page: HistoryPage, *, summary: bool = False) -> HistoryResult:
     last = page.entries[-1].version if page.entries else page.since_version
-    return HistoryResult(doc_id=page.doc_id, entries=[journal_entry_body(e) for e in page.entries],
+    entries: list[JournalEntryBody | JournalSummaryBody] = \
+        [journal_entry_summary(e) for e in page.entries] if summary else [journal_entry_body(e) for e in page.entries]
+    return HistoryResult(doc_id=page.doc_id, entries=entries,
                          current_version=page.current_version, has_more=page.has_more, next_since_version=last)
 
 

@@ -8,11 +8,15 @@ to make one that should pass. ``avoid`` asks for a value different from it (repl
 
 from __future__ import annotations
 
+import copy
 import re
 import re._parser as _sre  # type: ignore[import-not-found]  # the standard library's own regular-expression parser (Python 3.11+)
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-__all__ = ["example_for"]
+from schemadoc.errors import SchemaDocError
+
+__all__ = ["example_for", "fill_defaults", "is_placeholder"]
 
 _FORMATS: dict[str, str] = {
     "date-time": "2025-01-01T12:00:00Z",
@@ -45,6 +49,8 @@ def example_for(schema: Any, avoid: Any = None, *, _depth: int = 0) -> tuple[boo
     if "const" in schema:
         return different(schema["const"]), schema["const"]
     if isinstance(schema.get("enum"), list):
+        if "default" in schema and schema["default"] in schema["enum"] and different(schema["default"]):
+            return True, schema["default"]  # the schema's own choice before the first option
         options = [option for option in schema["enum"] if different(option)]
         if avoid is not None:  # prefer a replacement at least as long as what it replaces
             longer = [o for o in options if len(repr(o)) >= len(repr(avoid))]
@@ -91,6 +97,95 @@ def example_for(schema: Any, avoid: Any = None, *, _depth: int = 0) -> tuple[boo
     if kind == "null":
         return different(None), None
     return False, None
+
+
+def is_placeholder(schema: Any, value: Any) -> bool:
+    """Whether ``value`` (an example for ``schema``) was made up rather than taken from the schema's words
+    (``default``, ``const``, ``examples``, ``enum``): a made-up value stands in for real content."""
+    if not isinstance(schema, dict):
+        return True
+    if "default" in schema and schema["default"] == value:
+        return False
+    if "const" in schema and schema["const"] == value:
+        return False
+    for words in ("examples", "enum"):
+        listed = schema.get(words)
+        if isinstance(listed, list) and value in listed:
+            return False
+    if isinstance(value, bool) or value is None:
+        return False  # a boolean or null is a choice, not a stand-in for content
+    if isinstance(value, list) and not value:
+        return False
+    if isinstance(value, dict):
+        return any(is_placeholder(_member_schema(schema, name), member) for name, member in value.items())
+    return True
+
+
+def _member_schema(schema: dict[str, Any], name: str) -> Any:
+    properties = schema.get("properties")
+    return properties.get(name, {}) if isinstance(properties, dict) else {}
+
+
+class _NodeSchemaSource(Protocol):
+    def shared_node_schema(self, tokens: Sequence[str]) -> dict[str, Any]: ...
+
+
+def fill_defaults(value: Any, tokens: Sequence[str], schemas: _NodeSchemaSource, *, _depth: int = 0) -> Any:
+    """``value`` (a node at ``tokens``) with the defaults the schema gives its absent members filled in, the way
+    ``document_create`` builds a document: a member with a ``default`` takes it, a required object member without
+    one is built from its own schema; members present are kept (and filled inside), nothing is replaced. Array
+    items are filled by the items' schema. A new value: ``value`` itself is not changed."""
+    if _depth > 64 or not isinstance(value, dict | list):
+        return value
+    if isinstance(value, list):
+        return [fill_defaults(item, [*tokens, str(index)], schemas, _depth=_depth + 1)
+                for index, item in enumerate(value)]
+    schema = _schema_at(schemas, tokens)
+    if schema is None:
+        return value
+    properties, required = _object_words(schema)
+    filled = dict(value)
+    for name, member in value.items():
+        filled[name] = fill_defaults(member, [*tokens, name], schemas, _depth=_depth + 1)
+    for name in properties:
+        if name in filled:
+            continue
+        member_schema = _schema_at(schemas, [*tokens, name])
+        if not isinstance(member_schema, dict):
+            continue
+        if "default" in member_schema:
+            filled[name] = fill_defaults(copy.deepcopy(member_schema["default"]), [*tokens, name], schemas,
+                                         _depth=_depth + 1)
+        elif name in required and _is_object(member_schema):
+            built = fill_defaults({}, [*tokens, name], schemas, _depth=_depth + 1)
+            filled[name] = built
+    return filled
+
+
+def _schema_at(schemas: _NodeSchemaSource, tokens: Sequence[str]) -> dict[str, Any] | None:
+    try:
+        return schemas.shared_node_schema(tokens)
+    except SchemaDocError:
+        return None
+
+
+def _object_words(schema: dict[str, Any]) -> tuple[list[str], set[str]]:
+    """The property names (in the schema's order) and required names of an object schema, ``allOf`` included."""
+    names: list[str] = []
+    required: set[str] = set()
+    for part in [schema, *[p for p in schema.get("allOf", []) if isinstance(p, dict)]]:
+        found = part.get("properties")
+        if isinstance(found, dict):
+            names += [name for name in found if name not in names]
+        listed = part.get("required")
+        if isinstance(listed, list):
+            required.update(name for name in listed if isinstance(name, str))
+    return names, required
+
+
+def _is_object(schema: dict[str, Any]) -> bool:
+    kind = schema.get("type")
+    return kind == "object" or (kind is None and "properties" in schema)
 
 
 class _Different:

@@ -5,7 +5,9 @@ Three kinds of places, in a stable order (breadth first; within an object, the s
 
 - ``absent``: an optional property the schema defines that the object does not have;
 - ``empty-array``: an empty array whose items the schema describes;
-- ``default-value``: a scalar still equal to its schema ``default``.
+- ``default-value``: a scalar equal to its schema ``default``, only when asked (``include_defaults``): a value
+  the document holds may have been chosen on purpose, so it is never unfinished merely for equalling the
+  default, and no example call proposes to overwrite it.
 
 Each comes with the node schema and, when one can be built and checks against it, an example
 call (``document_create_node`` or ``document_update_node``) that would fill it.
@@ -18,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from schemadoc.reading.examples import example_for
+from schemadoc.reading.examples import example_for, is_placeholder
 from schemadoc.reading.schemas import NodeSchemas
 from schemadoc.reading.views import child_pointer
 
@@ -42,6 +44,8 @@ class Incomplete:
     """Where that tool writes (for an empty array: ``<pointer>/-``, append)."""
     example: Any = None
     has_example: bool = False
+    placeholder: bool = False
+    """The example holds made-up values (see :func:`~schemadoc.reading.examples.is_placeholder`)."""
 
 
 def _properties(schema: dict[str, Any]) -> dict[str, Any]:
@@ -65,7 +69,7 @@ def _describes_items(schema: Any) -> bool:
 
 
 def _walk(node: Any, tokens: list[str | int], pointer: str,
-          schemas: NodeSchemas) -> Iterator[tuple[str, str, list[str | int], Any]]:
+          schemas: NodeSchemas, include_defaults: bool) -> Iterator[tuple[str, str, list[str | int], Any]]:
     """(reason, pointer, tokens, current value) of each unfinished place, breadth first by depth."""
     if isinstance(node, list) and not node and _describes_items(schemas.get(tokens)):
         yield "empty-array", pointer, tokens, node
@@ -93,7 +97,7 @@ def _walk(node: Any, tokens: list[str | int], pointer: str,
             if isinstance(member, list) and not member:
                 if _describes_items(schemas.get(at_tokens)):
                     yield "empty-array", at, at_tokens, member
-            elif _is_scalar(member) and isinstance(sub, dict) and "default" in sub \
+            elif include_defaults and _is_scalar(member) and isinstance(sub, dict) and "default" in sub \
                     and member == sub["default"] and type(member) is type(sub["default"]):
                 yield "default-value", at, at_tokens, member
         for name, member in value.items():
@@ -102,24 +106,26 @@ def _walk(node: Any, tokens: list[str | int], pointer: str,
 
 
 def next_incomplete(node: Any, tokens: list[str | int], pointer: str, schemas: NodeSchemas, check: Checker, *,
-                    limit: int = 10) -> tuple[list[Incomplete], bool]:
+                    limit: int = 10, include_defaults: bool = False) -> tuple[list[Incomplete], bool]:
     """The first ``limit`` unfinished places below ``node`` and whether there are more."""
     found: list[Incomplete] = []
-    for reason, at, at_tokens, current in _walk(node, tokens, pointer, schemas):
+    for reason, at, at_tokens, _current in _walk(node, tokens, pointer, schemas, include_defaults):
         if len(found) >= limit:
             return found, True
         if reason == "empty-array":
             item_tokens = [*at_tokens, 0]
             schema = schemas.get(item_tokens) or {}
-            tool, path, avoid = "document_create_node", f"{at}/-", None
+            tool, path = "document_create_node", f"{at}/-"
         elif reason == "absent":
             schema = schemas.get(at_tokens) or {}
-            tool, path, avoid = "document_create_node", at, None
-        else:
+            tool, path = "document_create_node", at
+        else:  # a value the document holds: it is the agent's to change, no example overwrites it
             schema = schemas.get(at_tokens) or {}
-            tool, path, avoid = "document_update_node", at, current
-        has_example, example = example_for(schema, avoid)
+            found.append(Incomplete(at or "/", reason, schema, "document_update_node", at or "/"))
+            continue
+        has_example, example = example_for(schema)
         if has_example and not check(schema, example):
             has_example, example = False, None
-        found.append(Incomplete(at or "/", reason, schema, tool, path or "/", example, has_example))
+        found.append(Incomplete(at or "/", reason, schema, tool, path or "/", example, has_example,
+                                has_example and is_placeholder(schema, example)))
     return found, False

@@ -1,22 +1,25 @@
 """A readable Markdown rendering of a node, driven by the schema.
 
 Objects with a ``title`` (or ``name``) member become headings one level below their parent; other
-members follow as paragraphs (long text) or ``**Label**: value`` lines, labelled by the schema's
-``title`` or the member name; arrays of scalars become bullet lists, arrays of objects a sequence
-of sub-sections. Rendering stops before the byte budget; ``next_offset`` says which child of the
-node to render from next.
+members follow, in the schema's order, as labelled paragraphs (long text) or ``**Label**: value``
+lines, every label the schema's ``title`` or else the words of the key ("Learning outcomes" for
+``learningOutcomes``); arrays of scalars become bullet lists, arrays of titled objects a sequence of
+sub-sections, other arrays of objects a heading with their label and one numbered sub-section per
+item. Rendering stops before the byte budget; ``next_offset`` says which child of the node to render
+from next.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from schemadoc.reading.schemas import NodeSchemas
 from schemadoc.reading.views import Window
 
-__all__ = ["Rendered", "render_markdown"]
+__all__ = ["Rendered", "render_markdown", "words"]
 
 _HEADING_MEMBERS = ("title", "name")
 _PARAGRAPH_FROM = 80
@@ -30,7 +33,34 @@ class Rendered:
 
 
 def _label(schemas: NodeSchemas, tokens: list[str | int], name: str) -> str:
-    return schemas.title(tokens) or name.replace("_", " ").capitalize()
+    """The schema's ``title``, else the words of the key: ``learningOutcomes`` and ``learning_outcomes`` read
+    "Learning outcomes"."""
+    return schemas.title(tokens) or words(name)
+
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^\W_]+")
+
+
+def words(key: str) -> str:
+    """A member name as words: camelCase, PascalCase, snake_case and kebab-case split, the first capitalised."""
+    found = _WORD.findall(key)
+    if not found:
+        return key
+    text = " ".join(word if word.isupper() and len(word) > 1 else word.lower() for word in found)
+    return text[:1].upper() + text[1:]
+
+
+def _ordered(value: dict[str, Any], tokens: list[str | int], schemas: NodeSchemas) -> list[tuple[str, Any]]:
+    """The members of ``value`` in the schema's order of ``properties`` (the others after, as they are)."""
+    schema = schemas.get(tokens)
+    order: list[str] = []
+    if isinstance(schema, dict):
+        for part in [schema, *[p for p in schema.get("allOf", []) if isinstance(p, dict)]]:
+            found = part.get("properties")
+            if isinstance(found, dict):
+                order += [name for name in found if name not in order]
+    ranked = {name: index for index, name in enumerate(order)}
+    return sorted(value.items(), key=lambda item: ranked.get(item[0], len(ranked)))
 
 
 def _scalar(value: Any) -> str:
@@ -48,7 +78,7 @@ def _render(value: Any, tokens: list[str | int], level: int, schemas: NodeSchema
         if heading is not None:
             out.append(f"{'#' * min(level, 6)} {heading}\n\n")
         inner = level + 1 if heading is not None else level
-        for name, member in value.items():
+        for name, member in _ordered(value, tokens, schemas):
             if heading is not None and member is heading:
                 continue
             _member(name, member, [*tokens, name], inner, schemas, out)
@@ -68,7 +98,7 @@ def _member(name: str, member: Any, tokens: list[str | int], level: int, schemas
             out: list[str]) -> None:
     """A member of an object whose own members are at heading ``level``."""
     if isinstance(member, str) and (len(member) >= _PARAGRAPH_FROM or "\n" in member):
-        out.append(f"{member}\n\n")
+        out.append(f"**{_label(schemas, tokens, name)}**\n\n{member}\n\n")
     elif not isinstance(member, dict | list):
         out.append(f"**{_label(schemas, tokens, name)}**: {_scalar(member)}\n\n")
     elif isinstance(member, dict) and not any(isinstance(member.get(m), str) for m in _HEADING_MEMBERS):
@@ -78,8 +108,24 @@ def _member(name: str, member: Any, tokens: list[str | int], level: int, schemas
         if member:
             out.append(f"**{_label(schemas, tokens, name)}**\n\n")
             _render(member, tokens, level, schemas, out)
+    elif isinstance(member, list) and not all(_headed(item) for item in member):
+        # items without a title of their own: the array's label as a heading, each item numbered below it
+        label = _label(schemas, tokens, name)
+        out.append(f"{'#' * min(level, 6)} {label}\n\n")
+        for index, item in enumerate(member):
+            item_tokens = [*tokens, index]
+            if isinstance(item, dict) and not _headed(item):
+                out.append(f"{'#' * min(level + 1, 6)} {label} {index + 1}\n\n")
+                _render(item, item_tokens, level + 2, schemas, out)
+            else:
+                _render(item, item_tokens, level + 1, schemas, out)
     else:
         _render(member, tokens, level, schemas, out)
+
+
+def _headed(value: Any) -> bool:
+    """Whether ``value`` is an object that makes its own heading (a title or name)."""
+    return isinstance(value, dict) and any(isinstance(value.get(m), str) for m in _HEADING_MEMBERS)
 
 
 def render_markdown(node: Any, tokens: list[str | int], schemas: NodeSchemas, *, offset: int = 0,
@@ -97,7 +143,7 @@ def render_markdown(node: Any, tokens: list[str | int], schemas: NodeSchemas, *,
     if isinstance(node, dict):
         heading = next((node[m] for m in _HEADING_MEMBERS if isinstance(node.get(m), str)), None)
         # islice takes no index beyond sys.maxsize
-        children: Any = itertools.islice(node.items(), min(offset, len(node)),
+        children: Any = itertools.islice(_ordered(node, tokens, schemas), min(offset, len(node)),
                                          None if stop is None else min(stop, len(node)))
         if heading is not None and offset == 0:
             pieces.append(f"# {heading}\n\n")

@@ -9,29 +9,82 @@ from typing import Any
 from ulid import ULID
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.ops.apply import apply_patch, check_patch
 from schemadoc.ops.journal import utc_now
+from schemadoc.ops.limits import check_string_lengths, scan_argument
+from schemadoc.reading.examples import fill_defaults
 from schemadoc.service.checks import check_int, check_version
 from schemadoc.service.core import ServiceCore
 from schemadoc.service.models import ChangeEvent, DocState, DocumentList
+from schemadoc.service.nodes import bounded_call
 from schemadoc.storage.base import DocumentMeta, check_doc_id
 from schemadoc.validation import ValidationReport
+from schemadoc.validation.suggestions import combined_fix, placeholders
 
 __all__ = ["Documents"]
+
+_NO_CONTENT: Any = object()
 
 
 class Documents(ServiceCore):
     """The use cases of a document as a whole (each one journaled, apart from purge)."""
 
-    def create_document(self) -> tuple[str, Any, DocumentMeta, ValidationReport]:
-        """A new document from the schema's defaults, at version 1."""
-        content = self.schema.defaults()
-        report = self.validator.validate(content)
-        report.raise_if_invalid(reason="the schema's defaults do not validate against the schema itself")
+    def create_document(self, content: Any = _NO_CONTENT) -> tuple[str, Any, DocumentMeta, ValidationReport]:
+        """A new document at version 1: from the schema's defaults (the spec's create), or, as an extension,
+        from ``content`` with the defaults of its absent members filled in, validated whole (every violation
+        reported at once, nothing stored)."""
+        if content is _NO_CONTENT:
+            try:
+                content = self.schema.defaults()
+            except SchemaDocError as error:
+                if error.code != "required-field-without-default":
+                    raise
+                raise SchemaDocError(error.code, error.message, error.details, remediation=(
+                    "Pass the document as `content` to document_create (REST: a JSON body with \"content\"): "
+                    "absent members get their defaults, the fields in details.paths must be given. Or give those "
+                    "fields a default in the schema.")) from None
+            report = self.validator.validate(content)
+            report.raise_if_invalid(reason="the schema's defaults do not validate against the schema itself")
+        else:
+            scan = scan_argument(content, max_json_depth=self.max_json_depth,
+                                 max_string_length=self.max_string_length)
+            scan.check_depth(self.max_json_depth, "content")
+            if scan.too_long:
+                check_string_lengths(content, self.max_string_length, "content")
+            content = fill_defaults(content, (), self.schema)
+            report = self.validator.validate(content)
+            try:
+                report.raise_if_invalid(content_given=True)
+            except SchemaDocError as error:
+                details = error.details
+                violations: list[dict[str, Any]] = details["violations"]
+                fix = combined_fix(violations)
+                details["violations"] = [{k: v for k, v in violation.items() if k != "suggested_fix"}
+                                         for violation in violations]
+                if fix:
+                    details["suggested_call"] = self._create_again(content, fix)
+                raise SchemaDocError(error.code, error.message, details, remediation=(
+                    "Send details.suggested_call as it is (replace the values in its placeholders with real content "
+                    "first), or fix each violation and send the content again." if fix
+                    else "Fix each violation and send the content again.")) from None
         doc_id = str(ULID())
         with self.store.write_lock(doc_id, self.lock_timeout):
             meta = self._commit(doc_id, None, content, [{"op": "add", "path": "", "value": content}],
                                 "create", {}, kind="created")
         return doc_id, content, meta, report
+
+    def _create_again(self, content: Any, fix: list[dict[str, Any]]) -> dict[str, Any]:
+        """``document_create`` with the content corrected by ``fix`` (and whether that passes validation)."""
+        try:
+            corrected = apply_patch(content, check_patch(fix)).document
+        except SchemaDocError:
+            return {"tool": "document_apply_patch", "resolves": False, "arguments": {"patch": fix}}
+        call: dict[str, Any] = {"tool": "document_create", "arguments": {"content": corrected},
+                                "resolves": self.validator.validate(corrected).valid}
+        marked = placeholders(fix, self.schema)
+        if marked:
+            call["placeholders"] = marked
+        return bounded_call(call, fix)
 
     def list_documents(self, limit: int = 100, offset: int = 0) -> DocumentList:
         check_int("limit", limit, 1, 1000)

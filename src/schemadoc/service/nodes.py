@@ -6,11 +6,14 @@ version check, apply on a structurally shared copy, validation, dry run or commi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from schemadoc.errors import SchemaDocError
-from schemadoc.ops.apply import apply_patch, check_patch, check_written_depth
+from schemadoc.ops.apply import apply_patch, check_patch, check_written_depth, json_equal
 from schemadoc.ops.compile import CompiledWrite, compile_create, compile_delete, compile_update
 from schemadoc.ops.history import compile_merge_patch, diff
 from schemadoc.ops.limits import (
@@ -22,12 +25,19 @@ from schemadoc.ops.limits import (
 )
 from schemadoc.ops.sizes import patch_size
 from schemadoc.pointer import format_pointer, parse, parse_node_path, resolve
+from schemadoc.reading.examples import fill_defaults
 from schemadoc.service.checks import check_version, path_arg
 from schemadoc.service.history import History
 from schemadoc.service.models import WriteResult
 from schemadoc.storage.base import check_doc_id
+from schemadoc.validation import ValidationReport
+from schemadoc.validation.suggestions import combined_fix, placeholders
 
 __all__ = ["NodeWrites"]
+
+Retry = Callable[[str, Any, list[dict[str, Any]]], "tuple[str, dict[str, Any]] | None"]
+"""A refused write's call again with corrected arguments (from the written node's pointer, the node as written
+and the fix in document paths), or None when the fix does not fit in them."""
 
 NodeOf = Callable[[Any, Any, str], Any]
 """What a write returns as its node: from the content before, the content after and the node's pointer."""
@@ -37,24 +47,53 @@ class NodeWrites(History):
     """The use cases that change a document's content (each one new version, or a dry run)."""
 
     def update_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
-                    dry_run: bool = False, scanned: ArgumentScan | None = None) -> WriteResult:
+                    dry_run: bool = False, scanned: ArgumentScan | None = None, fill_defaults: bool = False,
+                    report_only: bool = False) -> WriteResult:
         return self._node_write(doc_id, "update_node", compile_update, node_path, node_data, version,
-                                dry_run=dry_run, scanned=scanned)
+                                dry_run=dry_run, scanned=scanned, fill=fill_defaults, report_only=report_only)
 
     def create_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
-                    dry_run: bool = False, scanned: ArgumentScan | None = None) -> WriteResult:
+                    dry_run: bool = False, scanned: ArgumentScan | None = None, fill_defaults: bool = False,
+                    report_only: bool = False) -> WriteResult:
         return self._node_write(doc_id, "create_node", compile_create, node_path, node_data, version,
-                                dry_run=dry_run, scanned=scanned)
+                                dry_run=dry_run, scanned=scanned, fill=fill_defaults, report_only=report_only)
 
     def _node_write(self, doc_id: str, op: str, compile_write: Callable[[Any, str, Any], CompiledWrite],
                     node_path: str, node_data: Any, version: int, *, dry_run: bool,
-                    scanned: ArgumentScan | None) -> WriteResult:
-        """``update_node`` or ``create_node``: the request limits of ``node_data``, then the write."""
+                    scanned: ArgumentScan | None, fill: bool = False, report_only: bool = False) -> WriteResult:
+        """``update_node`` or ``create_node``: the request limits of ``node_data``, then the write. ``fill``: the
+        defaults of absent members of ``node_data`` filled in first, as ``document_create`` does."""
         path = path_arg(node_path)
         check_pointer_length(path, self.max_string_length, "node_path")
         scan = self._scan(node_data, scanned, "node_data")
-        return self._write(doc_id, version, op, lambda doc: compile_write(doc, path, node_data),
-                           dry_run=dry_run, node_of=_node_at, written=_written_depths(scan, [node_data], 0))
+
+        def build(document: Any) -> CompiledWrite:
+            compiled = compile_write(document, path, node_data)
+            if not fill or not isinstance(node_data, dict | list):
+                return compiled
+            tokens = [str(token) for token in parse(compiled.node_path)]
+            return compile_write(document, path, fill_defaults(node_data, tokens, self.schema))
+
+        tool = f"document_{op}"
+
+        def retry(node_pointer: str, written_node: Any, fix: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+            """The same call with node_data corrected, when every fix lies inside the written node."""
+            relative: list[dict[str, Any]] = []
+            for operation in fix:
+                paths = [operation["path"], *([operation["from"]] if "from" in operation else [])]
+                if not all(p == node_pointer or p.startswith(node_pointer + "/") for p in paths):
+                    return None
+                relative.append({**operation, **{key: operation[key][len(node_pointer):]
+                                                 for key in ("path", "from") if key in operation}})
+            try:
+                corrected = apply_patch(written_node, check_patch(relative)).document
+            except SchemaDocError:
+                return None
+            return tool, {"node_path": node_path, "node_data": corrected,
+                          **({"fill_defaults": True} if fill else {})}
+
+        return self._write(doc_id, version, op, build, dry_run=dry_run, node_of=_node_at,
+                           written=_written_depths(scan, [node_data], 0), report_only=report_only, retry=retry)
 
     def scan_argument(self, value: Any, *, text: bytes | None = None, surrogates: bool = False) -> ArgumentScan:
         """The one walk of a written argument (``node_data``, ``patch``, ``merge_patch``) at this service's
@@ -134,12 +173,82 @@ class NodeWrites(History):
         """A new version whose content equals ``to_version`` (nothing in the journal is rewritten)."""
         doc_id = check_doc_id(doc_id)
         target = self.read_version(doc_id, to_version)
-        return self._write(doc_id, version, "revert", lambda doc: CompiledWrite(diff(doc, target), ""),
-                           dry_run=dry_run, node_of=_no_node, info={"to_version": to_version})
+
+        def build(document: Any) -> CompiledWrite:
+            patch = diff(document, target)
+            inverse = self._undo_patch(doc_id, to_version, target, document)
+            if inverse is not None and _size(inverse) < _size(patch):
+                patch = inverse
+            return CompiledWrite(patch, "")
+
+        return self._write(doc_id, version, "revert", build, dry_run=dry_run, node_of=_no_node,
+                           info={"to_version": to_version})
+
+    def _undo_patch(self, doc_id: str, to_version: int, target: Any, current: Any) -> list[dict[str, Any]] | None:
+        """The inverse of the journal entries after ``to_version``, last first (one ``move`` undoes a ``move``),
+        when it can be built and verifiably turns ``current`` into ``target``; else None."""
+        entries = self.store.read_journal(doc_id, since_version=to_version, until_version=None)
+        operations = [operation for entry in entries for operation in entry.patch]
+        if len(operations) > self.max_patch_operations:
+            return None
+        inverse: list[dict[str, Any]] = []
+        document = target
+        try:
+            for operation in operations:
+                undo = _inverse_of(document, operation)
+                document = apply_patch(document, [operation]).document
+                inverse[:0] = undo
+        except (SchemaDocError, KeyError, IndexError, TypeError):
+            return None
+        if not json_equal(document, current) or not json_equal(apply_patch(current, inverse).document, target):
+            return None
+        return inverse
 
     def _write(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
-               dry_run: bool, node_of: NodeOf,
-               info: dict[str, Any] | None = None, written: dict[int, tuple[int, bool]] | None = None) -> WriteResult:
+               dry_run: bool, node_of: NodeOf, info: dict[str, Any] | None = None,
+               written: dict[int, tuple[int, bool]] | None = None, report_only: bool = False,
+               retry: Retry | None = None) -> WriteResult:
+        """One write, or its dry run. A dry run answers what the write would: the same result (``dry_run``) or
+        the same error, its details marked ``dry_run: true`` (a refused one with the ``patch`` it compiled to).
+        ``report_only``: a dry run returns an invalid report instead of failing (``document_validate_node``)."""
+        try:
+            return self._write_once(doc_id, version, op, build, dry_run=dry_run, node_of=node_of, info=info,
+                                    written=written, retry=None if report_only else retry, report_only=report_only)
+        except SchemaDocError as error:
+            refused = self._where_the_schema_forbids(error)
+            if dry_run and "dry_run" not in refused.details:
+                refused = SchemaDocError(refused.code, refused.message, {**refused.details, "dry_run": True},
+                                         refused.remediation)
+            if refused is error:
+                raise
+            raise refused from None
+
+    def _where_the_schema_forbids(self, error: SchemaDocError) -> SchemaDocError:
+        """``path-not-found`` whose remediation would send the agent to create a member the schema forbids:
+        said so instead (``details.forbidden``), with the members the schema allows there."""
+        missing = error.details.get("missing") if error.code == "path-not-found" else None
+        if not isinstance(missing, str):
+            return error
+        try:
+            self.schema.shared_node_schema(parse(missing))
+            return error
+        except SchemaDocError as refusal:
+            allowed = refusal.details.get("allowed")
+            where = refusal.details.get("deepest_valid_path")
+            if not isinstance(allowed, list):
+                return error
+        names = ", ".join(repr(name) for name in allowed) or "nothing"
+        return SchemaDocError(
+            "path-not-found", f"{error.message} The schema forbids {missing} (at {where or '/'} it allows "
+                              f"{names}).",
+            {**error.details, "forbidden": True, "allowed": allowed, "create_first": None},
+            remediation=f"Do not create {missing}: the schema does not allow it. Use one of the members "
+                        f"{where or '/'} allows ({names}); schema_get_node shows each one's schema.")
+
+    def _write_once(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
+                    dry_run: bool, node_of: NodeOf, info: dict[str, Any] | None,
+                    written: dict[int, tuple[int, bool]] | None, retry: Retry | None,
+                    report_only: bool = False) -> WriteResult:
         doc_id = check_doc_id(doc_id)
         version = check_version(version)
         if not isinstance(dry_run, bool):
@@ -153,17 +262,65 @@ class NodeWrites(History):
                                                     keep=not dry_run)
             node_path = compiled.node_path
             node = node_of(state.content, applied.document, node_path)
+            if not report.valid and not report_only:
+                self._refuse(doc_id, current, applied.document, applied.patch, node_path, node, report, retry,
+                             dry_run=dry_run)
             if dry_run:
                 if report.valid:  # a valid preview of something that cannot be stored must fail like the write
                     patch_size(state.content, state.meta.content_size_bytes, applied.patch, doc_id)
                 return WriteResult(doc_id, current, applied.patch, node_path, node, report, dry_run=True)
-            report.raise_if_invalid(doc_id=doc_id, version=current)
             # what the patch adds is checked and measured; the document itself is not serialised
             sized = patch_size(state.content, state.meta.content_size_bytes, applied.patch, doc_id)
             entry_info = dict(info) if info is not None else ({"node_path": node_path} if op != "patch" else {})
             meta = self._commit(doc_id, state, applied.document, applied.patch, op, entry_info, kind="updated",
                                 size=sized.size, edit_bytes=sized.added_bytes)
         return WriteResult(doc_id, meta.version, applied.patch, node_path, node, report)
+
+    def _refuse(self, doc_id: str, version: int, after: Any, patch: list[dict[str, Any]], node_path: str, node: Any,
+                report: ValidationReport, retry: Retry | None, *, dry_run: bool) -> None:
+        """``validation-failed`` with every violation and one fix that can be sent as it is: ``suggested_call``,
+        the same call with corrected arguments (or a patch of the current document), whose fixes never conflict.
+
+        The violations' own ``suggested_fix`` patches point into the document the write would have made, which
+        does not exist: they are folded into ``suggested_call`` and left out of the violations. ``placeholders``
+        names the made-up values to replace with real content; ``resolves`` says whether the suggested call
+        passes validation."""
+        try:
+            report.raise_if_invalid(doc_id=doc_id, version=version)
+        except SchemaDocError as error:
+            details = error.details
+            violations: list[dict[str, Any]] = details["violations"]
+            fix = combined_fix(violations)
+            details["violations"] = [{k: v for k, v in violation.items() if k != "suggested_fix"}
+                                     for violation in violations]
+            if fix:
+                details["suggested_call"] = self._suggested_call(doc_id, version, after, patch, node_path, node,
+                                                                 fix, retry)
+            if dry_run:
+                details.update({"dry_run": True, **_preview(patch)})
+            raise SchemaDocError(error.code, error.message, details, remediation=(
+                "Send details.suggested_call as it is (replace the values listed in its placeholders with real "
+                "content first), or fix each violation and retry." if fix else None)) from None
+
+    def _suggested_call(self, doc_id: str, version: int, after: Any, patch: list[dict[str, Any]], node_path: str,
+                        node: Any, fix: list[dict[str, Any]], retry: Retry | None) -> dict[str, Any]:
+        try:
+            fixed = apply_patch(after, check_patch(fix)).document
+            resolves = self.validator.validate(fixed).valid
+        except SchemaDocError:
+            resolves = False
+        found = retry(node_path, node, fix) if retry is not None else None
+        if found is not None:
+            tool, arguments = found
+            marked = placeholders(fix, self.schema, node_path)
+        else:
+            tool, arguments = "document_apply_patch", {"patch": [*patch, *fix]}
+            marked = placeholders(fix, self.schema)
+        call: dict[str, Any] = {"tool": tool, "arguments": {"doc_id": doc_id, **arguments, "version": version},
+                                "resolves": resolves}
+        if marked:
+            call["placeholders"] = marked
+        return bounded_call(call, fix)
 
     def _merge_patch_problems(self, concrete: list[str | int], merge_patch: Any) -> list[dict[str, Any]]:
         """What the node's merge-patch schema refuses in ``merge_patch``, with paths from the document root."""
@@ -182,8 +339,10 @@ class NodeWrites(History):
         merge-patch schema saw (its "null or a valid value" ``any-of-failed`` is left out where
         the result already names the value's problem).
         """
+        after: Any = None
         try:
-            resulting = self.validator.validate(apply_patch(document, compiled.patch).document)
+            after = apply_patch(document, compiled.patch).document
+            resulting = self.validator.validate(after)
         except SchemaDocError:  # the result cannot even be built: what the schema check found is all there is
             resulting = None
         violations = [] if resulting is None else [v.to_dict() for v in resulting.violations]
@@ -196,11 +355,70 @@ class NodeWrites(History):
                 seen.add((problem["code"], path))
                 violations.append(problem)
         count = len(violations)
+        fix = combined_fix(violations) if resulting is not None else []
+        details: dict[str, Any] = {"doc_id": doc_id, "version": version, "path": compiled.node_path or "/",
+                                   "violations": [{k: v for k, v in violation.items() if k != "suggested_fix"}
+                                                  for violation in violations]}
+        if fix:
+            details["suggested_call"] = self._suggested_call(doc_id, version, after, compiled.patch, "", None, fix,
+                                                             None)
         raise SchemaDocError(
             "validation-failed",
             f"The merge patch would make the document invalid ({count} error{'s' if count != 1 else ''}); "
-            "nothing was changed.",
-            {"doc_id": doc_id, "version": version, "path": compiled.node_path or "/", "violations": violations})
+            "nothing was changed.", details,
+            remediation="Send details.suggested_call as it is, or fix each violation and retry." if fix else None)
+
+
+_PREVIEW_BYTES = 16_384
+
+
+def bounded_call(call: dict[str, Any], fix: list[dict[str, Any]]) -> dict[str, Any]:
+    """``call`` when its JSON fits in 16 KiB (an error stays readable within a result budget); else the tool with
+    the fix alone (``fix``: the operations, in the paths of the document the write would have made)."""
+    if _size([call]) <= _PREVIEW_BYTES:
+        return call
+    short = {key: value for key, value in call.items() if key != "arguments"}
+    return {**short, "arguments_size_bytes": _size([call["arguments"]]), **({"fix": fix}
+                                                                            if _size(fix) <= _PREVIEW_BYTES else {})}
+
+
+def _size(patch: list[Any]) -> int:
+    try:
+        return len(orjson.dumps(patch))
+    except TypeError:  # integers beyond 64 bits
+        return len(json.dumps(patch, separators=(",", ":")))
+
+
+def _inverse_of(document: Any, operation: dict[str, Any]) -> list[dict[str, Any]]:
+    """The operations that undo one strict RFC 6902 ``operation`` applied to ``document``."""
+    op, path = operation["op"], operation["path"]
+    if op == "test":
+        return []
+    if op == "move":
+        return [{"op": "move", "from": path, "path": operation["from"]}]
+    if op == "remove":
+        return [{"op": "add", "path": path, "value": _at(document, path)}]
+    if op == "replace":
+        return [{"op": "replace", "path": path, "value": _at(document, path)}]
+    # add or copy: a new member or item is removed; an existing member (replaced by add) gets its value back
+    if path == "":
+        return [{"op": "replace", "path": "", "value": document}]
+    tokens = parse(path)
+    parent, _ = resolve(document, tokens[:-1], allow_negative=False)
+    if isinstance(parent, dict) and tokens[-1] in parent:
+        return [{"op": "replace", "path": path, "value": parent[tokens[-1]]}]
+    return [{"op": "remove", "path": path}]
+
+
+def _at(document: Any, pointer: str) -> Any:
+    node, _ = resolve(document, parse(pointer), allow_negative=False)
+    return node
+
+
+def _preview(patch: list[dict[str, Any]]) -> dict[str, Any]:
+    """A refused dry run's preview: the patch when it is small, else its size (the error stays readable)."""
+    size = _size(patch)
+    return {"patch": patch} if size <= _PREVIEW_BYTES else {"patch_op_count": len(patch), "patch_size_bytes": size}
 
 
 def _written_depths(scan: ArgumentScan, values: list[Any], below: int) -> dict[int, tuple[int, bool]]:

@@ -27,6 +27,7 @@ __all__ = ["Reading"]
 
 _MAX_OUTLINE_DEPTH = 32
 _MAX_INCOMPLETE = 100
+_LABEL_MEMBERS = ("title", "name", "label", "code")
 _MAX_SEARCH_HITS = 100
 
 
@@ -104,13 +105,27 @@ class Reading(History):
                         offset=offset, limit=limit, max_bytes=max_bytes)
         return read, found
 
-    def next_incomplete(self, doc_id: str, node_path: str = "/", limit: int = 10) -> tuple[NodeRead, list[Incomplete],
-                                                                                            bool]:
+    def document_label(self, doc_id: str) -> str | None:
+        """Something to recognise a document by: its first title-like root member that is text (``title``,
+        ``name``, ``label``, ``code``), at most 80 characters; None when it has none or cannot be read."""
+        try:
+            content = self._state(check_doc_id(doc_id)).content
+        except SchemaDocError:
+            return None
+        if isinstance(content, dict):
+            for member in _LABEL_MEMBERS:
+                value = content.get(member)
+                if isinstance(value, str) and value.strip():
+                    return value if len(value) <= 80 else value[:79] + "…"
+        return None
+
+    def next_incomplete(self, doc_id: str, node_path: str = "/", limit: int = 10, *,
+                        include_defaults: bool = False) -> tuple[NodeRead, list[Incomplete], bool]:
         """The next places, breadth first, where the document is valid but not finished by the schema."""
         check_int("limit", limit, 1, _MAX_INCOMPLETE)
         read, tokens = self._read_tokens(doc_id, node_path)
         found, more = next_incomplete(read.node, tokens, read.node_path, self._node_schemas,
-                                      self._fits, limit=limit)
+                                      self._fits, limit=limit, include_defaults=include_defaults)
         return read, found, more
 
     def search(self, query: str, node_path: str | None = None, doc_ids: list[str] | None = None, *,

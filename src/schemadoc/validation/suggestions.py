@@ -21,10 +21,10 @@ from typing import Any, Protocol
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.pointer import escape, parse
-from schemadoc.reading.examples import example_for
+from schemadoc.reading.examples import example_for, is_placeholder
 from schemadoc.validation.violations import Violation
 
-__all__ = ["NodeSchemaSource", "suggest"]
+__all__ = ["NodeSchemaSource", "combined_fix", "placeholders", "suggest"]
 
 _EXCERPT_KEYWORDS = {
     "dependentRequired": ("dependentRequired",),
@@ -90,7 +90,10 @@ def _fix(violation: Violation, instance: Any, node_schema: dict[str, Any] | None
             member_schema: Any = schemas.shared_node_schema([*tokens, member])
         except SchemaDocError:
             return None
-        found, value = example_for(member_schema)
+        if "default" in member_schema:  # the schema's own value before any example
+            found, value = True, member_schema["default"]
+        else:
+            found, value = example_for(member_schema)
         return [{"op": "add", "path": f"{path}/{escape(member)}", "value": value}] if found else None
     if keyword == "additionalProperties" and isinstance(violation.actual, list) and isinstance(instance, dict):
         allowed = node_schema.get("properties", {}) if node_schema is not None else {}
@@ -166,3 +169,49 @@ def _coerce(value: Any, expected: Any) -> Any:
 def _is_int_text(text: str) -> bool:
     digits = text[1:] if text[:1] == "-" else text
     return digits.isdigit() and digits.isascii() and (digits == "0" or not digits.startswith("0"))
+
+
+# -- one refusal, one fix -----------------------------------------------------------------------
+
+
+def combined_fix(violations: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``suggested_fix`` patches of a report's violations as one patch whose operations never conflict.
+
+    A member moved to a corrected name (a misspelling) is not also added with an example value; one path is
+    written once (the first violation's fix wins); a removal is not followed by writes below what it removed.
+    """
+    ops: list[dict[str, Any]] = []
+    written: set[str] = set()
+    moved_to: set[str] = set()
+    for violation in violations:
+        for op in violation.get("suggested_fix") or ():
+            if op.get("op") == "move":
+                moved_to.add(op["path"])
+    for violation in violations:
+        for op in violation.get("suggested_fix") or ():
+            path = op.get("path")
+            if not isinstance(path, str):
+                continue
+            if op.get("op") == "add" and any(path == t or path.startswith(t + "/") for t in moved_to):
+                continue  # the renamed member already brings a value
+            if path in written or any(path.startswith(w + "/") for w in written):
+                continue
+            written.add(path)
+            ops.append(op)
+    return ops
+
+
+def placeholders(ops: Sequence[dict[str, Any]], schemas: NodeSchemaSource, prefix: str = "") -> list[str]:
+    """The paths (relative to ``prefix``) of the values in ``ops`` that are made up rather than taken from the
+    schema (a default, an enum value, a const, an example): content the agent should replace."""
+    found: list[str] = []
+    for op in ops:
+        if op.get("op") != "add" or "value" not in op:  # replacements (coercions, enum values) keep what was meant
+            continue
+        try:
+            schema: Any = schemas.shared_node_schema(parse(op["path"]))
+        except SchemaDocError:
+            schema = {}
+        if is_placeholder(schema, op["value"]):
+            found.append(op["path"][len(prefix):] or "/")
+    return found

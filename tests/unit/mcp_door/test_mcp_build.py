@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from schemadoc.interfaces.mcp import build_mcp_server
+from schemadoc.interfaces.mcp import _input_schema, _outline_schema, build_mcp_server
 from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.reading.request_examples import tool_examples
 from schemadoc.schema import LoadedSchema
@@ -53,12 +53,12 @@ async def test_tools_list_is_the_catalogue(schema: LoadedSchema) -> None:
             assert tool.description == operation.agent_description()
         examples = tool.description.splitlines()[-len(operation.examples):]
         assert all(line.startswith(f"Example: {operation.name} ") for line in examples)
-        assert tool.input_schema == operation.args.model_json_schema()
+        assert tool.input_schema == _input_schema(operation.args.model_json_schema())
         assert tool.input_schema.get("additionalProperties") is False
-        assert tool.output_schema == operation.result.model_json_schema()
+        assert tool.output_schema == _outline_schema(operation.result.model_json_schema())
         assert tool.annotations is not None
-        assert tool.annotations.read_only_hint is (operation.kind == "read")
-        assert tool.annotations.destructive_hint is (operation.kind == "replace")
+        assert tool.annotations.read_only_hint is (True if operation.kind == "read" else None)  # None: false
+        assert tool.annotations.destructive_hint is (None if operation.kind == "read" else operation.kind == "replace")
     assert await _tools_list(second) == await _tools_list(first)
 
 

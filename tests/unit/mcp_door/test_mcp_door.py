@@ -71,13 +71,14 @@ async def test_every_tool_is_listed_with_a_description_an_input_schema_and_an_ou
     assert set(tools) == set(TOOLS)
     for name, required in TOOLS.items():
         tool = tools[name]
-        assert tool.description is not None and "Example: " + name in tool.description
+        assert tool.description is not None and tool.description.strip()
         assert tool.input_schema["type"] == "object"
         assert tool.input_schema["additionalProperties"] is False
         assert sorted(tool.input_schema.get("required", [])) == sorted(required)
-        assert all("description" in spec for spec in tool.input_schema["properties"].values())
+        shared = {"doc_id", "version", "dry_run", "node_path", "limit", "offset"}  # described in the instructions
+        assert all("description" in spec for arg, spec in tool.input_schema["properties"].items() if arg not in shared)
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"
-        assert "success" in tool.output_schema["properties"]
+        assert "success" not in tool.output_schema["properties"], "always true: a failure is an isError result"
 
 
 async def test_write_tools_declare_version_as_an_integer_and_dry_run_as_an_optional_boolean(client: Client) -> None:
@@ -404,7 +405,8 @@ async def test_resources_list_names_the_schema_the_catalog_and_every_document(cl
     resources = {str(r.uri): r for r in (await client.list_resources()).resources}
     templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
 
-    assert {"schema://schema", "schema://errors", *(f"schema://{i}" for i in ids)} == set(resources)
+    schema_id = "https://schemadoc.dev/schemas/book.schema.json"  # the schema_uri results carry, readable too
+    assert {"schema://schema", "schema://errors", schema_id, *(f"schema://{i}" for i in ids)} == set(resources)
     assert all(r.mime_type == "application/json" for r in resources.values())
     assert templates == ["schema://{doc_id}", "schema://{doc_id}/versions/{n}"]
 
@@ -429,7 +431,10 @@ async def test_the_schema_and_error_catalog_resources(client: Client, service: D
     assert orjson.loads(schema.text) == service.root_schema(dereferenced=False)  # type: ignore[union-attr]
     catalog = orjson.loads(errors.text)  # type: ignore[union-attr]
     assert [entry["code"] for entry in catalog] == list(CATALOG)
-    assert catalog[0] == next(iter(CATALOG.values())).as_dict()
+    first = next(iter(CATALOG.values())).as_dict()
+    assert catalog[0] == {name: first[name] for name in ("code", "status", "description", "causes", "remediation")}
+    full = orjson.dumps([entry.as_dict() for entry in CATALOG.values()])
+    assert len(errors.text) < 0.75 * len(full), "written for the agent reading it"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("uri", [f"schema://{UNKNOWN_DOC}", "schema://not-a-ulid", "schema://a/b"])
@@ -480,10 +485,13 @@ async def test_fix_validation_errors_turns_a_report_into_one_step_per_violation(
     steps = [line for line in text.splitlines() if line[:1].isdigit()]
     assert len(steps) == len(error["details"]["violations"]) == 4
     assert "[additional-properties-forbidden]" in steps[0]  # removals come first
-    # fixes that follow from the schema come as patches to apply as they are
-    assert f'document_apply_patch {{"doc_id":"{doc_id}","patch":[{{"op":"remove","path":"/chapters/0/color"}}]' \
-        in text
-    assert '{"op":"add","path":"/chapters/0/title","value":' in text
+    # the fixes that follow from the schema come as one call of the same tool, to send as it is
+    suggested = error["details"]["suggested_call"]
+    assert suggested["tool"] == "document_create_node" and suggested["arguments"]["node_path"] == "/chapters/-"
+    assert "color" not in suggested["arguments"]["node_data"] and "title" in suggested["arguments"]["node_data"]
+    assert "/title" in suggested["placeholders"]
+    assert f'document_create_node {{"doc_id":"{doc_id}","node_path":"/chapters/-"' in text
+    assert all("suggested_fix" not in v for v in error["details"]["violations"]), "no patch into a missing document"
     assert "document_update_node" in text and "^ch-[0-9]+$" in text
 
 

@@ -312,7 +312,7 @@ def _rest_request(tool: str, args: dict[str, Any]) -> tuple[str, str, dict[str, 
                    ("max_bytes", "max_bytes"))
         return "GET", f"/documents/{doc}/outline", query, None
     if tool == "document_next_incomplete":
-        query_from(("node_path", "path"), ("limit", "limit"))
+        query_from(("node_path", "path"), ("limit", "limit"), ("include_defaults", "include_defaults"))
         return "GET", f"/documents/{doc}/incomplete", query, None
     if tool == "document_stats":
         return "GET", f"/documents/{doc}/stats", query, None
@@ -321,7 +321,7 @@ def _rest_request(tool: str, args: dict[str, Any]) -> tuple[str, str, dict[str, 
                    ("max_bytes", "max_bytes"))
         return "GET", f"/documents/{doc}/render", query, None
     if tool == "document_history":
-        query_from(("since_version", "since_version"), ("limit", "limit"))
+        query_from(("since_version", "since_version"), ("limit", "limit"), ("summary", "summary"))
         return "GET", f"/documents/{doc}/history", query, None
     if tool == "document_diff":
         query_from(("from_version", "from_version"), ("to_version", "to_version"))

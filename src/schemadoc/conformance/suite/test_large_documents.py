@@ -166,14 +166,19 @@ async def test_outline_within_max_bytes_says_how_many_children_are_left(door: Do
 
 async def test_next_incomplete_lists_absent_empty_and_default_places_breadth_first(door: Door) -> None:
     doc = await new_doc(door)
-    body = ok(await door.call("document_next_incomplete", {"doc_id": doc.doc_id, "limit": 100}))
+    body = ok(await door.call("document_next_incomplete", {"doc_id": doc.doc_id, "limit": 100,
+                                                           "include_defaults": True}))
     places = [(item["pointer"], item["reason"]) for item in body["items"]]
     assert places[:3] == [("/title", "default-value"), ("/chapters", "empty-array"), ("/tags", "empty-array")]
     assert ("/metadata/author", "absent") in places and ("/metadata/status", "default-value") in places
     assert places.index(("/tags", "empty-array")) < places.index(("/metadata/author", "absent"))
+    assert all(item["example_call"] is None for item in body["items"] if item["reason"] == "default-value"), \
+        "no example call overwrites a value that is set"
     assert body["has_more"] is False
     again = ok(await door.call("document_next_incomplete", {"doc_id": doc.doc_id, "limit": 2}))
-    assert [item["pointer"] for item in again["items"]] == ["/title", "/chapters"] and again["has_more"] is True
+    assert [item["pointer"] for item in again["items"]] == ["/chapters", "/tags"] and again["has_more"] is True
+    assert all(item["reason"] != "default-value" for item in again["items"]), \
+        "a value equal to its default is not unfinished unless asked"
 
 
 async def test_every_example_call_of_next_incomplete_succeeds(door: Door) -> None:

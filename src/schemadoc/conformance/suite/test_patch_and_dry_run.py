@@ -153,14 +153,16 @@ async def test_a_dry_run_returns_patch_and_report_and_changes_nothing(door: Door
     assert doc.version == before[0] + 1, "the real write after the dry run must take the next version"
 
 
-async def test_a_dry_run_of_an_invalid_write_reports_the_violations_without_failing(door: Door) -> None:
+async def test_a_dry_run_of_an_invalid_write_fails_like_the_write_with_the_violations(door: Door) -> None:
     doc = await book_doc(door)
     before = await doc.snapshot()
-    body = ok(await doc.update("/metadata/edition", 500, dry_run=True))
-    report = body["validation_report"]
-    assert report["valid"] is False
-    assert [(v["path"], v["code"]) for v in report["errors"]] == [("/metadata/edition", "maximum")]
-    assert report["error_count"] == 1
+    real = failed(await doc.update("/metadata/edition", 500), "validation-failed")
+    error = failed(await doc.update("/metadata/edition", 500, dry_run=True), "validation-failed")
+    details = error["details"]
+    assert details["dry_run"] is True, "a dry run's answer says it is one"
+    assert [(v["path"], v["code"]) for v in details["violations"]] == [("/metadata/edition", "maximum")]
+    assert details["violations"] == real["details"]["violations"], "the same error as the write"
+    assert details["patch"] == [{"op": "replace", "path": "/metadata/edition", "value": 500}], "with the preview"
     assert await doc.snapshot() == before
 
 
