@@ -119,13 +119,13 @@ async def _run(storage: Path) -> str:
                                {"doc_id": doc, "node_path": "/chapters/-", "node_data": chapter, "version": version})
         version = written["version"]
         refused = await s.call("A write the schema refuses", "The status is an enum; `reviewed` is not one of its "
-                               "values. Nothing is written, and the violation carries a suggested fix: an RFC 6902 "
-                               "patch to send as it is.", "document_update_node",
+                               "values. Nothing is written, and the refusal carries one suggested call to send as "
+                               "it is: the same call with corrected arguments.", "document_update_node",
                                {"doc_id": doc, "node_path": "/metadata/status", "node_data": "reviewed",
                                 "version": version})
-        fix = refused["error"]["details"]["violations"][0]["suggested_fix"]
-        written = await s.call("Apply the suggested fix", "The patch from the refusal, unchanged.",
-                               "document_apply_patch", {"doc_id": doc, "patch": fix, "version": version})
+        suggested = refused["error"]["details"]["suggested_call"]
+        written = await s.call("Send the suggested call", "The call from the refusal, unchanged.",
+                               suggested["tool"], suggested["arguments"])
         version = written["version"]
         written = await s.call("Tag it", "A string appended to the tags.", "document_create_node",
                                {"doc_id": doc, "node_path": "/tags/-", "node_data": "science fiction",

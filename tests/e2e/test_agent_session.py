@@ -19,7 +19,7 @@ def test_the_agent_session_page_is_what_the_server_answers_now() -> None:
 def test_the_page_shows_the_whole_session() -> None:
     page = (ROOT / "docs" / "agent-session.md").read_text(encoding="utf-8")
     order = ["`document_create`", "`document_outline`", "`document_next_incomplete`", "`document_update_node`",
-             "Answer (refused: `isError`)", '"suggested_fix"', "`document_apply_patch`", "`document_read_node`"]
+             "Answer (refused: `isError`)", '"suggested_call"', "Send the suggested call", "`document_read_node`"]
     positions = [page.index(marker) for marker in order]
     assert positions == sorted(positions)
     assert page.count("refused: `isError`") == 1

@@ -233,13 +233,15 @@ def test_insert_move_and_delete_by_hand(page: Page, server: Server, client: Clie
 def test_next_incomplete_and_outline_are_one_click_away(page: Page, server: Server, client: Client) -> None:
     doc_id = client.create()
     _open(page, server, doc_id)
-    page.click("#next-incomplete")  # the title still holds the schema's default
-    page.wait_for("document.querySelector('#panel h2')?.textContent === '/title'")
-    assert "default-value" in page.text("#incomplete")
-    client.put(doc_id, "/title", "A real title")
-    page.click("#next-incomplete")  # then the chapters, still empty
+    page.click("#next-incomplete")  # the chapters, still empty (a value equal to its default is not incomplete)
     page.wait_for("document.querySelector('#panel h2')?.textContent === '/chapters'")
     assert "empty-array" in page.text("#incomplete")
+    version = client.put(doc_id, "/chapters", [{"id": "ch-1", "title": "One", "sections": [
+        {"title": "S", "paragraphs": [{"text": "Hi."}]}]}])
+    client.put(doc_id, "/tags", ["kept"], version)
+    page.click("#next-incomplete")  # then the author, still absent: its parent opens, where it would go
+    page.wait_for("document.querySelector('#panel h2')?.textContent === '/metadata'")
+    assert "/metadata/author (absent)" in page.text("#incomplete")
     page.click("#show-outline")
     page.wait_for("document.querySelector('#outline')")
     assert _query(page)["tab"] == ["outline"]

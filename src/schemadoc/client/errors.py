@@ -24,7 +24,9 @@ class ClientError(Exception):
 
     @property
     def violations(self) -> list[dict[str, Any]]:
-        """For ``validation-failed``: every violation (code, path, message, suggested_fix, ...)."""
+        """For ``validation-failed``: every violation (code, path, message, ...).
+
+        ``details["suggested_call"]`` is the one call that would fix them."""
         found = self.details.get("violations")
         return found if isinstance(found, list) else []
 

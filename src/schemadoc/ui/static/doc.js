@@ -476,7 +476,7 @@ export class DocumentView {
   refused(error, edit, base, result) {
     if (error.code === 'version-conflict') this.showConflict(error, base);
     else if (error.code === 'validation-failed' && Array.isArray(error.details.violations)) {
-      this.showViolations(error.details.violations, edit, base);
+      this.showViolations(error.details.violations, error.details.suggested_call, base);
     } else result.replaceChildren(errorBox(error, 'Not saved'));
   }
 
@@ -500,25 +500,32 @@ export class DocumentView {
     }, (failure) => changes.replaceChildren(errorBox(failure)));
   }
 
-  showViolations(violations, edit, base) {
+  showViolations(violations, suggested, base) {
     this.tree.markViolations(violations);
+    const call = SUGGESTED_ROUTES[suggested?.tool] ? suggested : null;
     this.notice(h('div', { class: 'violations', id: 'violations', role: 'alert' },
       h('strong', {}, `Not saved: ${violations.length} validation error${violations.length === 1 ? '' : 's'}. Nothing was changed.`),
       h('ul', {}, violations.map((v) => h('li', { class: 'violation', 'data-path': v.path },
         h('button', { type: 'button', class: 'link path', onclick: () => this.select(v.path) }, ptr.label(v.path)), ' ',
         h('span', { class: 'message' }, v.message), ' ', h('span', { class: 'code' }, v.code),
-        v.schema_excerpt ? h('div', { class: 'excerpt' }, 'Schema: ', h('code', {}, shortJson(v.schema_excerpt, 200))) : '',
-        Array.isArray(v.suggested_fix) && v.suggested_fix.length ? h('div', { class: 'fix' }, 'Suggested fix: ',
-          changeList(v.suggested_fix),
-          h('button', { type: 'button', class: 'apply-fix primary', onclick: () => this.applyFix(edit, v.suggested_fix, base) },
-            'Apply fix')) : '')))), { id: 'violations', kind: 'error' });
+        v.schema_excerpt ? h('div', { class: 'excerpt' }, 'Schema: ', h('code', {}, shortJson(v.schema_excerpt, 200))) : ''))),
+      call ? h('div', { class: 'fix' }, call.resolves === false ? 'A partial fix suggested by the server: ' : 'Suggested fix: ',
+        changeList(suggestedChanges(call)),
+        Array.isArray(call.placeholders) && call.placeholders.length
+          ? h('p', { class: 'note' }, `Made-up values to replace with real content: ${call.placeholders.join(', ')}.`) : '',
+        h('button', { type: 'button', class: 'apply-fix primary', onclick: () => this.applySuggested(call, base) },
+          'Apply fix')) : ''), { id: 'violations', kind: 'error' });
   }
 
-  async applyFix(edit, fix, base) {
+  async applySuggested(call, base) {
     const result = this.panel.querySelector('#edit-result') || h('div');
-    const patch = [...edit, ...fix];
-    const answer = await this.write(result, () => api(this.path('/patch'), { method: 'POST', body: { patch, version: base } }),
-      { edit: patch, base, done: (a) => `Applied your edit with the suggested fix: version ${a.version}.` });
+    const route = SUGGESTED_ROUTES[call.tool];
+    const args = call.arguments;
+    const edit = suggestedChanges(call);
+    const answer = await this.write(result, () => api(this.path(route.sub), {
+      method: route.method, query: args.node_path !== undefined ? { path: args.node_path } : undefined,
+      body: Object.fromEntries(route.body.filter((name) => name in args).map((name) => [name, args[name]])),
+    }), { edit, base: args.version ?? base, done: (a) => `Applied the suggested fix: version ${a.version}.` });
     if (answer) await this.afterWrite(answer, result);
   }
 
@@ -736,4 +743,21 @@ export class DocumentView {
       }
     }).catch(() => {});
   }
+}
+
+// The REST routes of the calls a refusal may suggest (details.suggested_call: the tool and its arguments).
+const SUGGESTED_ROUTES = {
+  document_apply_patch: { method: 'POST', sub: '/patch', body: ['patch', 'version'] },
+  document_update_node: { method: 'PUT', sub: '', body: ['node_data', 'version'] },
+  document_create_node: { method: 'POST', sub: '/nodes', body: ['node_data', 'version'] },
+  document_merge_patch: { method: 'POST', sub: '/merge', body: ['merge_patch', 'version'] },
+};
+
+// What a suggested call changes, as a patch to show.
+function suggestedChanges(call) {
+  const args = call.arguments || {};
+  if (Array.isArray(args.patch)) return args.patch;
+  if ('node_data' in args) return [{ op: call.tool === 'document_create_node' ? 'add' : 'replace', path: args.node_path, value: args.node_data }];
+  if ('merge_patch' in args) return [{ op: 'replace', path: args.node_path || '/', value: args.merge_patch }];
+  return [];
 }
