@@ -83,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", help="port to listen on (default 8080; 0 picks a free one)")
     serve.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file (default ./config.json)")
     serve.add_argument("--log-level", metavar="LEVEL", help="debug, info (default), warning or error")
+    serve.add_argument("--memory-budget", metavar="SIZE",
+                       help="bytes of documents and caches kept in memory, e.g. 256MiB or 2GiB "
+                            "(default a quarter of the machine's memory)")
 
     validate = commands.add_parser("validate", help="check a schema, or a JSON file against it")
     validate.add_argument("--schema", dest="schema_path", metavar="PATH", help="the JSON Schema (Draft 2020-12)")
@@ -179,7 +182,8 @@ def _open_service(settings: Settings) -> DocumentService:
     service = DocumentService(load_schema(settings.schema_path), store_for(settings.storage_dir, settings.storage_url),
                               snapshot_policy=SnapshotPolicy.from_settings(settings),
                               max_json_depth=settings.max_json_depth, max_string_length=settings.max_string_length,
-                              max_patch_operations=settings.max_patch_operations)
+                              max_patch_operations=settings.max_patch_operations,
+                              memory_budget=settings.memory_budget)
     service.open()
     return service
 
@@ -199,6 +203,7 @@ def _storage_shown(settings: Settings) -> str:
 
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     settings = load_settings(_overrides(args, "schema_path", "storage_dir", "storage_url", "transport", "host",
+                                        "memory_budget",
                                         "port", "config_file", "log_level"), environ)
     _configure_logging(settings.log_level_number)
     _check_schema_file(settings)

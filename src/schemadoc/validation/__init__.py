@@ -109,6 +109,12 @@ class DocumentValidator:
         """The verdict alone (see :meth:`validate_change`); nothing is remembered."""
         return self._change_is_valid(self._known(before), before, after, patch)
 
+    def forget(self, document: Any) -> None:
+        """Stop remembering ``document`` as valid (its holder dropped it: let it be freed)."""
+        with self._known_lock:
+            if self._known_valid.get(id(document)) is document:
+                del self._known_valid[id(document)]
+
     def _known(self, document: Any) -> bool:
         with self._known_lock:
             return self._known_valid.get(id(document)) is document
