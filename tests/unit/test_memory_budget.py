@@ -185,3 +185,25 @@ def test_concurrent_reads_and_writes_under_a_small_budget_stay_correct(tmp_path:
         replayed = service.read_version(doc_id, meta.version)
         assert content == replayed
     service.close()
+
+
+def test_the_same_budget_holds_on_the_postgresql_store() -> None:
+    from pg_support import throwaway_schema
+
+    from schemadoc.storage.postgres import PostgresDocumentStore
+
+    with throwaway_schema() as url:
+        service = DocumentService(SCHEMA, PostgresDocumentStore(url), memory_budget=2 * MIB)
+        service.open()
+        try:
+            ids = filled(service, 12)
+            assert service.memory.evictions > 0
+            assert service.memory.charged <= 2 * MIB
+            for number, doc_id in enumerate(ids):
+                content, meta = service.read_document(doc_id)
+                assert content == book(number)
+                assert meta.version == 2
+            assert service.update_node(ids[0], "/title", "Again", 2).version == 3
+            assert service.read_version(ids[0], 2) == book(0)
+        finally:
+            service.close()
