@@ -29,7 +29,8 @@ class Server:
     """One ``schemadoc serve`` process; its stdout and stderr go to files (no pipe can fill up)."""
 
     def __init__(self, storage: Path, logs: Path, *, storage_url: str | None = None,
-                 schema: Path = BOOK_SCHEMA, start_timeout: float = START_TIMEOUT_SECONDS) -> None:
+                 schema: Path = BOOK_SCHEMA, start_timeout: float = START_TIMEOUT_SECONDS,
+                 args: list[str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         logs.mkdir(parents=True, exist_ok=True)
@@ -40,6 +41,7 @@ class Server:
                    "--storage-dir", str(storage), "--host", "127.0.0.1", "--port", str(self.port)]
         if storage_url is not None:
             command += ["--storage-url", storage_url]
+        command += args or []
         with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
             self.process = subprocess.Popen(command, cwd=logs, env=env, stdout=out, stderr=err)
         self._wait_healthy(start_timeout)

@@ -16,6 +16,7 @@ from schemadoc.config import load_settings, parse_size
 from schemadoc.errors import SchemaDocError
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService
+from schemadoc.service.core import parse_stored
 from schemadoc.service.memory import BYTES_PER_BLOCK, ResidentSet, default_budget
 from schemadoc.service.models import DocState
 from schemadoc.storage.base import DocumentMeta
@@ -28,8 +29,9 @@ MIB = 1 << 20
 
 def book(number: int, paragraphs: int = 1000) -> dict[str, Any]:
     text = f"Paragraph of book {number}, long enough to weigh something in memory. " * 3
-    return {"title": f"Book {number}", "metadata": {"language": "en", "status": "draft", "edition": 1}, "chapters": [{"id": "ch-1", "title": "One", "sections": [
-        {"title": "S", "paragraphs": [{"text": f"{i} {text}"} for i in range(paragraphs)], "sections": []}]}]}
+    section = {"title": "S", "paragraphs": [{"text": f"{i} {text}"} for i in range(paragraphs)], "sections": []}
+    return {"title": f"Book {number}", "metadata": {"language": "en", "status": "draft", "edition": 1},
+            "chapters": [{"id": "ch-1", "title": "One", "sections": [section]}]}
 
 
 def service_with(tmp_path: Path, budget: int) -> DocumentService:
@@ -85,16 +87,28 @@ def test_the_charge_of_a_parsed_document_follows_its_measured_memory() -> None:
         data = orjson.dumps(shape)
         gc.disable()  # as the service does around a parse
         before = sys.getallocatedblocks()
-        parsed = orjson.loads(data)
+        parsed = parse_stored(data)
         charged = len(data) + BYTES_PER_BLOCK * (sys.getallocatedblocks() - before)
         gc.enable()
         del parsed
         tracemalloc.start()
-        parsed = orjson.loads(data)
+        parsed = parse_stored(data)
         traced = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
         del parsed
         assert 0.9 * traced <= charged <= 2.5 * traced  # never much under; over on numbers (28-byte ints)
+
+
+def test_a_stored_document_parses_to_what_orjson_and_json_read() -> None:
+    """The cold-read parser beside orjson: the same values; integers beyond 64 bits exact, as json reads them."""
+    import json
+
+    data = orjson.dumps(book(3, 50))
+    assert parse_stored(data) == orjson.loads(data)
+    assert parse_stored(b'{"n":123456789012345678901234567890}') == {"n": 123456789012345678901234567890}
+    assert parse_stored(b'[0.1,5e-324,-0.0,1E5]') == json.loads(b'[0.1,5e-324,-0.0,1E5]')
+    with pytest.raises(orjson.JSONDecodeError):
+        parse_stored(b'{"a": ')
 
 
 def test_documents_beyond_the_budget_are_evicted_and_read_back_exactly(tmp_path: Path) -> None:
@@ -170,7 +184,7 @@ def test_concurrent_reads_and_writes_under_a_small_budget_stay_correct(tmp_path:
                         service.update_node(doc_id, "/chapters/0/title", f"t{offset}-{turn}", version)
                     except SchemaDocError as error:
                         assert error.code == "version-conflict"
-        except BaseException as error:  # noqa: BLE001 - reported below
+        except BaseException as error:
             errors.append(error)
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]

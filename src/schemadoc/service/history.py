@@ -12,7 +12,7 @@ from schemadoc.ops.history import CHECKPOINT_EVERY, Checkpoints, diff, replay_fr
 from schemadoc.pointer import format_pointer, parse_node_path, resolve
 from schemadoc.reading import json_size
 from schemadoc.service.checks import check_int, path_arg
-from schemadoc.service.core import ServiceCore
+from schemadoc.service.core import ServiceCore, parse_stored
 from schemadoc.service.models import Change, ChangesPage, HistoryPage, NodeRead
 from schemadoc.storage.base import check_doc_id
 
@@ -75,7 +75,7 @@ class History(ServiceCore):
             persisted = self.store.read_checkpoint(doc_id, version)
             if persisted is not None and persisted[0] > base_version:
                 try:
-                    base_version, base = persisted[0], orjson.loads(persisted[1])
+                    base_version, base = persisted[0], parse_stored(persisted[1])
                     checkpoints.remember(base_version, base)
                     fresh_bytes += len(persisted[1])
                 except orjson.JSONDecodeError:  # a cache torn by a crash: replay further instead

@@ -45,6 +45,8 @@ DEFAULT_BUDGET_FRACTION = 0.25
 _SIZE_ENTRY_BYTES = 160
 """One remembered container size: a dict slot, a tuple and an int."""
 _SIZE_ENTRIES_PER_DOCUMENT = 20_000
+_TRIM_EVERY_BYTES = 8 << 20
+"""Evicted bytes after which the C heap's free pages are handed back (:data:`release_free_memory`)."""
 _ENTRY_BYTES = 2_048
 """What an entry costs beside its content: the state, the meta, the caches' empty shells."""
 
@@ -62,6 +64,30 @@ def default_budget() -> int:
     except OSError:
         pass
     return max(int(limit * DEFAULT_BUDGET_FRACTION), 64 << 20)
+
+
+def _libc_trim() -> Callable[[], None]:
+    """``malloc_trim(0)`` of the C library (glibc), or nothing where there is none."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        name = ctypes.util.find_library("c")
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        trim = None
+    if trim is None:  # pragma: no cover
+        return lambda: None
+
+    def call() -> None:
+        trim(0)
+
+    return call
+
+
+release_free_memory = _libc_trim()
+"""Hand the C heap's free pages back to the system (evicted content freed many small blocks; without
+this, the heap keeps them and the process's RSS stays at its high-water mark)."""
 
 
 def allocated_blocks() -> int:
@@ -103,6 +129,7 @@ class ResidentSet:
         self._pins: dict[str, int] = {}
         self.evictions = 0
         """Entries dropped to stay within the budget (for benchmarks and tests)."""
+        self._freed = 0
         self.loads = 0
         """Documents loaded from the store (first reads and reloads after an eviction)."""
 
@@ -195,6 +222,16 @@ class ResidentSet:
         if self._on_evict is not None:
             for doc_id, entry in dropped:
                 self._on_evict(doc_id, entry)
+        if dropped:
+            freed = sum(entry.charged for _, entry in dropped)
+            del dropped
+            with self._lock:
+                self._freed += freed
+                trim = self._freed >= _TRIM_EVERY_BYTES
+                if trim:
+                    self._freed = 0
+            if trim:
+                release_free_memory()
 
 
 def _scaled(entry: Resident | None, state: DocState) -> int:
