@@ -185,8 +185,9 @@ _VERSION_NOTE = (" Pass the document's current `version`; the result carries the
                  "whole document is validated: if the change would make it invalid, the call fails with "
                  "validation-failed listing every violation (details.violations), and nothing changes. Use "
                  "dry_run=true to try a write first.")
-_BUDGET_NOTE = (" Results stay within 40,000 bytes of JSON: what does not fit is replaced by stubs or left for the "
-                "next page, with truncated: true and where to go on.")
+_BUDGET_NOTE = (" The whole result (its text and its structured content together) stays within 40,000 bytes of "
+                "JSON: what does not fit is replaced by stubs or left for the next page, with truncated: true and "
+                "where to go on.")
 _DOCUMENT = "/documents/{doc_id}"
 
 CATALOGUE: tuple[Operation, ...] = (
