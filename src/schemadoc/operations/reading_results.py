@@ -141,8 +141,9 @@ class RenderResult(Body):
     returned_count: int | None = Field(default=None, description="Children of the node rendered (whole).")
     next_offset: int | None = Field(default=None, description="Render again from this child (of a string node: "
                                                               "this character) to go on.")
-    continue_at: str | None = Field(default=None, description="When the first child alone is over the budget: "
-                                                              "render this pointer to go on, a level deeper.")
+    continue_at: str | None = Field(default=None, description=(
+        "When the first child alone is over the budget: its beginning is shown; render this pointer for the "
+        "rest (a level deeper), then go on from next_offset."))
 
 
 class MoveNodeResult(WriteBody):

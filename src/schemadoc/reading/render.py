@@ -29,7 +29,8 @@ class Rendered:
     truncated: bool
     window: Window | None
     continue_at: str | None = None
-    """When the first child alone is over the budget: its pointer (render it to go on, a level deeper)."""
+    """When the first child alone is over the budget: its pointer (render it to go on, a level deeper;
+    the window counts it, so ``next_offset`` is the child after it)."""
 
 
 def _label(schemas: NodeSchemas, tokens: list[str | int], name: str) -> str:
@@ -140,7 +141,8 @@ def render_markdown(node: Any, tokens: list[str | int], schemas: NodeSchemas, *,
             pieces.append(chunk)
             used += size
             shown += 1
-    return Rendered("".join(pieces), truncated, Window(total, offset, shown), continue_at)
+    # a child begun here and continued at its own pointer counts as shown: next_offset goes past it
+    return Rendered("".join(pieces), truncated, Window(total, offset, shown + (continue_at is not None)), continue_at)
 
 
 def _render_string(node: str, offset: int, limit: int | None, max_bytes: int | None) -> Rendered:
