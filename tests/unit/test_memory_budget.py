@@ -221,3 +221,4 @@ def test_the_same_budget_holds_on_the_postgresql_store() -> None:
             assert service.read_version(ids[0], 2) == book(0)
         finally:
             service.close()
+

@@ -207,7 +207,10 @@ def fit_error(error: dict[str, Any], budget: int = MCP_RESULT_BUDGET_BYTES) -> d
             break
         kept.append(violation)
         used += size
-    details = {**details, "violations": kept, "violations_truncated": True, "violation_count": len(violations)}
+    counted = details.get("violation_count")
+    count = counted if isinstance(counted, int) and counted > len(violations) else len(violations)
+    details = {**details, "violations": kept, "violations_truncated": True, "violation_count": count,
+               "violations_listed": len(kept), "violations_not_listed": count - len(kept)}
     return {**error, "error": {**inner, "details": details}}
 
 
