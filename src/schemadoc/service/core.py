@@ -352,7 +352,7 @@ class ServiceCore:
         entry = self._states.entry(doc_id)
         if entry is not None and entry.checkpoints is checkpoints and added_bytes > 0:
             entry.checkpoint_bytes += added_bytes
-            self._states.settle()
+            self._states.settle(doc_id)
 
     def _sizes_of(self, doc_id: str) -> SizeCache:
         """The size cache of a held document's containers."""

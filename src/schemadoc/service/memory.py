@@ -105,7 +105,8 @@ class Resident:
     counts: tuple[Any, NodeCounts] | None = None
     checkpoints: Checkpoints | None = None
     checkpoint_bytes: int = 0
-    pins: int = 0
+    counted: int = 0
+    """The charge last added to the set's total (see :meth:`ResidentSet.settle`)."""
 
     @property
     def charged(self) -> int:
@@ -127,6 +128,7 @@ class ResidentSet:
         self._entries: OrderedDict[str, Resident] = OrderedDict()
         self._lock = threading.Lock()
         self._pins: dict[str, int] = {}
+        self._total = 0
         self.evictions = 0
         """Entries dropped to stay within the budget (for benchmarks and tests)."""
         self._freed = 0
@@ -143,9 +145,9 @@ class ResidentSet:
 
     @property
     def charged(self) -> int:
-        """Bytes charged by every entry now."""
+        """Bytes charged by every entry, as last counted."""
         with self._lock:
-            return sum(entry.charged for entry in self._entries.values())
+            return self._total
 
     def get(self, doc_id: str) -> DocState | None:
         """The held state of ``doc_id`` (now the most recently used), or ``None``."""
@@ -176,12 +178,21 @@ class ResidentSet:
                     entry.counts = None
                 entry.state, entry.content_bytes = state, content_bytes
                 self._entries.move_to_end(doc_id)
+            self._recount(entry)
         self.settle()
         return entry
 
     def drop(self, doc_id: str) -> Resident | None:
         with self._lock:
-            return self._entries.pop(doc_id, None)
+            entry = self._entries.pop(doc_id, None)
+            if entry is not None:
+                self._total -= entry.counted
+            return entry
+
+    def _recount(self, entry: Resident) -> None:
+        charged = entry.charged
+        self._total += charged - entry.counted
+        entry.counted = charged
 
     @contextmanager
     def pinned(self, doc_id: str) -> Iterator[None]:
@@ -199,25 +210,33 @@ class ResidentSet:
                     del self._pins[doc_id]
             self.settle()
 
-    def settle(self) -> None:
-        """Drop least recently used entries until the charges fit the budget.
+    def settle(self, doc_id: str | None = None) -> None:
+        """Count ``doc_id``'s charge again (its caches grew), then drop least recently used entries
+        until the charges fit the budget. Costs nothing more while they fit.
 
         The most recently used entry and pinned ones stay, even alone over the budget (a document
         bigger than the budget is served, and dropped as soon as another one is used).
         """
         dropped: list[tuple[str, Resident]] = []
         with self._lock:
-            total = sum(entry.charged for entry in self._entries.values())
-            if total > self.budget_bytes:
+            held = self._entries.get(doc_id) if doc_id is not None else None
+            if held is not None:
+                self._recount(held)
+            if self._total > self.budget_bytes:
                 newest = next(reversed(self._entries), None)
-                for doc_id in list(self._entries):
+                victims = []
+                total = self._total
+                for key in self._entries:  # least recently used first; stops as soon as it fits
                     if total <= self.budget_bytes:
                         break
-                    if doc_id == newest or doc_id in self._pins:
+                    if key == newest or key in self._pins:
                         continue
-                    entry = self._entries.pop(doc_id)
-                    total -= entry.charged
-                    dropped.append((doc_id, entry))
+                    victims.append(key)
+                    total -= self._entries[key].counted
+                for key in victims:
+                    entry = self._entries.pop(key)
+                    self._total -= entry.counted
+                    dropped.append((key, entry))
                 self.evictions += len(dropped)
         if self._on_evict is not None:
             for doc_id, entry in dropped:

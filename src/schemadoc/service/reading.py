@@ -92,6 +92,7 @@ class Reading(History):
         read = self.read_node(doc_id, node_path, at_version=at_version)
         view = bounded_view(read.node, read.node_path, self._sizes_of(read.doc_id), max_depth=max_depth, offset=offset,
                             limit=limit, max_bytes=max_bytes)
+        self._states.settle(read.doc_id)  # the size cache may have grown
         return NodeView(read.doc_id, read.node_path, read.version, view)
 
     def outline(self, doc_id: str, node_path: str = "/", depth: int = 2, *, offset: int = 0,
@@ -102,6 +103,7 @@ class Reading(History):
         read, tokens = self._read_tokens(doc_id, node_path)
         found = outline(read.node, tokens, read.node_path, self._sizes_of(read.doc_id), self._node_schemas, depth=depth,
                         offset=offset, limit=limit, max_bytes=max_bytes)
+        self._states.settle(read.doc_id)  # the size cache may have grown
         return read, found
 
     def next_incomplete(self, doc_id: str, node_path: str = "/", limit: int = 10) -> tuple[NodeRead, list[Incomplete],
@@ -164,7 +166,7 @@ class Reading(History):
             if entry is not None and entry.state is state:
                 entry.counts = counted
         size = self._sizes_of(doc_id).size(state.content)
-        self._states.settle()  # the size cache may have grown
+        self._states.settle(doc_id)  # the size cache may have grown
         return Stats(doc_id, state.meta.version, size, counted[1], state.meta.version)
 
     def render(self, doc_id: str, node_path: str = "/", format: str = "markdown", *, offset: int = 0,
