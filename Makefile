@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-rest bench-validation bench-agents bench-limits bench-startup bench-ui docs clean inspector
+.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-rest bench-validation bench-agents bench-limits bench-startup bench-ui bench-memory docs clean inspector
 
 # development: the server, the client, the conformance suite and the tools (make test)
 $(VENV)/.installed: pyproject.toml
@@ -56,6 +56,10 @@ fuzz: $(VENV)/.installed  ## long fuzzing: schemathesis on a real server (statef
 
 bench: $(VENV)/.installed  ## benchmarks (figures, not pass/fail)
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/memory.py
+
+bench-memory: $(VENV)/.installed  ## 1,000 books of 10 MB under a 1 GiB budget: peak RSS, warm and cold reads and writes (--documents N)
+	$(PY) benchmarks/memory.py $(MEMORY_ARGS)
 
 bench-history: $(VENV)/.installed  ## past reads, diffs, reverts on a 10,000-version document
 	$(PY) benchmarks/history.py

@@ -19,6 +19,7 @@ flags or environment variables are relative to the working directory. The defaul
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ __all__ = [
     "TRANSPORTS",
     "Settings",
     "load_settings",
+    "parse_size",
     "redacted_url",
 ]
 
@@ -70,6 +72,7 @@ ENVIRONMENT: dict[str, str] = {
     "ALLOWED_HOSTS": "allowed_hosts",
     "TOKENS_FILE": "tokens_file",
     "UNSAFE_NO_AUTH": "unsafe_no_auth",
+    "MEMORY_BUDGET": "memory_budget",
 }
 """Environment variable -> setting name."""
 
@@ -85,6 +88,7 @@ _FLAGS: dict[str, str] = {
     "allowed_hosts": "--allowed-hosts",
     "tokens_file": "--tokens-file",
     "unsafe_no_auth": "--unsafe-no-auth",
+    "memory_budget": "--memory-budget",
 }
 
 
@@ -113,6 +117,8 @@ class Settings:
     snapshot_lag_versions: int = 1000
     snapshot_lag_bytes: int = 64 << 20
     snapshot_interval_seconds: int = 5
+    memory_budget: int | None = None
+    """Bytes the service keeps resident (documents and their caches); ``None``: a quarter of the machine's memory."""
     config_file: Path = Path(DEFAULT_CONFIG_FILE)
     allowed_hosts: tuple[str, ...] | None = None
     """Host names (``name``, ``name:port``, ``*.domain``, ``*``) the HTTP server answers for; None: loopback
@@ -161,6 +167,33 @@ def _as_int(name: str, source: str, value: Any, low: int, high: int | None = Non
         bound = f"from {low} to {high}" if high is not None else f">= {low}"
         raise _invalid(name, source, f"must be an integer {bound}, got {number}", number)
     return number
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "kib": 1 << 10, "mb": 10**6, "mib": 1 << 20, "gb": 10**9,
+               "gib": 1 << 30, "tb": 10**12, "tib": 1 << 40}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(value: Any) -> int:
+    """Bytes from ``256MiB``, ``2GiB``, ``1.5GB`` or a plain number of bytes; :exc:`ValueError` otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    match = _SIZE.match(value) if isinstance(value, str) else None
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _SIZE_UNITS:
+        raise ValueError(f"must be a size such as 256MiB or 2GiB (units B, KiB, MiB, GiB, TiB, KB, MB, GB, TB), "
+                         f"got {value!r}")
+    return int(float(match.group(1)) * _SIZE_UNITS[unit])
+
+
+def _as_size(name: str, source: str, value: Any, low: int) -> int:
+    try:
+        size = parse_size(value)
+    except ValueError as error:
+        raise _invalid(name, source, str(error), value) from None
+    if size < low:
+        raise _invalid(name, source, f"must be at least {low} bytes (1MiB), got {size}", value)
+    return size
 
 
 def _as_str(name: str, source: str, value: Any) -> str:
@@ -290,6 +323,8 @@ def _convert(name: str, source: str, value: Any, base: Path | None) -> Any:
         return _as_int(name, where, value, 0)
     if name in ("snapshot_lag_versions", "snapshot_interval_seconds"):
         return _as_int(name, where, value, 1)
+    if name == "memory_budget":
+        return _as_size(name, where, value, 1 << 20)
     raise _invalid(name, where, "is not a setting")  # pragma: no cover - guarded by the callers
 
 

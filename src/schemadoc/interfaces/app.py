@@ -109,7 +109,8 @@ def create_service(settings: Settings) -> DocumentService:
     service = DocumentService(schema, store_for(settings.storage_dir, settings.storage_url),
                               snapshot_policy=SnapshotPolicy.from_settings(settings),
                               max_json_depth=settings.max_json_depth, max_string_length=settings.max_string_length,
-                              max_patch_operations=settings.max_patch_operations)
+                              max_patch_operations=settings.max_patch_operations,
+                              memory_budget=settings.memory_budget)
     service.open()
     return service
 

@@ -138,6 +138,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--unsafe-no-auth", action="store_true", default=None,
                        help="serve a non-loopback address without access tokens (anyone who reaches it may write)")
     serve.add_argument("--json", action="store_true", help="print a start-up failure as a JSON error object")
+    serve.add_argument("--memory-budget", metavar="SIZE",
+                       help="bytes of documents and caches kept in memory, e.g. 256MiB or 2GiB "
+                            "(default a quarter of the machine's memory)")
 
     validate = commands.add_parser("validate", help="check a schema, or a JSON file against it")
     validate.add_argument("--schema", dest="schema_path", metavar="PATH", help="the JSON Schema (Draft 2020-12)")
@@ -258,7 +261,8 @@ def _open_service(settings: Settings) -> DocumentService:
     service = DocumentService(load_schema(settings.schema_path), store_for(settings.storage_dir, settings.storage_url),
                               snapshot_policy=SnapshotPolicy.from_settings(settings),
                               max_json_depth=settings.max_json_depth, max_string_length=settings.max_string_length,
-                              max_patch_operations=settings.max_patch_operations)
+                              max_patch_operations=settings.max_patch_operations,
+                              memory_budget=settings.memory_budget)
     service.open()
     return service
 
@@ -314,7 +318,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         return EXIT_OK
     settings = load_settings(_overrides(args, "schema_path", "storage_dir", "storage_url", "transport", "host",
                                         "port", "config_file", "log_level", "allowed_hosts", "tokens_file",
-                                        "unsafe_no_auth"), environ)
+                                        "unsafe_no_auth", "memory_budget"), environ)
     _configure_logging(settings.log_level_number)
     _check_schema_file(settings)
     if settings.transport == "http":

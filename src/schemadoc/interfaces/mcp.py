@@ -59,7 +59,16 @@ from schemadoc.errors import CATALOG, SchemaDocError
 from schemadoc.interfaces.mcp_notify import ChangeNotifier, document_uri
 from schemadoc.interfaces.mcp_prompts import PromptArgumentError, fill_document_text, fix_validation_errors_text
 from schemadoc.interfaces.subscribers import SubscriberSlots
-from schemadoc.operations.budget import MCP_RESULT_BUDGET_BYTES, fit_error, fit_model, fit_result, fit_write
+from schemadoc.operations.budget import (
+    MCP_RESULT_BUDGET_BYTES,
+    body_budget,
+    error_budget,
+    fit_error,
+    fit_model,
+    fit_result,
+    fit_write,
+    result_size,
+)
 from schemadoc.operations.catalogue import BY_NAME, CATALOGUE
 from schemadoc.operations.operation import Call, Operation, invoke
 from schemadoc.ops.limits import ArgumentScan
@@ -156,10 +165,22 @@ class SchemaDocMCPServer(MCPServer[Any]):
             scans = check_unicode(arguments, self.service)
         except SchemaDocError as error:
             return error_result(error)
-        call = Call(self.service, self.max_json_depth, MCP_RESULT_BUDGET_BYTES, scans, document_uri)
-
         def run() -> BaseModel:
-            return self._within_budget(invoke(call, operation, arguments), arguments)
+            """The body, fitted until the whole result (text and structured content) is within the budget:
+            a read is made again with a smaller budget, a write's result is fitted again (never rerun)."""
+            budget = body_budget()
+            body = self._within_budget(invoke(Call(self.service, self.max_json_depth, budget, scans, document_uri),
+                                              operation, arguments), arguments, budget)
+            for _ in range(4):
+                whole = result_size(body.model_dump(mode="json"))
+                if whole <= MCP_RESULT_BUDGET_BYTES:
+                    break
+                budget = max(budget * MCP_RESULT_BUDGET_BYTES // whole - 512, 1024)
+                if operation.kind == "read":
+                    body = invoke(Call(self.service, self.max_json_depth, budget, scans, document_uri),
+                                  operation, arguments)
+                body = self._within_budget(body, arguments, budget)
+            return body
 
         try:
             body: BaseModel = await anyio.to_thread.run_sync(run)
@@ -167,20 +188,21 @@ class SchemaDocMCPServer(MCPServer[Any]):
         except SchemaDocError as error:
             log.info("tool %s failed: %s", name, error)
             return error_result(SchemaDocError(error.code, error.message,
-                                               fit_error(error.to_dict())["error"]["details"], error.remediation))
+                                               fit_error(error.to_dict(), error_budget())["error"]["details"],
+                                               error.remediation))
         except Exception:
             log.exception("tool %s raised an unexpected exception", name)
             return error_result(SchemaDocError(
                 "internal-error", f"{name} failed unexpectedly; the server log has the details.", {"tool": name}))
 
-    def _within_budget(self, body: BaseModel, arguments: dict[str, Any]) -> BaseModel:
-        """The result, fitted to the MCP budget (see :mod:`schemadoc.operations.budget`)."""
+    def _within_budget(self, body: BaseModel, arguments: dict[str, Any], budget: int) -> BaseModel:
+        """The result's body, fitted to ``budget`` (see :mod:`schemadoc.operations.budget`)."""
         if "patch" in type(body).model_fields and "validation_report" in type(body).model_fields:
-            body = fit_write(body, self.service.sizes)
+            body = fit_write(body, self.service.sizes, budget)
         else:
-            body = fit_model(body, self.service.sizes)
+            body = fit_model(body, self.service.sizes, budget)
         structured = body.model_dump(mode="json")
-        fitted = fit_result(structured, arguments)
+        fitted = fit_result(structured, arguments, budget)
         if fitted is structured:
             return body
         return type(body).model_validate(fitted)

@@ -75,7 +75,7 @@ __all__ = [
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
-_INTEGER = re.compile(r"[+-]?[0-9]{1,30}")
+_INTEGER = re.compile(r"[+-]?[0-9]{1,4000}")  # int() refuses more than 4,300 digits
 
 
 def _kind(annotation: Any) -> str:

@@ -1,8 +1,11 @@
 """The MCP result budget: every tool result an agent receives stays within ``MCP_RESULT_BUDGET_BYTES``.
 
-40,000 bytes of compact JSON, about 10-13k tokens (JSON runs 3-4 bytes a token), measured on the
-result body (the structured content; the text content carries the same JSON). Nothing is cut
-silently and nothing fails for being big:
+40,000 bytes of JSON, about 10-13k tokens (JSON runs 3-4 bytes a token), measured on the *whole*
+result: the body as structured content, the same body again as text content (escaped inside the
+message: quotes and backslashes take two bytes) and the members around them. An agent's context
+pays for all of it. A body is therefore first fitted to :func:`body_budget` (a little under half),
+and a result still over the budget (a body heavy in quotes) is fitted again, smaller
+(:func:`result_size` measures it). Nothing is cut silently and nothing fails for being big:
 
 - reads (``document_read_node``, outline, render) are bounded views whose ``max_bytes`` is capped
   by the budget: stubs, ``truncated: true``, ``next_offset`` and ``continue_at`` say where to go on;
@@ -27,10 +30,31 @@ from pydantic import BaseModel
 
 from schemadoc.reading import SizeCache, json_size, stub
 
-__all__ = ["MCP_RESULT_BUDGET_BYTES", "fit_error", "fit_model", "fit_result", "fit_write", "read_budget"]
+__all__ = ["MCP_RESULT_BUDGET_BYTES", "body_budget", "error_budget", "fit_error", "fit_model", "fit_result",
+           "fit_write", "read_budget", "result_size"]
 
 MCP_RESULT_BUDGET_BYTES = 40_000
-"""The largest MCP tool result, in bytes of compact JSON (about 10-13k tokens)."""
+"""The largest MCP tool result as a whole (text and structured content), in bytes of JSON (about 10-13k tokens)."""
+_RESULT_FRAME = 128
+"""The members around the two copies (``content``, ``type``, ``text``, ``structuredContent``, ``isError``)."""
+
+
+def body_budget(budget: int = MCP_RESULT_BUDGET_BYTES) -> int:
+    """The first budget of a result's body: the result carries it twice, the text copy escaped (~10 % more)."""
+    return (budget - _RESULT_FRAME) * 10 // 21
+
+
+def error_budget(budget: int = MCP_RESULT_BUDGET_BYTES) -> int:
+    """The budget of an error object: an error result carries it once, as escaped text."""
+    return (budget - _RESULT_FRAME) * 4 // 5
+
+
+def result_size(structured: Any, *, text_only: bool = False) -> int:
+    """Bytes of the whole MCP result carrying ``structured`` as text (escaped) and, unless ``text_only``,
+    as structured content."""
+    body = _dumps(structured)
+    text = _dumps(body.decode())
+    return _RESULT_FRAME + len(text) + (0 if text_only else len(body))
 _ENVELOPE_RESERVE = 4_000
 """Room kept for the members around a bounded view (ids, window, the pointers to continue)."""
 
@@ -40,7 +64,7 @@ _WRITE_NODE_FIELDS = ("updated_node", "created_node", "deleted_node", "moved_nod
 
 def read_budget(max_bytes: int | None, budget: int = MCP_RESULT_BUDGET_BYTES) -> int:
     """The ``max_bytes`` of a bounded view inside an MCP result: the caller's, capped by the budget."""
-    cap = budget - _ENVELOPE_RESERVE
+    cap = max(budget - min(_ENVELOPE_RESERVE, budget // 4), 512)
     return cap if max_bytes is None else min(max_bytes, cap)
 
 
@@ -183,7 +207,10 @@ def fit_error(error: dict[str, Any], budget: int = MCP_RESULT_BUDGET_BYTES) -> d
             break
         kept.append(violation)
         used += size
-    details = {**details, "violations": kept, "violations_truncated": True, "violation_count": len(violations)}
+    counted = details.get("violation_count")
+    count = counted if isinstance(counted, int) and counted > len(violations) else len(violations)
+    details = {**details, "violations": kept, "violations_truncated": True, "violation_count": count,
+               "violations_listed": len(kept), "violations_not_listed": count - len(kept)}
     return {**error, "error": {**inner, "details": details}}
 
 

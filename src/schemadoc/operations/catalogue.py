@@ -189,7 +189,7 @@ def _schema_locally(service: DocumentService, args: a.NodeSchemaArgs) -> bool:
 _ID = a.EXAMPLE_ID
 _WRITE_ERRORS = (400, 404, 408, 409, 413, 422)
 _VERSION_NOTE = " Needs the current `version` (a refusal carries details.suggested_call)."
-_BUDGET_NOTE = " Over 40,000 bytes: stubs or a next page (truncated: true)."
+_BUDGET_NOTE = " Over 40,000 bytes (text and structured content together): stubs or a next page (truncated: true)."
 _DOCUMENT = "/documents/{doc_id}"
 
 CATALOGUE: tuple[Operation, ...] = (

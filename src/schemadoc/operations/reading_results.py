@@ -143,7 +143,11 @@ class RenderResult(Body):
     total_count: int | None = None
     offset: int | None = None
     returned_count: int | None = Field(default=None, description="Children of the node rendered (whole).")
-    next_offset: int | None = Field(default=None, description="Render again from this child to go on.")
+    next_offset: int | None = Field(default=None, description="Render again from this child (of a string node: "
+                                                              "this character) to go on.")
+    continue_at: str | None = Field(default=None, description=(
+        "When the first child alone is over the budget: its beginning is shown; render this pointer for the "
+        "rest (a level deeper), then go on from next_offset."))
 
 
 class MoveNodeResult(WriteBody):
@@ -206,7 +210,8 @@ def stats_result(stats: Stats) -> StatsResult:
 
 def render_result(read: NodeRead, rendered: Rendered, format: str) -> RenderResult:
     return RenderResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/", format=format,
-                        text=rendered.text, truncated=rendered.truncated, **_window_fields(rendered.window))
+                        text=rendered.text, truncated=rendered.truncated, continue_at=rendered.continue_at,
+                        **_window_fields(rendered.window))
 
 
 class ValidateNodeResult(Body):

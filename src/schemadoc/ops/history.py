@@ -36,6 +36,10 @@ class Checkpoints:
         self._versions: list[int] = []
         self._contents: dict[int, Any] = {}
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._versions)
+
     def nearest(self, version: int) -> tuple[int, Any] | None:
         """The checkpoint with the highest version ``<= version``, if any."""
         with self._lock:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from schemadoc.pointer import escape
 from schemadoc.reading.schemas import NodeSchemas
 from schemadoc.reading.views import Window
 
@@ -30,6 +31,9 @@ class Rendered:
     text: str
     truncated: bool
     window: Window | None
+    continue_at: str | None = None
+    """When the first child alone is over the budget: its pointer (render it to go on, a level deeper;
+    the window counts it, so ``next_offset`` is the child after it)."""
 
 
 def _label(schemas: NodeSchemas, tokens: list[str | int], name: str) -> str:
@@ -131,9 +135,13 @@ def _headed(value: Any) -> bool:
 def render_markdown(node: Any, tokens: list[str | int], schemas: NodeSchemas, *, offset: int = 0,
                     limit: int | None = None, max_bytes: int | None = None) -> Rendered:
     """Markdown of ``node`` (of its children from ``offset``, at most ``limit`` of them)."""
+    if isinstance(node, str):  # a window of its characters: next_offset goes on where the budget stopped
+        return _render_string(node, offset, limit, max_bytes)
     if not isinstance(node, dict | list):
         text = f"{_scalar(node)}\n"
         return Rendered(_cut(text, max_bytes), max_bytes is not None and len(text.encode()) > max_bytes, None)
+    pointer = "".join(f"/{escape(t) if isinstance(t, str) else t}" for t in tokens)
+    continue_at: str | None = None
     total = len(node)
     stop = None if limit is None else offset + limit
     pieces: list[str] = []
@@ -156,8 +164,9 @@ def render_markdown(node: Any, tokens: list[str | int], schemas: NodeSchemas, *,
             size = len(chunk.encode())
             if max_bytes is not None and used + size > max_bytes:
                 truncated = True
-                if shown == 0:  # one child larger than the budget: its beginning, cut
+                if shown == 0:  # one child larger than the budget: its beginning, cut, and where to go deeper
                     pieces.append(_cut(chunk, max_bytes - used))
+                    continue_at = f"{pointer}/{escape(name)}"
                 break
             pieces.append(chunk)
             used += size
@@ -173,11 +182,27 @@ def render_markdown(node: Any, tokens: list[str | int], schemas: NodeSchemas, *,
                 truncated = True
                 if shown == 0:
                     pieces.append(_cut(chunk, max_bytes - used))
+                    continue_at = f"{pointer}/{index}"
                 break
             pieces.append(chunk)
             used += size
             shown += 1
-    return Rendered("".join(pieces), truncated, Window(total, offset, shown))
+    # a child begun here and continued at its own pointer counts as shown: next_offset goes past it
+    return Rendered("".join(pieces), truncated, Window(total, offset, shown + (continue_at is not None)), continue_at)
+
+
+def _render_string(node: str, offset: int, limit: int | None, max_bytes: int | None) -> Rendered:
+    """Characters ``offset`` to ``offset + limit`` of a string node, as many as fit ``max_bytes`` (one at least)."""
+    start = min(offset, len(node))
+    part = node[start: None if limit is None else start + limit]
+    if max_bytes is not None and len(part.encode(errors="surrogatepass")) + 1 > max_bytes:
+        data = part.encode(errors="surrogatepass")[: max(max_bytes - 1, 4)]
+        cut = data.decode(errors="ignore")
+        part = cut if cut else part[:1]
+    end = start + len(part)
+    text = part + "\n" if end >= len(node) else part
+    return Rendered(text, end < len(node) and (limit is None or end < start + limit),
+                    Window(len(node), start, len(part)))
 
 
 def _cut(text: str, max_bytes: int | None) -> str:

@@ -44,6 +44,11 @@ class SizeCache:
     def __len__(self) -> int:
         return len(self._sizes)
 
+    def clear(self) -> None:
+        """Forget every size (and the containers it holds)."""
+        with self._lock:
+            self._sizes.clear()
+
     def size(self, node: Any, _depth: int = 0) -> int:
         """Bytes of ``node`` as compact JSON.
 

@@ -21,6 +21,7 @@ from schemadoc.reading.sizes import SizeCache, json_size
 __all__ = ["BoundedView", "Window", "bounded_view", "child_pointer", "is_stub", "stub"]
 
 _MIN_INLINE_STRING = 256
+_STUB_FRAME = len('{"$stub":true,"type":"object","count":,"size_bytes":,"pointer":""}')
 _MAX_CONTINUE_AT = 20
 
 
@@ -66,6 +67,17 @@ def stub(value: Any, pointer: str, sizes: SizeCache) -> dict[str, Any]:
     return out
 
 
+def inline_small(value: Any, pointer: str, sizes: SizeCache) -> bool:
+    """Whether a container is no bigger than its stub would be: it is then shown as it is, never stubbed
+    (a stub of an empty or tiny container would cost a call to learn less than it took to say)."""
+    if not isinstance(value, dict | list):
+        return False
+    if not value:
+        return True
+    size = sizes.size(value) if len(value) > 8 else json_size(value)
+    return size <= _STUB_FRAME + len(pointer) + 2 * len(str(len(value))) + len(str(size))
+
+
 def is_stub(value: Any) -> bool:
     return isinstance(value, dict) and value.get("$stub") is True and "pointer" in value
 
@@ -104,8 +116,10 @@ def bounded_view(node: Any, pointer: str, sizes: SizeCache, *, max_depth: int | 
     whole_window = offset == 0 and (limit is None or limit >= total)
     entries = None if whole_window else _entries(node, offset, limit)
     count = total if entries is None else len(entries)
-    if max_depth == 0:
+    if max_depth == 0 and not inline_small(node, pointer, sizes):
         return BoundedView(stub(node, pointer, sizes), kind, size, True, Window(total, offset, count), [pointer or "/"])
+    if max_depth == 0:
+        max_depth = None
     if max_depth is None:
         # the fast path: the window fits whole, so the stored content is returned without a copy
         if entries is None:
@@ -147,6 +161,8 @@ class _Builder:
     def _repr(self, value: Any, pointer: str) -> tuple[Any, bool]:
         """(what shows ``value`` at the first level, whether it is an expandable stub)."""
         if isinstance(value, dict | list):
+            if inline_small(value, pointer, self.sizes):
+                return value, False
             self.stubs[pointer or "/"] = None
             return stub(value, pointer, self.sizes), True
         if isinstance(value, str) and self.inline_cap is not None and json_size(value) > self.inline_cap:
@@ -183,10 +199,9 @@ class _Builder:
             for _key, view, _, _ in shown[keep:]:
                 if isinstance(view, dict) and view.get("$stub") is True:
                     self.stubs.pop(view["pointer"], None)
-            shown, used, shortened = shown[:keep], kept, True
-            if keep == 0:
-                whole = stub(node, pointer, self.sizes)
-                return BoundedView(whole, kind, size, True, Window(total, offset, 0), [pointer or "/"])
+            if keep == 0:  # the first entry alone is too big (a member name longer than the budget):
+                keep, kept = 1, used if len(shown) == 1 else _frame(is_object, 1) + shown[0][3]
+            shown, used, shortened = shown[:keep], kept, True  # always one entry at least: the window moves on
         root: Any = {key: view for key, view, _, _ in shown} if is_object else [view for _, view, _, _ in shown]
         queue: deque[tuple[Any, str | int, Any, str, int]] = deque()
         for key, _, expandable, _ in shown:

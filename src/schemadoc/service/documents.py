@@ -63,10 +63,11 @@ class Documents(ServiceCore):
                                          for violation in violations]
                 if fix:
                     details["suggested_call"] = self._create_again(content, fix)
-                raise SchemaDocError(error.code, error.message, details, remediation=(
-                    "Send details.suggested_call as it is (replace the values in its placeholders with real content "
-                    "first), or fix each violation and send the content again." if fix
-                    else "Fix each violation and send the content again.")) from None
+                suggestion = ("Send details.suggested_call as it is (replace the values in its placeholders with real "
+                              "content first), or fix each violation and send the content again." if fix
+                              else "Fix each violation and send the content again.")
+                more = f" {error.remediation}" if error.remediation else ""
+                raise SchemaDocError(error.code, error.message, details, remediation=suggestion + more) from None
         doc_id = str(ULID())
         with self.store.write_lock(doc_id, self.lock_timeout):
             meta = self._commit(doc_id, None, content, [{"op": "add", "path": "", "value": content}],

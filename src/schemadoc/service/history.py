@@ -8,16 +8,20 @@ from typing import Any
 import orjson
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.ops.history import CHECKPOINT_EVERY, diff, replay_from
+from schemadoc.ops.history import CHECKPOINT_EVERY, Checkpoints, diff, replay_from
 from schemadoc.pointer import format_pointer, parse_node_path, resolve
+from schemadoc.reading import json_size
 from schemadoc.service.checks import check_int, path_arg
-from schemadoc.service.core import ServiceCore
+from schemadoc.service.core import ServiceCore, parse_stored
 from schemadoc.service.models import Change, ChangesPage, HistoryPage, NodeRead
 from schemadoc.storage.base import check_doc_id
 
 __all__ = ["History"]
 
 log = logging.getLogger("schemadoc.service")
+
+_PATH_COPY_BYTES = 1_024
+"""What a replayed patch copies beside its values (the containers on its path), charged per entry."""
 
 
 class History(ServiceCore):
@@ -63,20 +67,37 @@ class History(ServiceCore):
         if version == latest:
             return state.content
         checkpoints = self._checkpoints(doc_id)
+        held = len(checkpoints)
         base_version, base = checkpoints.nearest(version) or (0, None)
+        # what new checkpoints hold beside the current content, in bytes of JSON (charged to the document)
+        fresh_bytes = 0
         if version - base_version >= CHECKPOINT_EVERY:
             persisted = self.store.read_checkpoint(doc_id, version)
             if persisted is not None and persisted[0] > base_version:
                 try:
-                    base_version, base = persisted[0], orjson.loads(persisted[1])
+                    base_version, base = persisted[0], parse_stored(persisted[1])
                     checkpoints.remember(base_version, base)
+                    fresh_bytes += len(persisted[1])
                 except orjson.JSONDecodeError:  # a cache torn by a crash: replay further instead
                     log.warning("document %s: checkpoint of version %d is unreadable", doc_id, persisted[0])
                     base_version, base = checkpoints.nearest(version) or (0, None)
         if base_version == version:
+            self._charge_history(doc_id, checkpoints, held, fresh_bytes)
             return base
         entries = self.store.read_journal(doc_id, since_version=base_version, until_version=version)
-        return replay_from(base, entries, checkpoints)
+        content = replay_from(base, entries, checkpoints)
+        if len(checkpoints) > held:  # they hold what the replayed patches made (a path copy each)
+            fresh_bytes += sum(json_size(entry.patch) + _PATH_COPY_BYTES for entry in entries)
+        self._charge_history(doc_id, checkpoints, held, fresh_bytes)
+        return content
+
+    def _charge_history(self, doc_id: str, checkpoints: Checkpoints, held: int, fresh_bytes: int) -> None:
+        """Charge new in-memory checkpoints to the document, at its bytes in memory per JSON byte."""
+        if len(checkpoints) > held and fresh_bytes:
+            entry = self._states.entry(doc_id)
+            if entry is not None and entry.state.meta.content_size_bytes > 0:
+                ratio = entry.content_bytes / entry.state.meta.content_size_bytes
+                self._charge_checkpoints(doc_id, checkpoints, int(fresh_bytes * max(ratio, 1.0)))
 
     def read_node_at(self, doc_id: str, node_path: str, at_version: int) -> NodeRead:
         """``read_node`` on a past version; the same path diagnostics apply."""

@@ -298,9 +298,10 @@ class NodeWrites(History):
                                                                  fix, retry)
             if dry_run:
                 details.update({"dry_run": True, **_preview(patch)})
-            raise SchemaDocError(error.code, error.message, details, remediation=(
-                "Send details.suggested_call as it is (replace the values listed in its placeholders with real "
-                "content first), or fix each violation and retry." if fix else None)) from None
+            suggestion = ("Send details.suggested_call as it is (replace the values listed in its placeholders with "
+                          "real content first), or fix each violation and retry." if fix else None)
+            raise SchemaDocError(error.code, error.message, details,
+                                 remediation=_joined(suggestion, error.remediation)) from None
 
     def _suggested_call(self, doc_id: str, version: int, after: Any, patch: list[dict[str, Any]], node_path: str,
                         node: Any, fix: list[dict[str, Any]], retry: Retry | None) -> dict[str, Any]:
@@ -367,6 +368,12 @@ class NodeWrites(History):
             f"The merge patch would make the document invalid ({count} error{'s' if count != 1 else ''}); "
             "nothing was changed.", details,
             remediation="Send details.suggested_call as it is, or fix each violation and retry." if fix else None)
+
+
+def _joined(*remediations: str | None) -> str | None:
+    """The remediations that are given, one after the other (the suggested call, then how to see more violations)."""
+    given = [text for text in remediations if text]
+    return " ".join(given) if given else None
 
 
 _PREVIEW_BYTES = 16_384

@@ -91,8 +91,9 @@ class Reading(History):
         """A bounded read of a node: ``max_depth`` levels, a window of its children, within ``max_bytes``."""
         check_bounds(max_depth=max_depth, offset=offset, limit=limit, max_bytes=max_bytes)
         read = self.read_node(doc_id, node_path, at_version=at_version)
-        view = bounded_view(read.node, read.node_path, self.sizes, max_depth=max_depth, offset=offset,
+        view = bounded_view(read.node, read.node_path, self._sizes_of(read.doc_id), max_depth=max_depth, offset=offset,
                             limit=limit, max_bytes=max_bytes)
+        self._states.settle(read.doc_id)  # the size cache may have grown
         return NodeView(read.doc_id, read.node_path, read.version, view)
 
     def outline(self, doc_id: str, node_path: str = "/", depth: int = 2, *, offset: int = 0,
@@ -101,8 +102,9 @@ class Reading(History):
         check_int("depth", depth, 0, _MAX_OUTLINE_DEPTH)
         check_bounds(offset=offset, limit=limit, max_bytes=max_bytes)
         read, tokens = self._read_tokens(doc_id, node_path)
-        found = outline(read.node, tokens, read.node_path, self.sizes, self._node_schemas, depth=depth,
+        found = outline(read.node, tokens, read.node_path, self._sizes_of(read.doc_id), self._node_schemas, depth=depth,
                         offset=offset, limit=limit, max_bytes=max_bytes)
+        self._states.settle(read.doc_id)  # the size cache may have grown
         return read, found
 
     def document_label(self, doc_id: str) -> str | None:
@@ -172,10 +174,15 @@ class Reading(History):
         """Size, node counts by type, depth, version and journal length of a document."""
         doc_id = check_doc_id(doc_id)
         state = self._state(doc_id)
-        counted = self._counts.get(doc_id)
+        entry = self._states.entry(doc_id)
+        counted = entry.counts if entry is not None else None
         if counted is None or counted[0] is not state.content:
-            counted = self._counts[doc_id] = (state.content, count_nodes(state.content))
-        return Stats(doc_id, state.meta.version, self.sizes.size(state.content), counted[1], state.meta.version)
+            counted = (state.content, count_nodes(state.content))
+            if entry is not None and entry.state is state:
+                entry.counts = counted
+        size = self._sizes_of(doc_id).size(state.content)
+        self._states.settle(doc_id)  # the size cache may have grown
+        return Stats(doc_id, state.meta.version, size, counted[1], state.meta.version)
 
     def render(self, doc_id: str, node_path: str = "/", format: str = "markdown", *, offset: int = 0,
                limit: int | None = None, max_bytes: int | None = None) -> tuple[NodeRead, Rendered]:

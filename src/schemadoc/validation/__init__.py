@@ -20,7 +20,15 @@ import orjson
 
 from schemadoc.validation.incremental import ChangeChecker
 from schemadoc.validation.suggestions import suggest
-from schemadoc.validation.violations import VALID, ValidationReport, Violation, report_order, summarise, violation_of
+from schemadoc.validation.violations import (
+    COUNT_VIOLATIONS_UP_TO,
+    VALID,
+    ValidationReport,
+    Violation,
+    report_order,
+    summarise,
+    violation_of,
+)
 
 if TYPE_CHECKING:
     from schemadoc.schema import LoadedSchema
@@ -109,6 +117,12 @@ class DocumentValidator:
         """The verdict alone (see :meth:`validate_change`); nothing is remembered."""
         return self._change_is_valid(self._known(before), before, after, patch)
 
+    def forget(self, document: Any) -> None:
+        """Stop remembering ``document`` as valid (its holder dropped it: let it be freed)."""
+        with self._known_lock:
+            if self._known_valid.get(id(document)) is document:
+                del self._known_valid[id(document)]
+
     def _known(self, document: Any) -> bool:
         with self._known_lock:
             return self._known_valid.get(id(document)) is document
@@ -139,14 +153,19 @@ def _report(validator: Any, instance: Any, schema: LoadedSchema | None = None, *
         return VALID
     violations: list[Violation] = []
     truncated = False
+    total = 0
     for error in validator.iter_errors(instance):
-        if len(violations) >= _MAX_VIOLATIONS:
+        total += 1
+        if len(violations) >= _MAX_VIOLATIONS:  # beyond the listed ones, only counted
             truncated = True
-            break
+            if total >= COUNT_VIOLATIONS_UP_TO:
+                break
+            continue
         violation = violation_of(error)
         if schema is not None:  # whole documents: paths are the schema's own, so fixes can be suggested
             violation = suggest(violation, error.instance, schema)
         violations.append(violation)
     if not violations:  # whole-document validation is the truth, whatever the verdict said
         return VALID
-    return ValidationReport(False, tuple(sorted(violations, key=report_order)), truncated)
+    return ValidationReport(False, tuple(sorted(violations, key=report_order)), truncated,
+                            total if truncated else None)

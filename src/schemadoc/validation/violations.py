@@ -60,6 +60,13 @@ class ValidationReport:
     valid: bool
     violations: tuple[Violation, ...] = field(default_factory=tuple)
     truncated: bool = False
+    total: int | None = None
+    """Every violation found, listed or not (``None``: the ones listed are all); counting stops at
+    :data:`COUNT_VIOLATIONS_UP_TO`."""
+
+    @property
+    def count(self) -> int:
+        return self.total if self.total is not None else len(self.violations)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -69,25 +76,35 @@ class ValidationReport:
         }
         if self.truncated:
             out["truncated"] = True
+            out["total_error_count"] = self.count
         return out
 
     def raise_if_invalid(self, **context: Any) -> None:
         """``validation-failed`` carrying every violation."""
         if self.valid:
             return
-        count = len(self.violations)
+        count = self.count
         details: dict[str, Any] = {**context, "violations": [v.to_dict() for v in self.violations]}
+        remediation = None
         if self.truncated:
-            details["truncated"] = True
+            listed = len(self.violations)
+            more = "+" if count >= COUNT_VIOLATIONS_UP_TO else ""
+            details.update(truncated=True, violation_count=count, violations_listed=listed,
+                           violations_not_listed=f"{count - listed}{more}")
+            remediation = (f"The first {listed} of {count}{more} violations are listed, in document order. Fix "
+                           "them (or write a smaller part of the change) and try again, with dry_run to see the "
+                           "next ones without writing.")
         raise SchemaDocError(
             "validation-failed",
-            f"Document validation failed with {count}{'+' if self.truncated else ''} error{'s' if count != 1 else ''}; "
-            "nothing was changed.",
-            details,
+            f"Document validation failed with {count}{'+' if count >= COUNT_VIOLATIONS_UP_TO else ''} "
+            f"error{'s' if count != 1 else ''}; nothing was changed.",
+            details, remediation=remediation,
         )
 
 
 VALID = ValidationReport(True)
+COUNT_VIOLATIONS_UP_TO = 100_000
+"""Violations beyond the listed ones are counted up to this many (each costs the validator an error object)."""
 
 
 def report_order(violation: Violation) -> tuple[Any, ...]:

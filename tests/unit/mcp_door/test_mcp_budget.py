@@ -2,7 +2,8 @@
 
 The document is a generated 10 MiB book (benchmarks/generate.py). Hypothesis draws tool calls
 with arguments anywhere in their accepted ranges; each result (success or error) is checked
-against ``MCP_RESULT_BUDGET_BYTES`` as the JSON the client receives.
+against ``MCP_RESULT_BUDGET_BYTES`` as the JSON the client receives: the whole result, its text and
+its structured content together.
 """
 
 from __future__ import annotations
@@ -99,11 +100,18 @@ def _calls(doc_id: str) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
 
 
 def _received(result: Any) -> bytes:
+    """The whole result as the client receives it: the text and the structured content, as JSON."""
     text = result.content[0].text
     structured = result.structured_content
     if structured is not None:
         assert orjson.loads(text) == structured
-    return bytes(text.encode())
+    return bytes(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+
+
+def _body(result: Any) -> Any:
+    """What the result carries (checked to be within the budget as a whole)."""
+    assert len(_received(result)) <= MCP_RESULT_BUDGET_BYTES
+    return orjson.loads(result.content[0].text)
 
 
 def test_no_result_exceeds_the_budget_whatever_the_arguments(big: Big) -> None:
@@ -120,7 +128,7 @@ def test_no_result_exceeds_the_budget_whatever_the_arguments(big: Big) -> None:
 
 def test_a_root_read_of_a_big_document_is_a_bounded_view_that_says_where_to_go_on(big: Big) -> None:
     result = anyio.run(big.server.call_tool, "document_read_node", {"doc_id": big.doc_id, "node_path": "/"})
-    body = orjson.loads(_received(result))
+    body = _body(result)
     assert body["truncated"] is True
     assert body["node_size_bytes"] == len(orjson.dumps(big.service.read_node(big.doc_id, "/").node))
     assert body["continue_at"], "a truncated view names the pointers to read next"
@@ -132,7 +140,7 @@ def test_a_write_too_big_to_echo_returns_sizes_and_pointers(big: Big) -> None:
     result = anyio.run(big.server.call_tool, "document_update_node",
                        {"doc_id": big.doc_id, "node_path": "/chapters", "node_data": chapters, "version": 3,
                         "dry_run": True})
-    body = orjson.loads(_received(result))
+    body = _body(result)
     assert body["truncated"] is True
     assert body["updated_node"] == {"$stub": True, "type": "array", "count": len(chapters),
                                     "size_bytes": len(orjson.dumps(chapters)), "pointer": "/chapters"}
@@ -142,7 +150,7 @@ def test_a_write_too_big_to_echo_returns_sizes_and_pointers(big: Big) -> None:
 
 def test_the_history_of_a_big_document_keeps_each_entry_and_the_size_of_big_patches(big: Big) -> None:
     result = anyio.run(big.server.call_tool, "document_history", {"doc_id": big.doc_id})
-    body = orjson.loads(_received(result))
+    body = _body(result)
     assert [entry["version"] for entry in body["entries"]] == [1, 2, 3]
     second = body["entries"][1]
     assert second["patch"] == [] and second["truncated"] is True and second["patch_size_bytes"] > 10 * 2**20
