@@ -69,7 +69,9 @@ __all__ = [
     "rest_door",
     "sample_book",
     "stdio_server",
+    "supports",
     "text_of",
+    "unsupported",
 ]
 
 CALL_TIMEOUT = 30.0
@@ -121,6 +123,30 @@ def offers(body: dict[str, Any], member: str) -> bool:
     """Whether to judge ``member``, a result member beyond the spec: the server returned it, and the profile
     judges extensions. A spec clause never fails for an extension member the server leaves out."""
     return not TARGET.spec_only and member in body
+
+
+async def supports(door: Door, tool: str, *arguments: str) -> bool:
+    """Whether a test may call ``tool`` with ``arguments`` through ``door``: the spec's, or an extension the
+    profile judges and (MCP) the server declares. Property-based tests ask first, outside Hypothesis."""
+    extension = tool not in CORE_TOOLS or bool(set(arguments) - ARGUMENTS[tool])
+    if not extension:
+        return True
+    if TARGET.spec_only:
+        return False
+    if isinstance(door, McpDoor):
+        declared = await door.tool_arguments(tool)
+        return declared is not None and set(arguments) <= declared
+    return True
+
+
+async def unsupported(door: Door, *needs: tuple[str, ...]) -> str | None:
+    """Why a test needing every (tool, *arguments) of ``needs`` is not applicable through ``door``, or ``None``."""
+    for tool, *arguments in needs:
+        if not await supports(door, tool, *arguments):
+            with_arguments = f" with {', '.join(arguments)}" if arguments else ""
+            return (f"needs {tool}{with_arguments}, which the server does not offer"
+                    + (" (--profile spec)" if TARGET.spec_only else ""))
+    return None
 
 
 def extension_arguments(tool: str, args: dict[str, Any]) -> list[str]:
