@@ -20,6 +20,8 @@ from schemadoc.conformance.spec import ARGUMENTS, CODES, CORE_TOOLS, MEMBERS
 
 __all__ = ["CATALOGUE", "MCP_VARIANTS", "REST_VARIANTS", "Entry", "McpVariant", "RestVariant"]
 
+_SUMMARY = frozenset({"doc_id", "created_at", "modified_at", "tree_size_bytes"})
+"""The members of a document_list entry in the spec."""
 _ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
 _ULID_ANY_CASE = re.compile(r"\b[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{26}\b")
 
@@ -138,6 +140,8 @@ class SpecOnly(CoreToolsOnly):
                 output["properties"] = {key: value for key, value in output["properties"].items()
                                         if key in MEMBERS[tool["name"]]}
                 output["required"] = [key for key in output.get("required", []) if key in MEMBERS[tool["name"]]]
+                if "documents" in output["properties"]:
+                    output["properties"]["documents"] = {"type": "array", "items": {"type": "object"}}
                 output.pop("additionalProperties", None)
             kept.append(tool)
         return kept
@@ -152,7 +156,11 @@ class SpecOnly(CoreToolsOnly):
         return None
 
     def success(self, name: str, args: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
-        return {key: value for key, value in body.items() if key in MEMBERS[name]}
+        body = {key: value for key, value in body.items() if key in MEMBERS[name]}
+        if isinstance(body.get("documents"), list):
+            body["documents"] = [{key: value for key, value in summary.items() if key in _SUMMARY}
+                                 for summary in body["documents"]]
+        return body
 
     def failure(self, name: str, args: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
         code = error.get("error", {}).get("code")

@@ -191,6 +191,8 @@ TESTS: dict[str, tuple[str, ...]] = {
     # stories 7, 8
     "test_a_server_without_documents_lists_none": ("US7.2",),
     "test_the_list_shows_every_document_with_its_summary": ("US7.1",),
+    "test_the_list_is_fresh_after_every_create_and_write": ("US7.1",),
+    "test_every_error_object_has_every_member_with_the_specs_category": ("FR-096",),
     "test_pages_cover_every_document_once": ("US7.3",),
     "test_the_export_is_the_result_of_every_edit": ("US8.1",),
     "test_the_export_of_a_new_document_is_its_initial_tree": ("US8.1",),

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from ..readings import value_matches
-from ..spec import is_kebab_code
+from ..readings import category_matches, value_matches
+from ..spec import CODES, is_kebab_code
 from .doors import UNKNOWN_DOC_ID, Door, NotRepresentable, Outcome, book_doc, failed, ok
 
 pytestmark = pytest.mark.anyio
@@ -92,6 +92,29 @@ async def test_writing_to_an_unknown_document_is_document_not_found(door: Door) 
                                                         "node_data": "x", "version": 1})
     failed(outcome, "document-not-found")
     assert outcome.status == 404
+
+
+async def test_every_error_object_has_every_member_with_the_specs_category(door: Door) -> None:
+    """FR-097 and the spec's error format: code, category, message, details and remediation, the category being
+    the spec's for its code; one of each kind of error the spec names for the eight tools."""
+    doc = await book_doc(door)
+    provoked = {
+        "document-not-found": await door.call("document_read_node", {"doc_id": UNKNOWN_DOC_ID, "node_path": "/"}),
+        "invalid-doc-id": await door.call("document_read_node", {"doc_id": "not-a-ulid!", "node_path": "/"}),
+        "path-invalid": await doc.read("title"),
+        "path-not-found": await doc.read("/nothing/here"),
+        "version-conflict": await doc.update("/title", "Stale", version=doc.version + 5),
+        "validation-failed": await doc.update("/metadata/edition", 0),
+        "conflict": await doc.create("/title", "Twice"),
+    }
+    for code, outcome in provoked.items():
+        error = failed(outcome, code)
+        missing = {"code", "category", "message", "details", "remediation"} - set(error)
+        assert not missing, f"{code}: the error object lacks {sorted(missing)}: {outcome!r}"
+        assert category_matches(error["category"], CODES[code]), f"{code}: category {error['category']!r}"
+        assert isinstance(error["message"], str) and error["message"], code
+        assert isinstance(error["remediation"], str) and error["remediation"], code
+        assert isinstance(error["details"], dict), code
 
 
 async def test_writing_with_a_malformed_doc_id_is_invalid_doc_id(door: Door) -> None:
