@@ -89,6 +89,9 @@ async def test_pages_cover_every_document_once(door: Door, fresh_server: bool) -
     listed = [summary["doc_id"] for summary in pages]
     assert len(listed) == len(set(listed)), "a document appeared on two pages"
     assert ids <= set(listed)
+    three = [summary["doc_id"] for summary in ok(await door.call("document_list", {"limit": 3}))["documents"]]
+    shifted = ok(await door.call("document_list", {"limit": 2, "offset": 1}))["documents"]
+    assert [summary["doc_id"] for summary in shifted] == three[1:], "offset 1 does not start at the second document"
     if fresh_server:
         assert first["total_documents"] == 5
         last = ok(await door.call("document_list", {"limit": 2, "offset": 4}))
