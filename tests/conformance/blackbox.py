@@ -387,6 +387,19 @@ class NoRemediation(McpVariant):
         return error
 
 
+class CreateWantsSchemaId(McpVariant):
+    """``document_create`` demands a ``schema_id`` argument the spec does not have: nearly every test fails at
+    its first call, for one reason."""
+
+    def call(self, name: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        if name == "document_create" and "schema_id" not in args:
+            return {"result": _tool_result(_error("validation-failed", "schema_id is required",
+                                                  violations=[{"code": "required-missing", "path": "",
+                                                               "message": "schema_id is required"}]),
+                                           is_error=True)}
+        return None
+
+
 MCP_VARIANTS: dict[str, Callable[[], McpVariant]] = {
     "spec-only": SpecOnly, "core-tools-only": CoreToolsOnly, "lower-case-ids": LowerCaseIds,
     "stale-reads": StaleReads, "stale-list": StaleList, "stale-export": StaleExport,
@@ -396,6 +409,7 @@ MCP_VARIANTS: dict[str, Callable[[], McpVariant]] = {
     "root-as-empty-member": RootAsEmptyMember, "never-has-more": NeverHasMore,
     "case-sensitive-ids": CaseSensitiveIds, "write-result-keeps-version": WriteResultKeepsVersion,
     "undereferenced-schemas": UndereferencedSchemas, "no-remediation": NoRemediation,
+    "create-wants-schema-id": CreateWantsSchemaId,
 }
 
 
@@ -500,6 +514,7 @@ CATALOGUE: tuple[Entry, ...] = (
     _entry("write-result-keeps-version", "mcp", "US4.1"),
     _entry("undereferenced-schemas", "mcp", "US3.2"),
     _entry("no-remediation", "mcp", "FR-096"),
+    _entry("create-wants-schema-id", "mcp", "US1.1"),
     _entry("rest-stale-reads", "rest", "US4.1"),
     _entry("rest-conflict-is-400", "rest", "US4.7"),
     _entry("rest-offset-ignored", "rest", "US7.3"),

@@ -104,3 +104,22 @@ def test_a_broken_variant_is_caught_on_the_clause_it_breaks(tmp_path: Path, entr
         assert status == 1, f"{entry.name} ({entry.what}) was not caught: {statuses(report)}"
         assert statuses(report)[entry.clause] == "failed", statuses(report)
         assert report["causes"], "a failed run names its causes"
+
+
+def test_one_root_cause_is_named_once_however_many_tests_it_fails(tmp_path: Path) -> None:
+    """A server whose document_create wants an argument the spec does not have fails nearly every test at its
+    first call: the summary's first screen says so in one line, not once per test."""
+    clauses = ("US1.1", "US2.1", "US2.6", "US4.1", "US5.1", "US6.1", "US8.1")
+    summary = tmp_path / "summary.txt"
+    status, _out, report = conformance(tmp_path, "--mcp-command", proxied("create-wants-schema-id"),
+                                       *[arg for clause in clauses for arg in ("--clause", clause)],
+                                       "-k", "not random", "--output", str(summary))
+    assert status == 1
+    failed = len({test["test"] for clause in report["clauses"] for test in clause["tests"]
+                  if test["outcome"] == "failed"})
+    first = report["causes"][0]
+    assert first["cause"] == "document_create failed with validation-failed where the test needed it to succeed"
+    assert len(set(first["tests"])) >= 10 and len(first["tests"]) >= failed * 0.8, report["causes"]
+    screen = summary.read_text(encoding="utf-8").splitlines()[:25]
+    assert any(first["cause"] in line for line in screen), screen
+    assert "schema_id is required" in first["example"]["exchange"]["response"]["text"]
