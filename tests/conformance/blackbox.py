@@ -73,6 +73,9 @@ class McpVariant:
                 except ValueError:
                     return message
                 changed = self.failure(name, args, error)
+                if "result_instead" in changed:
+                    message["result"] = _tool_result(changed["result_instead"], like=result)
+                    return message
                 if "jsonrpc_error" in changed:
                     return {"jsonrpc": "2.0", "id": message["id"], "error": changed["jsonrpc_error"]}
                 message["result"] = _tool_result(changed, is_error=True, like=result)
@@ -400,6 +403,152 @@ class CreateWantsSchemaId(McpVariant):
         return None
 
 
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] or "/"
+
+
+def _shift_last_index(path: str) -> str:
+    """``/chapters/1/title`` -> ``/chapters/2/title``: the last array index one further."""
+    parts = path.split("/")
+    for at in range(len(parts) - 1, 0, -1):
+        if parts[at].isdigit():
+            parts[at] = str(int(parts[at]) + 1)
+            break
+    return "/".join(parts)
+
+
+class _Rewrite(McpVariant):
+    """A request rewritten before it is forwarded: ``tool`` calls get ``rewrite(args)``."""
+
+    tool = ""
+
+    def rewrite(self, args: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def call(self, name: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        if name == self.tool:
+            self.rewrite(args)
+        return None
+
+
+class ReadReturnsTheParent(_Rewrite):
+    """A nested read returns the node's parent."""
+
+    tool = "document_read_node"
+
+    def rewrite(self, args: dict[str, Any]) -> None:
+        if str(args.get("node_path", "/")).count("/") >= 2:
+            args["node_path"] = _parent(str(args["node_path"]))
+
+
+class ReadIndexShifted(_Rewrite):
+    """Reading an array index returns the next item."""
+
+    tool = "document_read_node"
+
+    def rewrite(self, args: dict[str, Any]) -> None:
+        args["node_path"] = _shift_last_index(str(args.get("node_path", "/")))
+
+
+class UpdateIndexShifted(_Rewrite):
+    """An update at an array index changes the next item."""
+
+    tool = "document_update_node"
+
+    def rewrite(self, args: dict[str, Any]) -> None:
+        args["node_path"] = _shift_last_index(str(args.get("node_path", "/")))
+
+
+class DeleteTheParent(_Rewrite):
+    """Deleting a member deletes its parent object."""
+
+    tool = "document_delete_node"
+
+    def rewrite(self, args: dict[str, Any]) -> None:
+        if str(args.get("node_path", "/")).count("/") >= 2:
+            args["node_path"] = _parent(str(args["node_path"]))
+
+
+class SchemaOfTheParent(_Rewrite):
+    """The schema of a path is its parent's schema."""
+
+    tool = "schema_get_node"
+
+    def rewrite(self, args: dict[str, Any]) -> None:
+        if str(args.get("node_path", "/")).count("/") >= 2:
+            args["node_path"] = _parent(str(args["node_path"]))
+
+
+class CreateNodeAsUpdate(McpVariant):
+    """``document_create_node`` on an object member is carried out as an update (so it cannot add a member)."""
+
+    def request(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        params = message.get("params") or {}
+        args = params.get("arguments") or {}
+        if (message.get("method") == "tools/call" and params.get("name") == "document_create_node"
+                and not re.search(r"/(-|[0-9]+)$", str(args.get("node_path", "")))):
+            params["name"] = "document_update_node"
+        return super().request(message)
+
+
+class DeleteMissingSucceeds(McpVariant):
+    """Deleting a path that does not exist succeeds (and changes nothing)."""
+
+    def failure(self, name: str, args: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
+        if name == "document_delete_node" and error.get("error", {}).get("code") == "path-not-found":
+            return {"result_instead": {"success": True, "deleted_node": None, "version": args.get("version")}}
+        return error
+
+
+class PathInvalidAsNotFound(_Rename):
+    """A malformed path is answered ``path-not-found``, not ``path-invalid``."""
+
+    old, new = "path-invalid", "path-not-found"
+
+    def failure(self, name: str, args: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
+        error = super().failure(name, args, error)
+        if error.get("error", {}).get("code") == "path-not-found":
+            error["error"]["category"] = "404"
+        return error
+
+
+class RootUpdateRefused(McpVariant):
+    """An update of the root ``/`` is refused as a malformed path."""
+
+    def call(self, name: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        if name == "document_update_node" and args.get("node_path") == "/":
+            return {"result": _tool_result(_error("path-invalid", "cannot replace the root", path="/"),
+                                           is_error=True)}
+        return None
+
+
+class ToolsWithoutOutputSchemas(McpVariant):
+    """Tools are declared without output schemas."""
+
+    def tools(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for tool in tools:
+            tool.pop("outputSchema", None)
+        return tools
+
+
+class BadArgumentsAre500(McpVariant):
+    """A malformed call is answered as a server error (``internal-error``, 500)."""
+
+    def failure(self, name: str, args: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
+        if error.get("error", {}).get("code") == "invalid-request":
+            return _error("internal-error", "unexpected arguments")
+        return error
+
+
+class CreateWithoutDefaults(McpVariant):
+    """A new document's ``initial_tree`` is reported empty (the stored document has its defaults)."""
+
+    def success(self, name: str, args: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        if name == "document_create":
+            body["initial_tree"] = {}
+        return body
+
+
 MCP_VARIANTS: dict[str, Callable[[], McpVariant]] = {
     "spec-only": SpecOnly, "core-tools-only": CoreToolsOnly, "lower-case-ids": LowerCaseIds,
     "stale-reads": StaleReads, "stale-list": StaleList, "stale-export": StaleExport,
@@ -409,7 +558,13 @@ MCP_VARIANTS: dict[str, Callable[[], McpVariant]] = {
     "root-as-empty-member": RootAsEmptyMember, "never-has-more": NeverHasMore,
     "case-sensitive-ids": CaseSensitiveIds, "write-result-keeps-version": WriteResultKeepsVersion,
     "undereferenced-schemas": UndereferencedSchemas, "no-remediation": NoRemediation,
-    "create-wants-schema-id": CreateWantsSchemaId,
+    "create-wants-schema-id": CreateWantsSchemaId, "read-returns-the-parent": ReadReturnsTheParent,
+    "read-index-shifted": ReadIndexShifted, "update-index-shifted": UpdateIndexShifted,
+    "delete-the-parent": DeleteTheParent, "schema-of-the-parent": SchemaOfTheParent,
+    "create-node-as-update": CreateNodeAsUpdate, "delete-missing-succeeds": DeleteMissingSucceeds,
+    "path-invalid-as-not-found": PathInvalidAsNotFound, "root-update-refused": RootUpdateRefused,
+    "tools-without-output-schemas": ToolsWithoutOutputSchemas, "bad-arguments-are-500": BadArgumentsAre500,
+    "create-without-defaults": CreateWithoutDefaults,
 }
 
 
@@ -515,6 +670,18 @@ CATALOGUE: tuple[Entry, ...] = (
     _entry("undereferenced-schemas", "mcp", "US3.2"),
     _entry("no-remediation", "mcp", "FR-096"),
     _entry("create-wants-schema-id", "mcp", "US1.1"),
+    _entry("read-returns-the-parent", "mcp", "US2.1"),
+    _entry("read-index-shifted", "mcp", "US2.2"),
+    _entry("update-index-shifted", "mcp", "US4.5"),
+    _entry("delete-the-parent", "mcp", "US6.1"),
+    _entry("schema-of-the-parent", "mcp", "US3.1"),
+    _entry("create-node-as-update", "mcp", "US5.2"),
+    _entry("delete-missing-succeeds", "mcp", "US6.4"),
+    _entry("path-invalid-as-not-found", "mcp", "US2.5"),
+    _entry("root-update-refused", "mcp", "FR-025"),
+    _entry("tools-without-output-schemas", "mcp", "FR-069"),
+    _entry("bad-arguments-are-500", "mcp", "EDGE-requests"),
+    _entry("create-without-defaults", "mcp", "US1.5"),
     _entry("rest-stale-reads", "rest", "US4.1"),
     _entry("rest-conflict-is-400", "rest", "US4.7"),
     _entry("rest-offset-ignored", "rest", "US7.3"),
