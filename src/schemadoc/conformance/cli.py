@@ -7,6 +7,7 @@ Examples::
     schemadoc-conformance --mcp-url http://127.0.0.1:8080/mcp
     schemadoc-conformance --mcp-command "my-server --schema {schema} --data {storage_dir}"
     schemadoc-conformance --mcp-command "..." --format junit --output conformance.xml
+    schemadoc-conformance --mcp-command "..." --profile spec         # the spec's clauses only
 
 The server must serve the schema the suite ships (``schemadoc-conformance --print-schema`` writes it out;
 with ``--mcp-command`` it is passed in as ``{schema}``). Exit status: 0 when no clause failed, 1 when one

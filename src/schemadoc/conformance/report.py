@@ -32,6 +32,8 @@ NA_PREFIX = "not applicable: "
 
 @dataclass
 class TestResult:
+    __test__ = False  # not a pytest test class
+
     test: str
     """The pytest node id."""
     name: str
