@@ -1,8 +1,8 @@
 """The table of docs/conformance.md that lists every variant and the clause that catches it, generated from both
-catalogues: ``python tests/conformance/catalogue.py`` prints it; ``test_catalogue.py`` checks the docs hold it.
+catalogues: ``python tests/conformance/variant_table.py`` prints it; ``test_variant_table.py`` checks the docs hold it.
 
 The markers ``<!-- catalogue:start -->`` and ``<!-- catalogue:end -->`` delimit it in the docs;
-``python tests/conformance/catalogue.py --write`` replaces what is between them.
+``python tests/conformance/variant_table.py --write`` replaces what is between them.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from blackbox import CATALOGUE, MCP_VARIANTS, REST_VARIANTS
-from catalogue import DOCS, END, START, table
+from variant_table import DOCS, END, START, table
 
 from schemadoc.conformance.clauses import CLAUSES
 from schemadoc.conformance.preflight import Refused, check_command, check_report_path
@@ -19,7 +19,7 @@ from schemadoc.conformance.report import FAILED, PASSED, Report, TestResult, cau
 
 def test_the_docs_hold_the_generated_table_of_variants() -> None:
     text = DOCS.read_text(encoding="utf-8")
-    assert f"{START}\n{table()}{END}" in text, "run: python tests/conformance/catalogue.py --write"
+    assert f"{START}\n{table()}{END}" in text, "run: python tests/conformance/variant_table.py --write"
 
 
 def test_every_variant_is_made_and_judged_on_a_spec_clause() -> None:
