@@ -77,6 +77,7 @@ SPEC_SAMPLE = ("US1.1", "US2.2", "US4.1", "US7.3", "FR-069", "EDGE-requests")
 """The clauses the spec-only variant failed on before the profiles: its members, arguments, tools and codes."""
 
 
+@pytest.mark.timeout(900)  # a whole spec-profile run, on a loaded machine
 @pytest.mark.parametrize("entry", [pytest.param(entry, id=entry.name, marks=() if entry.name == "spec-only"
                                                 else pytest.mark.slow) for entry in LEGAL])
 def test_a_legal_variant_passes_the_spec_profile(tmp_path: Path, entry: Entry, request: pytest.FixtureRequest) -> None:

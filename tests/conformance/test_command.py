@@ -90,6 +90,7 @@ def test_the_suite_passes_through_mcp_over_stdio_started_by_a_command_with_resta
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT)
 def test_the_whole_suite_passes_through_rest_and_mcp_over_http(tmp_path: Path, http_server: Server) -> None:
     status, _out, report = conformance(tmp_path, "--url", http_server.url)
     assert status == 0, failures(report)
@@ -97,6 +98,7 @@ def test_the_whole_suite_passes_through_rest_and_mcp_over_http(tmp_path: Path, h
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT)
 def test_the_whole_suite_passes_through_mcp_over_stdio(tmp_path: Path) -> None:
     status, _out, report = conformance(tmp_path, "--mcp-command", STDIO, "--thorough")
     assert status == 0, failures(report)
