@@ -95,7 +95,6 @@ _EXTENSIONS = {
     "X-mcp-wire": "MCP details: structured results, error results, resources",
     "X-agents": "agents on large documents: bounded reads, outline, next-incomplete, move, search, stats, render",
     "X-codes": "schemadoc's error codes beyond the spec (invalid-request, root-not-deletable, ...) where it uses them",
-    "X-results": "schemadoc's result members beyond the spec (node_path, patch, limit, offset, ...)",
 }
 
 CLAUSES: dict[str, Clause] = {
