@@ -14,6 +14,7 @@ pytestmark = pytest.mark.anyio
 async def test_an_update_replaces_the_node_and_moves_the_version_on_by_one(door: Door) -> None:
     doc = await book_doc(door)
     before = doc.version
+    assert await doc.content("/title") == "The Conformance Book"  # read before the write: reads stay fresh
     outcome = await doc.update("/title", "A Better Title")
     body = ok(outcome)
     assert outcome.status == 200
