@@ -41,8 +41,8 @@ test: lint  ## lint, types, then the whole suite
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 .PHONY: conformance
-conformance: $(VENV)/.installed  ## the whole conformance suite through every door, and every broken variant
-	$(PY) -m pytest -m slow tests/conformance
+conformance: $(VENV)/.installed  ## the whole conformance suite through every door, and both variant catalogues
+	$(PY) -m pytest -m slow -n $(PYTEST_WORKERS) --dist load tests/conformance
 
 bench-journal: $(VENV)/.installed  ## every-write beside lazy snapshots: writes, open, reads during a snapshot, disk
 	$(PY) benchmarks/journal.py

@@ -90,6 +90,7 @@ def test_the_suite_passes_through_mcp_over_stdio_started_by_a_command_with_resta
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT)
 def test_the_whole_suite_passes_through_rest_and_mcp_over_http(tmp_path: Path, http_server: Server) -> None:
     status, _out, report = conformance(tmp_path, "--url", http_server.url)
     assert status == 0, failures(report)
@@ -97,6 +98,7 @@ def test_the_whole_suite_passes_through_rest_and_mcp_over_http(tmp_path: Path, h
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT)
 def test_the_whole_suite_passes_through_mcp_over_stdio(tmp_path: Path) -> None:
     status, _out, report = conformance(tmp_path, "--mcp-command", STDIO, "--thorough")
     assert status == 0, failures(report)
@@ -139,9 +141,15 @@ def test_the_three_formats_report_a_broken_variant_with_the_request_and_response
 
     # the readable summary
     text = summary.read_text(encoding="utf-8")
-    assert "FAIL  US4.7" in text and "N/A   X-rest-wire" in text
+    assert "FAIL  [spec] US4.7" in text and "N/A   [full] X-rest-wire" in text
     assert "request (stdio-mcp-auto): " in text and "response: " in text
     assert f"{len(statuses(report))} clauses: " in text
+
+    # the root causes come first, on one screen, each once however many tests it failed
+    head = text.splitlines()[:12]
+    assert any("root cause" in line for line in head), head
+    assert report["causes"] and all(cause["tests"] for cause in report["causes"])
+    assert sum(len(cause["tests"]) for cause in report["causes"]) == len(failed)
 
 
 def test_a_feature_the_implementation_leaves_out_is_not_applicable_not_failed(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ server was given).
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -22,7 +23,8 @@ import pytest
 
 from .clauses import CLAUSES, clauses_of
 
-__all__ = ["ClauseResult", "Report", "ReportPlugin", "TestResult", "render_json", "render_junit", "render_summary"]
+__all__ = ["Cause", "ClauseResult", "Report", "ReportPlugin", "TestResult", "causes", "render_json", "render_junit",
+           "render_summary"]
 
 PASSED, FAILED, NOT_APPLICABLE = "passed", "failed", "not-applicable"
 NA_PREFIX = "not applicable: "
@@ -30,6 +32,8 @@ NA_PREFIX = "not applicable: "
 
 @dataclass
 class TestResult:
+    __test__ = False  # not a pytest test class
+
     test: str
     """The pytest node id."""
     name: str
@@ -53,6 +57,11 @@ class ClauseResult:
     optional: bool
     status: str
     tests: list[TestResult]
+
+    @property
+    def profile(self) -> str:
+        """``spec`` for the spec's own clauses, ``full`` for schemadoc's extensions."""
+        return "full" if self.optional else "spec"
 
     @property
     def failures(self) -> list[TestResult]:
@@ -105,24 +114,29 @@ def _clause_order(clause_id: str) -> tuple[int, str]:
 class ReportPlugin:
     """Collects a :class:`Report` while pytest runs the suite; ``clauses`` keeps only those clauses' tests."""
 
-    def __init__(self, target: dict[str, Any], clauses: Sequence[str] = ()) -> None:
+    def __init__(self, target: dict[str, Any], clauses: Sequence[str] = (), *, profile: str = "full") -> None:
         self.report = Report(target)
         self.only = frozenset(clauses)
+        self.profile = profile
         self._started = time.monotonic()
         self._items: dict[str, pytest.Item] = {}
         self._exchanges: dict[str, list[dict[str, Any]]] = {}
 
-    @staticmethod
-    def clauses_of(item: pytest.Item) -> tuple[str, ...]:
+    def clauses_of(self, item: pytest.Item) -> tuple[str, ...]:
+        """The clauses ``item`` judges in this profile (under ``spec``, its spec clauses only)."""
         marker = item.get_closest_marker("clause")
         marked = tuple(str(arg) for arg in marker.args) if marker else ()
         module = Path(str(item.fspath)).stem
-        return clauses_of(module, getattr(item, "originalname", item.name), marked)
+        found = clauses_of(module, getattr(item, "originalname", item.name), marked)
+        if self.profile == "spec":
+            found = tuple(clause for clause in found if not (clause in CLAUSES and CLAUSES[clause].optional))
+        return found
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        if self.only:
-            keep = [item for item in items if self.only & set(self.clauses_of(item))]
+        if self.only or self.profile == "spec":
+            keep = [item for item in items if (self.only & set(self.clauses_of(item)) if self.only
+                                               else self.clauses_of(item))]
             dropped = [item for item in items if item not in keep]
             if dropped:
                 config.hook.pytest_deselected(items=dropped)
@@ -189,6 +203,85 @@ def _failure_text(report: pytest.TestReport, limit: int = 6000) -> str:
     return result if len(result) <= limit else result[:limit] + "\n…"
 
 
+# -- first causes ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Cause:
+    """Failed tests that went wrong the same way first: one root cause, however many clauses it fails."""
+
+    text: str
+    tests: list[TestResult]
+
+    @property
+    def clauses(self) -> list[str]:
+        return sorted({clause for test in self.tests for clause in test.clauses}, key=_clause_order)
+
+    @property
+    def example(self) -> TestResult:
+        return self.tests[0]
+
+
+_ULID_TEXT = re.compile(r"\b[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{26}\b")
+
+
+def _error_code(response: Any) -> str | None:
+    """The error code (or the JSON-RPC error) of a recorded response, ``None`` for a success."""
+    if not isinstance(response, dict):
+        return None
+    if isinstance(response.get("jsonrpc_error"), dict):
+        return f"JSON-RPC error {response['jsonrpc_error'].get('code')}"
+    body: Any = None
+    if response.get("isError"):
+        try:
+            body = json.loads(str(response.get("text") or ""))
+        except ValueError:
+            return "an error result that is no JSON error object"
+    elif isinstance(response.get("status"), int) and response["status"] >= 400:
+        body = response.get("body")
+    else:
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return str(code) if code else "an error without a code"
+
+
+def _operation(request: Any) -> str:
+    if not isinstance(request, dict):
+        return "a request"
+    if "tool" in request:
+        return str(request["tool"])
+    if "resources/read" in request:
+        return "resources/read"
+    url = re.sub(r"^https?://[^/]+", "", str(request.get("url", ""))).split("?")[0]
+    return f"{request.get('method', '')} {_ULID_TEXT.sub('{doc_id}', url)}".strip()
+
+
+def _first_cause(test: TestResult) -> str:
+    """What went wrong first: a call the test needed that failed, else its first assertion line."""
+    line = next((text.strip() for text in (raw.removeprefix("E").strip() for raw in test.reason.splitlines())
+                 if text), "failed")
+    exchange = test.exchange
+    if exchange is not None:
+        code = _error_code(exchange.get("response"))
+        operation = _operation(exchange.get("request"))
+        if code is not None and line.startswith("AssertionError: expected success"):
+            return f"{operation} failed with {code} where the test needed it to succeed"
+        line = f"{line} (after {operation})"
+    line = _ULID_TEXT.sub("{doc_id}", line)
+    return line if len(line) <= 200 else line[:200] + "…"
+
+
+def causes(report: Report) -> list[Cause]:
+    """The failed tests grouped by first cause, the cause failing most tests first."""
+    grouped: dict[str, Cause] = {}
+    for test in report.tests:
+        if test.outcome == FAILED:
+            text = _first_cause(test)
+            grouped.setdefault(text, Cause(text, [])).tests.append(test)
+    return sorted(grouped.values(), key=lambda cause: -len(cause.tests))
+
+
 # -- writing it out ---------------------------------------------------------------------------------------
 
 
@@ -205,9 +298,13 @@ def render_json(report: Report) -> str:
         "summary": {"clauses": report.counts(),
                     "tests": {outcome: sum(test.outcome == outcome for test in report.tests)
                               for outcome in (PASSED, FAILED, NOT_APPLICABLE)}},
+        "causes": [{"cause": cause.text, "tests": [test.test for test in cause.tests], "clauses": cause.clauses,
+                    "example": {"test": cause.example.test, "reason": cause.example.reason,
+                                "exchange": cause.example.exchange}}
+                   for cause in causes(report)],
         "clauses": [
-            {"id": clause.id, "title": clause.title, "optional": clause.optional, "status": clause.status,
-             "tests": [asdict(test) for test in clause.tests]}
+            {"id": clause.id, "title": clause.title, "optional": clause.optional, "profile": clause.profile,
+             "status": clause.status, "tests": [asdict(test) for test in clause.tests]}
             for clause in clauses
         ],
     }
@@ -248,33 +345,47 @@ def _failure_body(test: TestResult) -> str:
 _MARK = {PASSED: "PASS", FAILED: "FAIL", NOT_APPLICABLE: "N/A "}
 
 
-def render_summary(report: Report, *, verbose: bool = False) -> str:
-    lines = ["schemadoc conformance: " + ", ".join(f"{key} {value}" for key, value in report.target.items()
-                                                    if value), ""]
+def render_summary(report: Report, *, verbose: bool = False, max_causes: int = 8) -> str:
+    """One screen first (the counts and the root causes), then every clause, then each cause in detail with
+    one request and its whole response."""
     clauses = report.clauses()
+    counts = report.counts()
+    total = (f"{len(clauses)} clauses: {counts[PASSED]} passed, {counts[FAILED]} failed, "
+             f"{counts[NOT_APPLICABLE]} not applicable ({len(report.tests)} tests, {report.seconds} s)")
+    lines = ["schemadoc conformance: " + ", ".join(f"{key} {value}" for key, value in report.target.items()
+                                                    if value), total]
+    found = causes(report)
+    if found:
+        failed_tests = sum(len(cause.tests) for cause in found)
+        lines += ["", f"{failed_tests} failed tests, {len(found)} root cause{'s' if len(found) != 1 else ''} "
+                      "(tests grouped by what went wrong first):"]
+        for number, cause in enumerate(found[:max_causes], 1):
+            shown = ", ".join(cause.clauses[:6]) + (", …" if len(cause.clauses) > 6 else "")
+            lines.append(f"  [{number}] {len(cause.tests)} test{'s' if len(cause.tests) != 1 else ''} "
+                         f"({shown}): {cause.text}")
+        if len(found) > max_causes:
+            lines.append(f"  … and {len(found) - max_causes} more causes (below)")
+    lines += ["", "Clauses ([spec]: the spec's own; [full]: schemadoc's extensions):"]
     for clause in clauses:
-        counts = {outcome: sum(test.outcome == outcome for test in clause.tests)
-                  for outcome in (PASSED, FAILED, NOT_APPLICABLE)}
-        detail = f"{counts[PASSED]} passed" + (f", {counts[FAILED]} failed" if counts[FAILED] else "") + (
-            f", {counts[NOT_APPLICABLE]} n/a" if counts[NOT_APPLICABLE] else "")
-        lines.append(f"{_MARK[clause.status]}  {clause.id:<18} {clause.title}  ({detail})")
+        tally = {outcome: sum(test.outcome == outcome for test in clause.tests)
+                 for outcome in (PASSED, FAILED, NOT_APPLICABLE)}
+        detail = f"{tally[PASSED]} passed" + (f", {tally[FAILED]} failed" if tally[FAILED] else "") + (
+            f", {tally[NOT_APPLICABLE]} n/a" if tally[NOT_APPLICABLE] else "")
+        lines.append(f"{_MARK[clause.status]}  [{clause.profile}] {clause.id:<18} {clause.title}  ({detail})")
         if clause.status == NOT_APPLICABLE and (verbose or not clause.optional):
             reasons = sorted({test.reason for test in clause.tests})
             lines += [f"        not applicable: {reason}" for reason in reasons[:3]]
-    failures = [test for clause in clauses for test in clause.failures]
-    seen: set[str] = set()
-    if failures:
-        lines += ["", "Failures:"]
-    for test in failures:
-        if test.test in seen:
-            continue
-        seen.add(test.test)
-        lines += ["", f"FAIL {test.test}", f"     clauses: {', '.join(test.clauses)}"]
+    if found:
+        lines += ["", "Causes in detail:"]
+    for number, cause in enumerate(found, 1):
+        test = cause.example
+        names = sorted({item.test for item in cause.tests})
+        lines += ["", f"[{number}] {cause.text}",
+                  f"     {len(cause.tests)} failed tests; clauses: {', '.join(cause.clauses)}",
+                  f"     e.g. FAIL {test.test}" + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")]
         lines += ["     " + line for line in test.reason.splitlines()[:40]]
         if test.exchange is not None:
-            lines += [f"     request ({test.exchange['door']}): {_compact(test.exchange['request'], 1500)}",
-                      f"     response: {_compact(test.exchange['response'], 1500)}"]
-    counts = report.counts()
-    lines += ["", f"{len(clauses)} clauses: {counts[PASSED]} passed, {counts[FAILED]} failed, "
-                  f"{counts[NOT_APPLICABLE]} not applicable ({len(report.tests)} tests, {report.seconds} s)"]
+            lines += [f"     request ({test.exchange['door']}): {_compact(test.exchange['request'], 3000)}",
+                      f"     response: {_compact(test.exchange['response'], 6000)}"]
+    lines += ["", total]
     return "\n".join(lines) + "\n"

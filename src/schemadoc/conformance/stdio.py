@@ -87,8 +87,9 @@ class StdioServer:
     """``command`` (with placeholders) served on stdio, on ``storage_dir``, driven in MCP ``mode``."""
 
     def __init__(self, command: str, schema: Path, storage_dir: Path, *, mode: str = "auto",
-                 stderr_path: Path | None = None) -> None:
+                 stderr_path: Path | None = None, start_timeout: float = START_TIMEOUT) -> None:
         self.argv = command_line(command, schema, storage_dir)
+        self.start_timeout = start_timeout
         self.storage_dir = storage_dir
         self.mode = mode
         self.stderr_path = stderr_path or storage_dir.parent / f"{storage_dir.name}.stderr.log"
@@ -110,9 +111,10 @@ class StdioServer:
         self._failure = None
         self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), name="stdio-server", daemon=True)
         self._thread.start()
-        if not self._ready.wait(START_TIMEOUT):
-            self.stop()
-            raise RuntimeError(f"{self.argv}: no MCP session after {START_TIMEOUT:.0f} s; stderr:\n{self.stderr()}")
+        if not self._ready.wait(self.start_timeout):
+            self.kill()
+            raise RuntimeError(f"{self.argv}: no MCP session after {self.start_timeout:.0f} s; stderr:\n"
+                               f"{self.stderr()}")
         if self._failure is not None:
             self._thread.join(STOP_GRACE)
             raise RuntimeError(f"{self.argv} did not start an MCP session ({self._failure!r}); stderr:\n"

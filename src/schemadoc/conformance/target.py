@@ -13,6 +13,9 @@ The ``schemadoc-conformance`` command sets these environment variables before it
 ``SCHEMADOC_CONFORMANCE_MCP_MODES``   MCP protocol eras to drive: ``auto`` (default), ``legacy`` or
                                       ``auto,legacy``
 ``SCHEMADOC_CONFORMANCE_THOROUGH``    ``1``: five times the property-based examples
+``SCHEMADOC_CONFORMANCE_PROFILE``     ``spec``: the spec's clauses only, judged on the spec's tools,
+                                      arguments, result members and codes; ``full`` (default): also
+                                      schemadoc's extensions, each where the server offers it
 ==================================== ================================================================
 """
 
@@ -23,7 +26,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["BOOK_SCHEMA", "ENV", "IN_PROCESS_DOORS", "Target", "current"]
+__all__ = ["BOOK_SCHEMA", "ENV", "IN_PROCESS_DOORS", "PROFILES", "Target", "current"]
 
 ENV = {
     "url": "SCHEMADOC_CONFORMANCE_URL",
@@ -32,6 +35,7 @@ ENV = {
     "mcp_command": "SCHEMADOC_CONFORMANCE_MCP_COMMAND",
     "mcp_modes": "SCHEMADOC_CONFORMANCE_MCP_MODES",
     "thorough": "SCHEMADOC_CONFORMANCE_THOROUGH",
+    "profile": "SCHEMADOC_CONFORMANCE_PROFILE",
 }
 
 BOOK_SCHEMA = Path(str(resources.files("schemadoc.conformance") / "book.schema.json"))
@@ -39,6 +43,7 @@ BOOK_SCHEMA = Path(str(resources.files("schemadoc.conformance") / "book.schema.j
 
 IN_PROCESS_DOORS = ("rest", "mcp-auto", "mcp-legacy")
 MODES = ("auto", "legacy")
+PROFILES = ("spec", "full")
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,13 @@ class Target:
     shared: bool = False
     """True when the REST and MCP URLs are one server (``SCHEMADOC_CONFORMANCE_URL``)."""
     thorough: bool = False
+    profile: str = "full"
+    """``spec``: the spec's clauses, judged on what the spec says only; ``full``: schemadoc's extensions too."""
+
+    @property
+    def spec_only(self) -> bool:
+        """True under ``--profile spec``: nothing beyond the spec is asked for or judged."""
+        return self.profile == "spec"
 
     @property
     def in_process(self) -> bool:
@@ -91,8 +103,11 @@ def current() -> Target:
     if unknown:
         raise ValueError(f"{ENV['mcp_modes']}: unknown MCP mode(s) {unknown}; use {', '.join(MODES)}")
     default_modes = ("auto", "legacy") if url else ("auto",)
+    profile = os.environ.get(ENV["profile"], "").strip() or "full"
+    if profile not in PROFILES:
+        raise ValueError(f"{ENV['profile']}: unknown profile {profile!r}; use {', '.join(PROFILES)}")
     return Target(
         rest_url=rest_url, mcp_url=mcp_url, mcp_command=os.environ.get(ENV["mcp_command"], "").strip(),
         mcp_modes=modes or default_modes, shared=bool(url),
-        thorough=os.environ.get(ENV["thorough"], "") not in ("", "0"),
+        thorough=os.environ.get(ENV["thorough"], "") not in ("", "0"), profile=profile,
     )

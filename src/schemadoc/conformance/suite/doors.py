@@ -29,6 +29,7 @@ from mcp import Client, MCPError
 from schemadoc.errors import CATALOG
 
 from ..readings import category_matches, status_of
+from ..spec import ARGUMENTS, code_status
 from ..target import BOOK_SCHEMA, IN_PROCESS_DOORS, current
 
 __all__ = [
@@ -62,12 +63,15 @@ __all__ = [
     "mcp_door",
     "new_doc",
     "not_applicable",
+    "offers",
     "ok",
     "open_door",
     "rest_door",
     "sample_book",
     "stdio_server",
+    "supports",
     "text_of",
+    "unsupported",
 ]
 
 CALL_TIMEOUT = 30.0
@@ -99,10 +103,7 @@ TOOLS = (
     "document_render",
 )
 
-CORE_TOOLS = frozenset({
-    "document_create", "document_read_node", "document_update_node", "document_create_node",
-    "document_delete_node", "document_list", "schema_get_root", "schema_get_node",
-})
+CORE_TOOLS = frozenset(ARGUMENTS)
 """The spec's operations: every implementation must offer them through every door it has."""
 OPTIONAL_TOOLS = frozenset(TOOLS) - CORE_TOOLS
 """Beyond the spec: a server without one of these makes its tests not applicable (detected per call: MCP
@@ -116,6 +117,55 @@ _ERROR_MEMBERS = ("code", "category", "message", "details", "remediation")
 def not_applicable(reason: str) -> NoReturn:
     """End the test as not applicable: the server does not offer what it tests (reported as such)."""
     pytest.skip(NA_PREFIX + reason)
+
+
+def offers(body: dict[str, Any], member: str) -> bool:
+    """Whether to judge ``member``, a result member beyond the spec: the server returned it, and the profile
+    judges extensions. A spec clause never fails for an extension member the server leaves out."""
+    return not TARGET.spec_only and member in body
+
+
+async def supports(door: Door, tool: str, *arguments: str) -> bool:
+    """Whether a test may call ``tool`` with ``arguments`` through ``door``: the spec's, or an extension the
+    profile judges and (MCP) the server declares. Property-based tests ask first, outside Hypothesis."""
+    extension = tool not in CORE_TOOLS or bool(set(arguments) - ARGUMENTS[tool])
+    if not extension:
+        return True
+    if TARGET.spec_only:
+        return False
+    if isinstance(door, McpDoor):
+        declared = await door.tool_arguments(tool)
+        return declared is not None and set(arguments) <= declared
+    return True
+
+
+async def unsupported(door: Door, *needs: tuple[str, ...]) -> str | None:
+    """Why a test needing every (tool, *arguments) of ``needs`` is not applicable through ``door``, or ``None``."""
+    for tool, *arguments in needs:
+        if not await supports(door, tool, *arguments):
+            with_arguments = f" with {', '.join(arguments)}" if arguments else ""
+            return (f"needs {tool}{with_arguments}, which the server does not offer"
+                    + (" (--profile spec)" if TARGET.spec_only else ""))
+    return None
+
+
+def extension_arguments(tool: str, args: dict[str, Any]) -> list[str]:
+    """The arguments of a call that the spec does not give ``tool`` (all of them for a tool beyond the spec)."""
+    spec = ARGUMENTS.get(tool)
+    return sorted(args) if spec is None else sorted(set(args) - spec)
+
+
+def _beyond_the_spec(tool: str, args: dict[str, Any], declared: frozenset[str] | None = None) -> None:
+    """Not applicable: a call that needs a tool or an argument beyond the spec, under ``--profile spec`` or
+    when the server does not declare it (``declared``: the tool's declared arguments, if known)."""
+    if tool not in CORE_TOOLS and TARGET.spec_only:
+        not_applicable(f"{tool} is beyond the spec (--profile spec)")
+    extra = extension_arguments(tool, args) if tool in CORE_TOOLS else []
+    if extra and TARGET.spec_only:
+        not_applicable(f"{tool} with {', '.join(extra)}: beyond the spec (--profile spec)")
+    missing = [name for name in extra if declared is not None and name not in declared]
+    if missing:
+        not_applicable(f"the server's {tool} declares no argument {', '.join(missing)}")
 
 
 def _no_route(status: int, body: Any) -> bool:
@@ -221,22 +271,28 @@ class Observations:
     codes: dict[str, set[str]] = field(default_factory=dict)
     anomalies: list[str] = field(default_factory=list)
     calls: dict[str, int] = field(default_factory=dict)
+    succeeded: dict[str, set[str]] = field(default_factory=dict)
+    """The tools (and reads) each door called with success at least once."""
 
     def record(self, door: str, tool: str, outcome: Outcome) -> None:
         self.calls[door] = self.calls.get(door, 0) + 1
         if outcome.ok:
+            self.succeeded.setdefault(door, set()).add(tool)
             return
         code = outcome.code
+        if outcome.rpc_error is not None and code is None:
+            return  # a protocol error (invalid params): no error object to judge
         self.codes.setdefault(door, set()).add(code if code is not None else "<no code>")
         error = outcome.error
         missing = [member for member in _ERROR_MEMBERS if member not in error]
         if missing:
             self.anomaly(door, tool, f"error object lacks {missing}: {outcome!r}")
         entry = CATALOG.get(code or "")
-        if entry is not None and not category_matches(error.get("category"), entry.status):
-            self.anomaly(door, tool, f"{code}: category {error.get('category')!r}, catalog says {entry.status}")
-        if entry is not None and outcome.status != entry.status and outcome.rpc_error is None:
-            self.anomaly(door, tool, f"{code}: status {outcome.status}, catalog says {entry.status}")
+        status = code_status(code) or (entry.status if entry is not None else None)
+        if status is not None and not category_matches(error.get("category"), status):
+            self.anomaly(door, tool, f"{code}: category {error.get('category')!r}, catalog says {status}")
+        if status is not None and outcome.status != status and outcome.rpc_error is None:
+            self.anomaly(door, tool, f"{code}: status {outcome.status}, catalog says {status}")
 
     def anomaly(self, door: str, tool: str, text: str) -> None:
         self.anomalies.append(f"[{door}] {tool}: {text}")
@@ -375,6 +431,7 @@ class RestDoor:
     """The in-process ASGI app (``None`` for a remote server): streams bypass httpx's buffering ASGI transport."""
 
     async def call(self, tool: str, args: dict[str, Any]) -> Outcome:
+        _beyond_the_spec(tool, args)
         method, path, query, body = _rest_request(tool, args)
         return await self.request(method, self.prefix + path, params=query, json_body=body, tool=tool)
 
@@ -571,10 +628,11 @@ class McpDoor:
     """Remote servers: take the status from the error's ``category`` instead of the local catalog."""
     kind: str = "mcp"
     _tools: frozenset[str] | None = None
+    _arguments: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def _error_status(self, error: dict[str, Any]) -> int:
         code = error.get("code")
-        known = CATALOG[code].status if isinstance(code, str) and code in CATALOG else None
+        known = code_status(code) or (CATALOG[code].status if isinstance(code, str) and code in CATALOG else None)
         if not self.status_from_category and known is not None:
             return known
         return status_of(error.get("category"), known)
@@ -584,15 +642,17 @@ class McpDoor:
         args = json.loads(json.dumps(args))
         if tool in OPTIONAL_TOOLS and tool not in await self.tool_names():
             not_applicable(f"the server declares no tool {tool}")
+        _beyond_the_spec(tool, args, await self.tool_arguments(tool))
         try:
             with anyio.fail_after(CALL_TIMEOUT):
                 result = await self.client.call_tool(tool, args)
         except MCPError as failure:
-            outcome = self._protocol_error(failure)
+            outcome = self._protocol_error(failure, resource=False)
             TRANSCRIPT.add(self.name, {"tool": tool, "arguments": args},
                            {"jsonrpc_error": {"code": failure.code, "message": failure.message, "data": failure.data}})
-            OBSERVED.anomaly(self.name, tool, f"JSON-RPC error {failure.code} instead of an isError result: "
-                                              f"{failure.message}")
+            if failure.code != -32602:  # invalid params: a protocol answer the spec's MCP allows for bad arguments
+                OBSERVED.anomaly(self.name, tool, f"JSON-RPC error {failure.code} instead of an isError result: "
+                                                  f"{failure.message}")
             OBSERVED.record(self.name, tool, outcome)
             return outcome
         text = text_of(result.content)
@@ -622,7 +682,7 @@ class McpDoor:
             outcome = Outcome(True, body, 201 if tool in _CREATED else 200)
         TRANSCRIPT.add(self.name, {"tool": tool, "arguments": args},
                        {"isError": bool(result.is_error), "structuredContent": result.structured_content,
-                        "text": text if result.is_error else None})
+                        "text": text if result.is_error or result.structured_content is None else None})
         OBSERVED.record(self.name, tool, outcome)
         return outcome
 
@@ -632,7 +692,14 @@ class McpDoor:
             with anyio.fail_after(CALL_TIMEOUT):
                 listed = await self.client.list_tools()
             self._tools = frozenset(tool.name for tool in listed.tools)
+            self._arguments = {tool.name: frozenset((tool.input_schema or {}).get("properties", {}) or {})
+                               for tool in listed.tools}
         return self._tools
+
+    async def tool_arguments(self, tool: str) -> frozenset[str] | None:
+        """The arguments the server declares for ``tool`` (``None`` if it does not declare the tool)."""
+        await self.tool_names()
+        return self._arguments.get(tool)
 
     async def read_document(self, doc_id: str) -> Outcome:
         return await self._read_json_resource(f"schema://{doc_id}", "read_document")
@@ -663,15 +730,17 @@ class McpDoor:
         OBSERVED.record(self.name, what, outcome)
         return outcome
 
-    def _protocol_error(self, failure: MCPError) -> Outcome:
+    def _protocol_error(self, failure: MCPError, *, resource: bool = True) -> Outcome:
         """A JSON-RPC error as an outcome: its data's error object if it has one, else a synthesised one."""
         data = failure.data
         if isinstance(data, dict) and isinstance(data.get("error"), dict):
             body = {"error": data["error"]}
         else:
-            # The contract: a resource that does not exist is -32602 with data.uri.
-            code = "resource-not-found" if failure.code == -32602 else None
-            body = {"error": {"code": code, "category": "404" if code else None, "message": failure.message,
+            # The contract: a resource that does not exist is -32602 with data.uri; a tool call's -32602 is
+            # invalid params (no catalogued code).
+            code = "resource-not-found" if failure.code == -32602 and resource else None
+            category = "404" if code else "400" if failure.code == -32602 else None
+            body = {"error": {"code": code, "category": category, "message": failure.message,
                               "details": data if isinstance(data, dict) else {"data": data},
                               "remediation": ""}}
         return Outcome(False, body, self._error_status(body["error"]), rpc_error=failure.code, rpc_data=data)
@@ -799,7 +868,8 @@ async def door_on_schema(door_name: str, schema_name: str, storage_dir: Path) ->
 
 # -- helpers shared by the behaviour tests ---------------------------------------------------------
 
-ULID_PATTERN = r"^[0-9A-HJKMNP-TV-Z]{26}$"
+ULID_PATTERN = r"(?i)^[0-9A-HJKMNP-TV-Z]{26}$"
+"""A ULID, in either case (Crockford base32 is case-insensitive)."""
 UNKNOWN_DOC_ID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 """A well-formed ULID no server ever created (it dates from 2016)."""
 

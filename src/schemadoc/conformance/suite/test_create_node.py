@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .doors import Door, book_doc, chapter, failed, ok, sample_book
+from .doors import Door, book_doc, chapter, failed, offers, ok, sample_book
 
 pytestmark = pytest.mark.anyio
 
@@ -19,7 +19,8 @@ async def test_appending_with_dash_creates_the_item_at_a_concrete_index(door: Do
     assert body["created_node"] == chapter(4)
     assert body["version"] == before + 1
     assert body["validation_report"]["valid"] is True
-    assert body["patch"] == [{"op": "add", "path": "/chapters/3", "value": chapter(4)}]
+    if offers(body, "patch"):
+        assert body["patch"] == [{"op": "add", "path": "/chapters/3", "value": chapter(4)}]
     assert await doc.content("/chapters/3") == chapter(4)
 
 

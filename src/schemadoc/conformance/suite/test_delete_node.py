@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ..readings import expected_matches, same_pointer, value_matches
-from .doors import Door, book_doc, failed, ok, sample_book
+from ..spec import is_kebab_code
+from .doors import Door, book_doc, failed, offers, ok, sample_book
 
 pytestmark = pytest.mark.anyio
 
@@ -17,9 +18,11 @@ async def test_deleting_an_optional_member_removes_it_and_returns_it(door: Door)
     body = ok(outcome)
     assert outcome.status == 200
     assert body["deleted_node"] == ["json", "schema"]
-    assert body["node_path"] == "/metadata/keywords"
     assert body["version"] == before + 1
-    assert body["patch"] == [{"op": "remove", "path": "/metadata/keywords"}]
+    if offers(body, "node_path"):
+        assert body["node_path"] == "/metadata/keywords"
+    if offers(body, "patch"):
+        assert body["patch"] == [{"op": "remove", "path": "/metadata/keywords"}]
     failed(await doc.read("/metadata/keywords"), "path-not-found")
 
 
@@ -46,7 +49,9 @@ async def test_deleting_an_array_item_reindexes_the_rest(door: Door) -> None:
 async def test_deleting_through_a_negative_index_removes_the_last_item(door: Door) -> None:
     doc = await book_doc(door)
     body = ok(await doc.delete("/chapters/-1"))
-    assert body["patch"] == [{"op": "remove", "path": "/chapters/2"}]
+    assert body["deleted_node"]["id"] == "ch-3"
+    if offers(body, "patch"):
+        assert body["patch"] == [{"op": "remove", "path": "/chapters/2"}]
     assert [c["id"] for c in await doc.content("/chapters")] == ["ch-1", "ch-2"]
 
 
@@ -77,6 +82,6 @@ async def test_the_root_cannot_be_deleted(door: Door, node_path: str) -> None:
     doc = await book_doc(door)
     before = await doc.snapshot()
     outcome = await doc.delete(node_path)
-    failed(outcome, "root-not-deletable")
-    assert outcome.status == 400
+    assert not outcome.ok and 400 <= outcome.status < 500, f"the root was not refused as a client error: {outcome!r}"
+    assert is_kebab_code(outcome.code), outcome  # the spec names no code; schemadoc's is root-not-deletable
     assert await doc.snapshot() == before

@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from ..readings import expected_matches, value_matches
-from .doors import Door, Outcome, book_doc, failed, ok, sample_book
+from .doors import Door, Outcome, book_doc, failed, offers, ok, sample_book
 
 pytestmark = pytest.mark.anyio
 
@@ -14,14 +14,17 @@ pytestmark = pytest.mark.anyio
 async def test_an_update_replaces_the_node_and_moves_the_version_on_by_one(door: Door) -> None:
     doc = await book_doc(door)
     before = doc.version
+    assert await doc.content("/title") == "The Conformance Book"  # read before the write: reads stay fresh
     outcome = await doc.update("/title", "A Better Title")
     body = ok(outcome)
     assert outcome.status == 200
     assert body["version"] == before + 1
     assert body["updated_node"] == "A Better Title"
-    assert body["node_path"] == "/title"
     assert body["validation_report"]["valid"] is True
-    assert body["patch"] == [{"op": "replace", "path": "/title", "value": "A Better Title"}]
+    if offers(body, "node_path"):
+        assert body["node_path"] == "/title"
+    if offers(body, "patch"):
+        assert body["patch"] == [{"op": "replace", "path": "/title", "value": "A Better Title"}]
     assert await doc.content("/title") == "A Better Title"
 
 
@@ -36,8 +39,11 @@ async def test_an_update_at_an_array_index_changes_only_that_item(door: Door) ->
 async def test_an_update_through_a_negative_index_writes_the_concrete_path(door: Door) -> None:
     doc = await book_doc(door)
     body = ok(await doc.update("/chapters/-1/title", "The End"))
-    assert body["node_path"] == "/chapters/2/title"
-    assert body["patch"] == [{"op": "replace", "path": "/chapters/2/title", "value": "The End"}]
+    if offers(body, "node_path"):
+        assert body["node_path"] == "/chapters/2/title"
+    if offers(body, "patch"):
+        assert body["patch"] == [{"op": "replace", "path": "/chapters/2/title", "value": "The End"}]
+    assert [c["title"] for c in await doc.content("/chapters")] == ["Chapter 1", "Chapter 2", "The End"]
 
 
 async def test_an_update_of_the_root_replaces_the_whole_document(door: Door) -> None:

@@ -8,13 +8,18 @@ a part runs (a single file, ``-k``) or when the suite is spread over processes: 
 
 from __future__ import annotations
 
+import json
 from itertools import combinations
 
 import pytest
+from mcp import MCPError
 
 from schemadoc.errors import CATALOG
 
-from .doors import OBSERVED, in_process
+from ..spec import CODES, is_kebab_code
+from .doors import OBSERVED, TARGET, Door, McpDoor, RestDoor, in_process, not_applicable, text_of
+
+pytestmark = pytest.mark.anyio
 
 REACHABLE = frozenset({
     "invalid-request", "invalid-doc-id", "path-invalid", "patch-invalid", "root-not-deletable",
@@ -61,8 +66,12 @@ NOT_PROVOKED = {
 
 
 def test_every_error_code_any_door_returned_is_in_the_catalog() -> None:
+    """Every error carries a kebab-case code (FR-097); schemadoc's own are in its catalogue. Another
+    implementation may have codes of its own (FR-100): their spelling is judged, their set is its own."""
     seen = {code for codes in OBSERVED.codes.values() for code in codes}
-    assert seen - set(CATALOG) == set(), f"codes outside the catalog: {sorted(seen - set(CATALOG))}"
+    assert {code for code in seen if not is_kebab_code(code)} == set(), f"codes that are no kebab-case code: {seen}"
+    if TARGET.in_process:
+        assert seen - set(CATALOG) == set(), f"codes outside the catalog: {sorted(seen - set(CATALOG))}"
 
 
 def test_the_code_lists_are_catalogued_and_disjoint() -> None:
@@ -75,8 +84,9 @@ def test_the_code_lists_are_catalogued_and_disjoint() -> None:
 
 
 def test_no_door_returned_a_code_said_not_to_be_provoked() -> None:
+    judged = [code for code in NOT_PROVOKED if code in CODES or not TARGET.spec_only]
     seen = {code: sorted(door for door, codes in OBSERVED.codes.items() if code in codes)
-            for code in NOT_PROVOKED}
+            for code in judged}
     provoked = {code: doors for code, doors in seen.items() if doors}
     assert provoked == {}, "returned after all (a bug, or a stale NOT_PROVOKED entry to move to REACHABLE)"
 
@@ -87,13 +97,57 @@ def test_every_catalogued_code_is_either_reachable_or_explained() -> None:
     assert set(CATALOG) - accounted == set(), "new catalog codes: add them to REACHABLE or NOT_PROVOKED"
 
 
-def test_each_door_returned_every_reachable_code(door_name: str, whole_suite: bool) -> None:
+def _reachable(door_name: str) -> frozenset[str]:
+    return REACHABLE | (REACHABLE_OVER_HTTP if door_name.endswith("rest") else frozenset()) | (
+        REACHABLE_IN_PROCESS if in_process(door_name) else frozenset())
+
+
+def test_each_door_returned_every_reachable_spec_code(door_name: str, whole_suite: bool) -> None:
+    """The spec's codes for the situations the suite provokes, through every door."""
     if not whole_suite:
         pytest.skip("needs the whole suite to have run in this process")
-    expected = REACHABLE | (REACHABLE_OVER_HTTP if door_name.endswith("rest") else frozenset()) | (
-        REACHABLE_IN_PROCESS if in_process(door_name) else frozenset())
+    expected = _reachable(door_name) & set(CODES)
     seen = OBSERVED.codes.get(door_name, set())
     assert expected - seen == set(), f"{door_name} never returned {sorted(expected - seen)}"
+
+
+_NEEDS = {"patch-invalid": "document_apply_patch", "patch-test-failed": "document_apply_patch",
+          "version-not-found": "document_history"}
+"""Extension codes only a server with that extension tool can return."""
+
+
+async def test_each_door_returned_every_reachable_extension_code(door: Door, whole_suite: bool) -> None:
+    """schemadoc's codes beyond the spec, from a server that publishes them in its error catalogue (the MCP
+    resource ``schema://errors``, REST ``GET /api/v1/errors``)."""
+    if not whole_suite:
+        pytest.skip("needs the whole suite to have run in this process")
+    published = await _published_codes(door)
+    used = OBSERVED.succeeded.get(door.name, set())
+    expected = {code for code in _reachable(door.name) - set(CODES) & published
+                if code not in _NEEDS or _NEEDS[code] in used}
+    if not expected:
+        not_applicable("the server publishes none of schemadoc's codes beyond the spec")
+    seen = OBSERVED.codes.get(door.name, set())
+    assert expected - seen == set(), f"{door.name} publishes but never returned {sorted(expected - seen)}"
+
+
+async def _published_codes(door: Door) -> set[str]:
+    if TARGET.spec_only:
+        not_applicable("codes beyond the spec (--profile spec)")
+    listed: object = None
+    if isinstance(door, McpDoor):
+        try:
+            listed = json.loads(text_of((await door.client.read_resource("schema://errors")).contents))
+        except (MCPError, ValueError):
+            listed = None
+    elif isinstance(door, RestDoor):
+        outcome = await door.request("GET", f"{door.prefix}/errors")
+        listed = outcome.body if outcome.ok else None
+    if isinstance(listed, dict):
+        listed = listed.get("errors", list(listed.values()))
+    if not isinstance(listed, list):
+        not_applicable("the server publishes no error catalogue")
+    return {entry["code"] for entry in listed if isinstance(entry, dict) and isinstance(entry.get("code"), str)}
 
 
 def test_no_door_broke_the_shape_of_the_wire() -> None:

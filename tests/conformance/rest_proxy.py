@@ -1,0 +1,58 @@
+"""A black-box REST server: ``python rest_proxy.py VARIANT UPSTREAM PORT`` serves on 127.0.0.1:PORT what the
+schemadoc at ``UPSTREAM`` serves, with one behaviour changed on the wire (``blackbox.REST_VARIANTS``).
+
+JSON answers pass through the variant; anything else (pages, streams) is relayed as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from blackbox import REST_VARIANTS
+
+_HOP = {"content-length", "transfer-encoding", "connection", "content-encoding"}
+
+
+def build(variant_name: str, upstream: str) -> Any:
+    variant = REST_VARIANTS[variant_name]()
+    client = httpx.AsyncClient(base_url=upstream, timeout=60)
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        query = dict(request.query_params)
+        answered = variant.request(request.method, request.url.path, query)
+        if answered is not None:
+            await JSONResponse(answered[1], status_code=answered[0])(scope, receive, send)
+            return
+        upstream_response = await client.request(
+            request.method, request.url.path, params=query, content=await request.body(),
+            headers={key: value for key, value in request.headers.items() if key.lower() not in _HOP | {"host"}})
+        headers = {key: value for key, value in upstream_response.headers.items() if key.lower() not in _HOP}
+        status = upstream_response.status_code
+        if upstream_response.headers.get("content-type", "").startswith("application/json"):
+            status, body = variant.response(request.method, request.url.path, query, status,
+                                            upstream_response.json())
+            response: Response = Response(json.dumps(body), status_code=status, headers=headers,
+                                          media_type="application/json")
+        else:
+            response = Response(upstream_response.content, status_code=status, headers=headers)
+        await response(scope, receive, send)
+
+    return app
+
+
+if __name__ == "__main__":
+    name, upstream, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    uvicorn.run(build(name, upstream), host="127.0.0.1", port=port, log_level="warning")
