@@ -39,14 +39,14 @@ import httpx
 from common import REPO
 
 from schemadoc.config import Settings
-from schemadoc.interfaces import mcp, rest
+from schemadoc.interfaces import mcp, mcp_tools, rest
 from schemadoc.interfaces.app import build_app, create_service
 
 SCHEMA = REPO / "schemas" / "book.schema.json"
 
 
 def _drop_descriptions() -> None:
-    mcp._tool_templates.cache_clear()
+    mcp_tools._tool_templates.cache_clear()
     rest.rest_router.cache_clear()
 
 

@@ -38,6 +38,18 @@ from typing import TYPE_CHECKING, Any
 from schemadoc import __version__
 from schemadoc.config import TRANSPORTS, Settings, load_settings
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.cli_common import (
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    configure_logging,
+    exit_code_for,
+    overrides,
+    problem_line,
+    report,
+)
+from schemadoc.interfaces.cli_store import migrate, replay
 
 if TYPE_CHECKING:
     from schemadoc.service import DocumentService
@@ -45,67 +57,6 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 log = logging.getLogger("schemadoc")
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_SCHEMA = 3
-EXIT_STORAGE = 4
-EXIT_INTERNAL = 5
-
-
-def exit_code_for(error: SchemaDocError) -> int:
-    """The exit code of a command that stops on ``error`` (the module docstring's table)."""
-    if error.code in ("schema-load-failed", "schema-resolution-failed"):
-        return EXIT_SCHEMA
-    if error.code.startswith("storage-"):
-        return EXIT_STORAGE
-    if error.code == "internal-error":
-        return EXIT_INTERNAL
-    return EXIT_USAGE
-
-
-def _fail_line(error: SchemaDocError) -> str:
-    remediation = error.remediation or error.entry.remediation
-    line = f"schemadoc: {error.code}: {error.message} — {remediation}"
-    return " ".join(line.split())
-
-
-def _report(error: SchemaDocError, *, as_json: bool = False) -> None:
-    """The failure on stderr: one line (then one indented line per schema problem), or the error object as JSON."""
-    problems: list[dict[str, Any]] = []
-    if error.code.startswith("schema-"):  # the schema machinery is imported only when it has something to say
-        from schemadoc.schema.loader import schema_problems
-
-        problems = schema_problems(error)
-    if as_json:
-        import json
-
-        body = error.to_dict()
-        if problems:
-            body["error"]["problems"] = problems
-        print(json.dumps(body, ensure_ascii=False, default=str), file=sys.stderr, flush=True)
-        return
-    lines = [_fail_line(error)]
-    lines += [f"  {_problem_line(problem)}" for problem in problems]
-    print("\n".join(lines), file=sys.stderr, flush=True)
-
-
-def _problem_line(problem: Mapping[str, Any]) -> str:
-    """``FILE POINTER [KEYWORD]: REASON`` on one line."""
-    file = Path(str(problem.get("file") or "")).name
-    where = " ".join(part for part in (file, problem.get("pointer") or "/") if part)
-    keyword = f" [{problem['keyword']}]" if problem.get("keyword") else ""
-    return " ".join(f"{where}{keyword}: {problem.get('reason', '')}".split())
-
-
-def _configure_logging(level: int) -> None:
-    logging.basicConfig(level=level, stream=sys.stderr, force=True,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    quiet = max(level, logging.WARNING)
-    for name in ("mcp", "sse_starlette", "httpx", "httpcore"):
-        logging.getLogger(name).setLevel(level if level <= logging.DEBUG else quiet)
-
 
 # -- argument parsing ------------------------------------------------------------------------
 
@@ -161,10 +112,6 @@ def _parser() -> argparse.ArgumentParser:
                         help="also validate the rebuilt document against this schema")
     replay.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file")
     return parser
-
-
-def _overrides(args: argparse.Namespace, *names: str) -> dict[str, Any]:
-    return {name: getattr(args, name, None) for name in names}
 
 
 def _use_example(args: argparse.Namespace) -> bool:
@@ -309,17 +256,17 @@ def _warn_if_create_fails(service: DocumentService) -> None:
     lines = [f"WARNING: document_create (POST /api/v1/documents) will always fail on this schema: the document "
              f"built from its defaults is refused ({len(problems)} problem(s)). Documents can still be read, but "
              "none can be created until the schema gives these a default:"]
-    lines += [f"  {_problem_line(problem)}" for problem in problems]
+    lines += [f"  {problem_line(problem)}" for problem in problems]
     log.warning("\n".join(lines))
 
 
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if _use_example(args):
         return EXIT_OK
-    settings = load_settings(_overrides(args, "schema_path", "storage_dir", "storage_url", "transport", "host",
+    settings = load_settings(overrides(args, "schema_path", "storage_dir", "storage_url", "transport", "host",
                                         "port", "config_file", "log_level", "allowed_hosts", "tokens_file",
                                         "unsafe_no_auth", "memory_budget"), environ)
-    _configure_logging(settings.log_level_number)
+    configure_logging(settings.log_level_number)
     _check_schema_file(settings)
     if settings.transport == "http":
         _check_access(settings)
@@ -395,8 +342,8 @@ def _read_json_file(name: str) -> Any:
 
 def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     _use_example(args)
-    settings = load_settings(_overrides(args, "schema_path", "config_file"), environ)
-    _configure_logging(logging.WARNING)
+    settings = load_settings(overrides(args, "schema_path", "config_file"), environ)
+    configure_logging(logging.WARNING)
     schema_path = _check_schema_file(settings)
     document = _read_json_file(args.file) if args.file is not None else None  # before the slow schema load
     from schemadoc.schema import load_schema
@@ -422,7 +369,7 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         print(f"warning: document_create will always fail: the document built from the defaults is refused "
               f"({len(problems)} problem(s)):")
         for problem in problems:
-            print(f"  {_problem_line(problem)}")
+            print(f"  {problem_line(problem)}")
         return EXIT_OK
     report = validator.validate(document)
     if args.json:
@@ -442,119 +389,10 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     return EXIT_FAILED
 
 
-# -- replay ----------------------------------------------------------------------------------
-
-
-def _differences(left: Any, right: Any, path: str = "", limit: int = 10) -> list[str]:
-    """JSON Pointers where two JSON values differ (types included: 1, 1.0 and true all differ)."""
-    out: list[str] = []
-
-    def walk(a: Any, b: Any, where: str) -> None:
-        if len(out) >= limit:
-            return
-        if isinstance(a, dict) and isinstance(b, dict):
-            for key in sorted(set(a) | set(b)):
-                child = f"{where}/{key.replace('~', '~0').replace('/', '~1')}"
-                if key not in a or key not in b:
-                    out.append(child)
-                else:
-                    walk(a[key], b[key], child)
-                if len(out) >= limit:
-                    return
-        elif isinstance(a, list) and isinstance(b, list):
-            for index in range(max(len(a), len(b))):
-                if index >= len(a) or index >= len(b):
-                    out.append(f"{where}/{index}")
-                else:
-                    walk(a[index], b[index], f"{where}/{index}")
-                if len(out) >= limit:
-                    return
-        elif type(a) is not type(b) or a != b:
-            out.append(where or "/")
-
-    walk(left, right, path)
-    return out
-
-
-def _replay(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    settings = load_settings(_overrides(args, "storage_dir", "storage_url", "schema_path", "config_file"), environ,
-                             require_schema=False)
-    _configure_logging(logging.WARNING)
-    import orjson
-
-    from schemadoc.ops.journal import replay
-    from schemadoc.storage import store_for
-    from schemadoc.storage.base import check_doc_id
-
-    doc_id = check_doc_id(args.doc_id)
-    if settings.storage_url is None and not settings.storage_dir.is_dir():
-        raise SchemaDocError("storage-read-failed", f"The storage directory {settings.storage_dir} does not exist.",
-                             {"storage_dir": str(settings.storage_dir), "reason": "missing directory"},
-                             remediation="Name the server's storage directory with --storage-dir / STORAGE_DIR.")
-    store = store_for(settings.storage_dir, settings.storage_url)
-    if settings.storage_url is not None:
-        store.open()  # connects (and creates the tables when the database has none yet)
-    stored = store.load(doc_id)
-    entries = store.read_journal(doc_id)
-    at = stored.meta.snapshot_version
-    try:
-        rebuilt = replay(entries, copy=False)
-        at_snapshot = replay(store.read_journal(doc_id, until_version=at), copy=False)
-    except ValueError as error:
-        print(f"{doc_id}: the journal does not replay: {error}")
-        return EXIT_FAILED
-    try:
-        snapshot = orjson.loads(stored.content)
-    except orjson.JSONDecodeError as error:
-        print(f"{doc_id}: the snapshot is not valid JSON: {error}")
-        return EXIT_FAILED
-    last = entries[-1].version if entries else 0
-    print(f"{doc_id}: replayed {len(entries)} journal entries (versions 1..{last}); "
-          f"snapshot at version {at}, {stored.meta.version - at} journal entries after it")
-    same = last == stored.meta.version
-    if not same:
-        print(f"versions differ: journal ends at {last}, meta says {stored.meta.version}")
-    differences = _differences(at_snapshot, snapshot)
-    if differences:
-        same = False
-        print("content differs at: " + ", ".join(differences))
-    if settings.schema_path is not None:
-        from schemadoc.schema import load_schema
-        from schemadoc.validation import DocumentValidator
-
-        report = DocumentValidator(load_schema(settings.schema_path)).validate(rebuilt)
-        print("the rebuilt document is valid" if report.valid
-              else f"the rebuilt document has {len(report.violations)} violation(s)")
-        same = same and report.valid
-    print("equal" if same else "different")
-    return EXIT_OK if same else EXIT_FAILED
-
-
-# -- migrate -------------------------------------------------------------------------------
-
-
-def _migrate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    settings = load_settings(_overrides(args, "storage_url", "config_file"), environ, require_schema=False)
-    _configure_logging(logging.INFO)
-    if settings.storage_url is None:
-        raise SchemaDocError("config-invalid", "migrate needs a PostgreSQL database: files need no migration.",
-                             {"setting": "storage_url"},
-                             remediation="Give --storage-url postgresql://OWNER@HOST:5432/DBNAME (or STORAGE_URL).")
-    from schemadoc.storage.postgres import PostgresDocumentStore
-
-    store = PostgresDocumentStore(settings.storage_url)
-    applied = store.migrate()
-    if applied:
-        print(f"schema {store.schema}: applied migration(s) {', '.join(str(v) for v in applied)}")
-    else:
-        print(f"schema {store.schema}: up to date")
-    return EXIT_OK
-
-
 # -- entry point -----------------------------------------------------------------------------
 
 
-_COMMANDS = {"serve": _serve, "validate": _validate, "replay": _replay, "migrate": _migrate}
+_COMMANDS = {"serve": _serve, "validate": _validate, "replay": replay, "migrate": migrate}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -567,13 +405,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return command(args, os.environ)
     except SchemaDocError as error:
-        _report(error, as_json=bool(getattr(args, "json", False)))
+        report(error, as_json=bool(getattr(args, "json", False)))
         return exit_code_for(error)
     except KeyboardInterrupt:
         return 130
     except Exception as error:
         log.debug("unexpected error", exc_info=True)
-        _report(SchemaDocError("internal-error", f"{type(error).__name__}: {error}"),
+        report(SchemaDocError("internal-error", f"{type(error).__name__}: {error}"),
                 as_json=bool(getattr(args, "json", False)))
         return EXIT_INTERNAL
 
