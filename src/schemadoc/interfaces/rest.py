@@ -241,21 +241,27 @@ def _body_arguments(binding: Binding, request: Request, body: bytes, service: Do
 
 
 def _response(binding: Binding, result: BaseModel) -> JSONBody:
+    """The result with the route's status, ``ETag`` (the version; not for a dry run) and, for a new document,
+    ``Location``."""
+    dry_run, version_field, uri_field = _traits(type(result))
     headers: dict[str, str] = {}
-    version = _etag_version(binding.operation, result)
-    if version is not None:
-        headers["ETag"] = f'"{version}"'
-    uri = getattr(result, "document_uri", None)
-    if binding.route.status == 201 and isinstance(uri, str):
-        headers["Location"] = uri
+    if binding.operation.etag and version_field and not (dry_run and result.__dict__["dry_run"]):
+        version = result.__dict__[version_field]
+        if isinstance(version, int):
+            headers["ETag"] = f'"{version}"'
+    if uri_field and binding.route.status == 201:
+        headers["Location"] = result.__dict__["document_uri"]
     return JSONBody(result, status_code=binding.route.status, headers=headers or None)
 
 
-def _etag_version(operation: Operation, result: BaseModel) -> int | None:
-    if not operation.etag or getattr(result, "dry_run", False):
-        return None
-    version = getattr(result, "current_version", None) or getattr(result, "version", None)
-    return version if isinstance(version, int) else None
+@functools.cache
+def _traits(result: type[BaseModel]) -> tuple[bool, str | None, bool]:
+    """Of a result model: whether it has ``dry_run``, which member is the version its ETag carries
+    (``current_version`` of a history page, else ``version``), whether it has ``document_uri``. Looked up
+    once per model: asking an instance for a member it lacks goes through pydantic's slow path."""
+    fields = result.model_fields
+    version = "current_version" if "current_version" in fields else "version" if "version" in fields else None
+    return "dry_run" in fields, version, "document_uri" in fields
 
 
 def _call(binding: Binding, request: Request, rest: RestState, scans: dict[str, ArgumentScan]) -> Call:
