@@ -26,12 +26,12 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl
 
 import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
-from starlette.datastructures import QueryParams
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.rest_feeds import add_feed_routes
@@ -176,12 +176,14 @@ def arguments(binding: Binding, request: Request, body: bytes,
     raw: dict[str, Any] = dict(route.defaults)
     raw.update(request.path_params)
     query_string = request.scope.get("query_string", b"")
-    if query_string:
-        query = QueryParams(query_string)
-        for name in query:
-            spec = binding.query.get(name)
-            if spec is not None:
-                raw[spec[0]] = _query_value(spec[1], query.getlist(name))
+    if query_string:  # as Starlette's QueryParams reads it, without building the multi-dict
+        given: dict[str, list[str]] = {}
+        for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+            if name in binding.query:
+                given.setdefault(name, []).append(value)
+        for name, values in given.items():
+            argument, kind = binding.query[name]
+            raw[argument] = _query_value(kind, values)
     scans: dict[str, ArgumentScan] = {}
     if binding.reads_body:
         _body_arguments(binding, request, body, service, raw, scans)
