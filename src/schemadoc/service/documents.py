@@ -19,7 +19,7 @@ from schemadoc.service.models import ChangeEvent, DocState, DocumentList
 from schemadoc.service.nodes import bounded_call
 from schemadoc.storage.base import DocumentMeta, check_doc_id
 from schemadoc.validation import ValidationReport
-from schemadoc.validation.suggestions import combined_fix, placeholders
+from schemadoc.validation.suggestions import fold_fixes, placeholders
 
 __all__ = ["Documents"]
 
@@ -57,10 +57,7 @@ class Documents(ServiceCore):
                 report.raise_if_invalid(content_given=True)
             except SchemaDocError as error:
                 details = error.details
-                violations: list[dict[str, Any]] = details["violations"]
-                fix = combined_fix(violations)
-                details["violations"] = [{k: v for k, v in violation.items() if k != "suggested_fix"}
-                                         for violation in violations]
+                fix, details["violations"] = fold_fixes(details["violations"])
                 if fix:
                     details["suggested_call"] = self._create_again(content, fix)
                 suggestion = ("Send details.suggested_call as it is (replace the values in its placeholders with real "

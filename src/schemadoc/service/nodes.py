@@ -31,7 +31,7 @@ from schemadoc.service.history import History
 from schemadoc.service.models import WriteResult
 from schemadoc.storage.base import check_doc_id
 from schemadoc.validation import ValidationReport
-from schemadoc.validation.suggestions import combined_fix, placeholders
+from schemadoc.validation.suggestions import fold_fixes, placeholders
 
 __all__ = ["NodeWrites"]
 
@@ -289,10 +289,7 @@ class NodeWrites(History):
             report.raise_if_invalid(doc_id=doc_id, version=version)
         except SchemaDocError as error:
             details = error.details
-            violations: list[dict[str, Any]] = details["violations"]
-            fix = combined_fix(violations)
-            details["violations"] = [{k: v for k, v in violation.items() if k != "suggested_fix"}
-                                     for violation in violations]
+            fix, details["violations"] = fold_fixes(details["violations"])
             if fix:
                 details["suggested_call"] = self._suggested_call(doc_id, version, after, patch, node_path, node,
                                                                  fix, retry)
@@ -356,10 +353,11 @@ class NodeWrites(History):
                 seen.add((problem["code"], path))
                 violations.append(problem)
         count = len(violations)
-        fix = combined_fix(violations) if resulting is not None else []
+        fix, listed = fold_fixes(violations)
+        if resulting is None:
+            fix = []
         details: dict[str, Any] = {"doc_id": doc_id, "version": version, "path": compiled.node_path or "/",
-                                   "violations": [{k: v for k, v in violation.items() if k != "suggested_fix"}
-                                                  for violation in violations]}
+                                   "violations": listed}
         if fix:
             details["suggested_call"] = self._suggested_call(doc_id, version, after, compiled.patch, "", None, fix,
                                                              None)

@@ -174,6 +174,13 @@ def _is_int_text(text: str) -> bool:
 # -- one refusal, one fix -----------------------------------------------------------------------
 
 
+def fold_fixes(violations: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A refusal's violations folded: their fixes as one patch (:func:`combined_fix`), and the violations without
+    their own ``suggested_fix`` (each points into a document the refused write would have made)."""
+    return combined_fix(violations), [{k: v for k, v in violation.items() if k != "suggested_fix"}
+                                      for violation in violations]
+
+
 def combined_fix(violations: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The ``suggested_fix`` patches of a report's violations as one patch whose operations never conflict.
 
