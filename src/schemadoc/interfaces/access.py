@@ -52,9 +52,10 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import orjson
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.http_guards import replaying
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -428,16 +429,7 @@ class AccessGuard:
             message_id = parsed.get("id") if isinstance(parsed, dict) else None
             await self._refuse(send, self.mcp_path, _read_only(token, what), message_id)
             return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(body, receive), send)
 
     async def _refuse(self, send: Send, path: str, error: SchemaDocError, message_id: Any = None) -> None:
         log.info("refused %s: %s", path, error.code)  # never the token

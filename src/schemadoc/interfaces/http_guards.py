@@ -19,7 +19,7 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.mcp import SchemaDocMCPServer
 from schemadoc.interfaces.rest import check_depth, dump_body
 
-__all__ = ["MCP_PATH", "ErrorGuard", "RequestLimits", "SessionLimit", "open_sessions"]
+__all__ = ["MCP_PATH", "ErrorGuard", "RequestLimits", "SessionLimit", "open_sessions", "replaying"]
 
 log = logging.getLogger("schemadoc.http")
 
@@ -40,6 +40,21 @@ def _error_bytes(error: SchemaDocError, path: str, message_id: Any = None) -> by
         return orjson.dumps({"jsonrpc": "2.0", "id": message_id,
                              "error": {"code": -32600, "message": error.message, "data": error.to_dict()}})
     return dump_body(error.to_dict())
+
+
+def replaying(body: bytes, receive: Receive, disconnect: Message | None = None) -> Receive:
+    """A ``receive`` that hands on a body already read (or the disconnect that ended it), then the rest."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return disconnect if disconnect is not None else {"type": "http.request", "body": body,
+                                                              "more_body": False}
+        return await receive()
+
+    return replay
 
 
 class ErrorGuard:
@@ -127,16 +142,7 @@ class RequestLimits:
             if problem is not None:
                 await _send_json(send, problem[0].status, _error_bytes(problem[0], path, problem[1]))
                 return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                if disconnect is not None:
-                    return disconnect
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
+        replay = replaying(body, receive, disconnect)
 
         await self.app(scope, replay, send)
 
