@@ -82,6 +82,12 @@ class PrivateCluster:
         with psycopg.connect(self.url(user, database), autocommit=True) as conn:
             conn.execute(statements.encode())
 
+    def __enter__(self) -> PrivateCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.destroy()
+
     def destroy(self) -> None:
         with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
             self.stop("immediate")

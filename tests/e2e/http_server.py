@@ -81,6 +81,17 @@ class Server:
             self.kill()
             raise AssertionError("the server did not stop within the timeout after SIGTERM") from None
 
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """SIGTERM (what a test left running is stopped cleanly), and a kill whatever that gave."""
+        try:
+            if self.process.poll() is None:
+                self.stop()
+        finally:
+            self.kill()
+
     def kill(self) -> None:
         if self.process.poll() is None:
             self.process.kill()

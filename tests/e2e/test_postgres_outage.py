@@ -37,11 +37,8 @@ OUTAGE_CODES = frozenset({"storage-unavailable", "commit-outcome-unknown"})
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[PrivateCluster]:
-    private = PrivateCluster()
-    try:
+    with PrivateCluster() as private:
         yield private
-    finally:
-        private.destroy()
 
 
 @pytest.fixture(scope="module")

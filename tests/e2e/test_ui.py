@@ -47,14 +47,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     if chromium() is None:
         pytest.skip(CHROMIUM_MISSING)
     base = tmp_path_factory.mktemp("ui")
-    running = Server(base / "data", base / "logs")
-    try:
+    with Server(base / "data", base / "logs") as running:
         yield running
-    finally:
-        try:
-            running.stop()
-        finally:
-            running.kill()
 
 
 @pytest.fixture(scope="module")

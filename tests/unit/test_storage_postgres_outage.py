@@ -27,11 +27,8 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[PrivateCluster]:
-    private = PrivateCluster()
-    try:
+    with PrivateCluster() as private:
         yield private
-    finally:
-        private.destroy()
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from schemadoc.client.errors import ClientError, error_for
 from schemadoc.client.models import JournalEntryBody
 
 __all__ = ["Event", "EventParser"]
@@ -23,6 +24,13 @@ class Event:
     @property
     def version(self) -> int | None:
         return int(self.id) if self.id is not None and self.id.isdigit() else None
+
+    def error(self) -> ClientError | None:
+        """The exception an ``error`` event stands for (its data is the error object), else ``None``."""
+        if self.event != "error":
+            return None
+        status = int(self.data.get("error", {}).get("category", 500)) if isinstance(self.data, dict) else 500
+        return error_for(status, self.data)
 
     @property
     def entry(self) -> JournalEntryBody | None:

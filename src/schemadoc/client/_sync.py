@@ -229,9 +229,9 @@ class Client:
                         if event is None:
                             continue
                         failures = 0
-                        if event.event == "error":
-                            raise error_for(int(event.data.get("error", {}).get("category", 500))
-                                            if isinstance(event.data, dict) else 500, event.data)
+                        error = event.error()
+                        if error is not None:
+                            raise error
                         if event.id is not None:
                             last_event_id = event.id
                         yield event
