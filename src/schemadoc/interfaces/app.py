@@ -49,7 +49,14 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.access import AccessGuard, HostPolicy, TokensFile
 from schemadoc.interfaces.apidocs import add_api_docs
 from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
-from schemadoc.interfaces.http_guards import MCP_PATH, ErrorGuard, RequestLimits, SessionLimit, open_sessions
+from schemadoc.interfaces.http_guards import (
+    MCP_PATH,
+    ErrorGuard,
+    RequestLimits,
+    SessionLimit,
+    open_sessions,
+    telemetry,
+)
 from schemadoc.interfaces.index import add_index
 from schemadoc.interfaces.mcp import build_mcp_server
 from schemadoc.interfaces.rest import (
@@ -284,7 +291,7 @@ def build_app(service: DocumentService, settings: Settings, *,
 
     app = FastAPI(title="schemadoc", version=schemadoc.__version__, description=_DESCRIPTION,
                   docs_url=None, redoc_url=None, openapi_url=_OPENAPI_URL, lifespan=lifespan,
-                  default_response_class=JSONBody)
+                  default_response_class=JSONBody, telemetry=telemetry())
     app.openapi = _openapi_without_fastapi_422(app)  # type: ignore[method-assign]
     # request examples built from the served schema (operationIds are the MCP tool names)
     app.openapi = with_request_examples(app.openapi, service.schema)  # type: ignore[method-assign]

@@ -31,11 +31,16 @@ __all__ = ["REST_STATE", "ErrorBody", "ErrorObject", "JSONBody", "Rest", "RestSt
 
 
 def _plain(value: Any) -> Any:
-    """A result model as plain JSON data, sharing (not copying) the document content it holds."""
+    """A result model as plain JSON data, sharing (not copying) the document content it holds.
+
+    A model's ``__dict__`` holds its fields in declaration order (its extra members apart), which is
+    what ``model_fields`` would list, without pydantic's attribute machinery."""
     if isinstance(value, BaseModel):
-        out = {name: _plain(getattr(value, name)) for name in type(value).model_fields}
-        if value.model_extra:
-            out.update(value.model_extra)
+        out = {name: _plain(member) if isinstance(member, (BaseModel, list)) else member
+               for name, member in value.__dict__.items()}
+        extra = value.__pydantic_extra__
+        if extra:
+            out.update(extra)
         return out
     if isinstance(value, list) and value and isinstance(value[0], BaseModel):
         return [_plain(item) for item in value]
