@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.mcp import SchemaDocMCPServer
 from schemadoc.interfaces.rest import check_depth, dump_body
+from schemadoc.interfaces.rest_wire import READ_BODY
 
 __all__ = ["MCP_PATH", "ErrorGuard", "RequestLimits", "SessionLimit", "open_sessions", "replaying", "telemetry"]
 
@@ -169,9 +170,9 @@ class RequestLimits:
             if problem is not None:
                 await _send_json(send, problem[0].status, _error_bytes(problem[0], path, problem[1]))
                 return
-        replay = replaying(body, receive, disconnect)
-
-        await self.app(scope, replay, send)
+        if disconnect is None:
+            scope[READ_BODY] = body
+        await self.app(scope, replaying(body, receive, disconnect), send)
 
     def _mcp_depth_problem(self, body: bytes) -> tuple[SchemaDocError, Any] | None:
         limit = self.max_depth + _MCP_ENVELOPE_DEPTH

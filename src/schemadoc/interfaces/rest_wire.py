@@ -23,8 +23,8 @@ from schemadoc.interfaces.subscribers import SubscriberSlots
 from schemadoc.ops.limits import deeper_than
 from schemadoc.service import DocumentService
 
-__all__ = ["REST_STATE", "ErrorBody", "ErrorObject", "JSONBody", "Rest", "RestState", "check_depth", "dump_body",
-           "error_response", "errors", "errors_of_a_stream", "parse_json", "rest_state", "state_of"]
+__all__ = ["READ_BODY", "REST_STATE", "ErrorBody", "ErrorObject", "JSONBody", "Rest", "RestState", "check_depth",
+           "dump_body", "error_response", "errors", "errors_of_a_stream", "parse_json", "rest_state", "state_of"]
 
 
 # -- responses -------------------------------------------------------------------------------
@@ -189,6 +189,10 @@ def rest_state(service: DocumentService, settings: Settings, *, heartbeat_second
 
 REST_STATE = "schemadoc_rest"
 """The ``app.state`` attribute holding the application's :class:`RestState`."""
+
+READ_BODY = "schemadoc.body"
+"""The scope key under which the body limits leave the request body they read (it is replayed too), so that
+the REST door does not read it a second time through Starlette's stream."""
 
 
 def state_of(request: Request) -> RestState:
