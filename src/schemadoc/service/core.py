@@ -19,6 +19,7 @@ content is never mutated; callers must treat returned nodes as read-only.
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import threading
 import weakref
@@ -31,7 +32,7 @@ import msgspec
 import orjson
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.ops.apply import apply_patches
+from schemadoc.ops.apply import apply_patch, apply_patches, check_patch
 from schemadoc.ops.history import Checkpoints, replay_from
 from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.ops.limits import MAX_PATCH_OPERATIONS, MAX_STRING_LENGTH
@@ -52,6 +53,7 @@ from schemadoc.storage.base import (
     StoreNotice,
 )
 from schemadoc.validation import DocumentValidator
+from schemadoc.validation.suggestions import placeholders
 
 __all__ = ["LOCK_TIMEOUT_SECONDS", "MAX_JSON_DEPTH", "PERSIST_CHECKPOINT_EVERY", "ServiceCore", "parse_stored"]
 
@@ -359,11 +361,46 @@ class ServiceCore:
         entry = self._states.entry(doc_id)
         return entry.sizes if entry is not None else SizeCache()
 
+    def _suggestion(self, after: Any, fix: list[dict[str, Any]], tool: str, arguments: dict[str, Any],
+                    prefix: str = "") -> dict[str, Any]:
+        """A refusal's ``suggested_call``: ``tool`` with ``arguments``, whether ``fix`` applied to ``after`` passes
+        validation (``resolves``), the made-up values in ``fix`` to replace (``placeholders``, relative to
+        ``prefix``), within 16 KiB (:func:`bounded_call`)."""
+        try:
+            resolves = self.validator.validate(apply_patch(after, check_patch(fix)).document).valid
+        except SchemaDocError:
+            resolves = False
+        call: dict[str, Any] = {"tool": tool, "arguments": arguments, "resolves": resolves}
+        marked = placeholders(fix, self.schema, prefix)
+        if marked:
+            call["placeholders"] = marked
+        return bounded_call(call, fix)
+
     def _persist_checkpoint(self, doc_id: str, version: int, data: bytes) -> None:
         try:
             self.store.write_checkpoint(doc_id, version, data)
         except OSError as error:  # a cache: losing one only makes old reads replay more
             log.warning("document %s: checkpoint of version %d not written: %s", doc_id, version, error.strerror)
+
+
+PREVIEW_BYTES = 16_384
+
+
+def bounded_call(call: dict[str, Any], fix: list[dict[str, Any]]) -> dict[str, Any]:
+    """``call`` when its JSON fits in 16 KiB (an error stays readable within a result budget); else the tool with
+    the fix alone (``fix``: the operations, in the paths of the document the write would have made)."""
+    if json_bytes([call]) <= PREVIEW_BYTES:
+        return call
+    short = {key: value for key, value in call.items() if key != "arguments"}
+    return {**short, "arguments_size_bytes": json_bytes([call["arguments"]]),
+            **({"fix": fix} if json_bytes(fix) <= PREVIEW_BYTES else {})}
+
+
+def json_bytes(value: list[Any]) -> int:
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:  # integers beyond 64 bits
+        return len(json.dumps(value, separators=(",", ":")))
 
 
 _SNAPSHOT_DECODER = msgspec.json.Decoder()
