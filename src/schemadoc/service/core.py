@@ -1,19 +1,8 @@
 """The service's shared state: documents in memory, locks, loading, committing and publishing events.
 
-Every write follows one pipeline (docs/architecture.md, "The one data flow"):
-
-1. compile the request into an RFC 6902 patch (against the current content),
-2. take the document's write lock (threads and processes) and check the version,
-3. apply the patch to a structurally shared copy,
-4. validate what the patch reached (the verdict of validating the whole copy),
-5. ``dry_run``: return patch + preview + report and stop,
-6. journal (and, for small documents, snapshot) through the store: :meth:`ServiceCore._commit`,
-7. swap the in-memory state and publish a change event.
-
-The use cases live beside this module, one concern each (:mod:`.reading`, :mod:`.history`,
-:mod:`.nodes`, :mod:`.documents`); :class:`schemadoc.service.DocumentService` combines them.
-Reads never take the write lock: they return the current immutable in-memory state. Stored
-content is never mutated; callers must treat returned nodes as read-only.
+Every write follows the one pipeline of docs/architecture.md ("The one data flow"), committed by
+:meth:`ServiceCore._commit`. Reads never take the write lock: they return the current immutable
+in-memory state. Stored content is never mutated; callers must treat returned nodes as read-only.
 """
 
 from __future__ import annotations
@@ -26,14 +15,14 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import msgspec
 import orjson
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.apply import apply_patch, apply_patches, check_patch
-from schemadoc.ops.history import Checkpoints, replay_from
+from schemadoc.ops.history import replay_from
 from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.ops.limits import MAX_PATCH_OPERATIONS, MAX_STRING_LENGTH
 from schemadoc.ops.sizes import serialise
@@ -55,9 +44,11 @@ from schemadoc.storage.base import (
 from schemadoc.validation import DocumentValidator
 from schemadoc.validation.suggestions import placeholders
 
-__all__ = ["LOCK_TIMEOUT_SECONDS", "MAX_JSON_DEPTH", "PERSIST_CHECKPOINT_EVERY", "ServiceCore", "parse_stored"]
+__all__ = ["MAX_JSON_DEPTH", "PERSIST_CHECKPOINT_EVERY", "ServiceCore", "bounded_call", "json_bytes", "parse_stored"]
 
 log = logging.getLogger("schemadoc.service")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 MAX_JSON_DEPTH = 128
 """Default nesting limit of stored documents (``document-too-deep`` beyond it). The official MCP
@@ -86,14 +77,8 @@ class ServiceCore:
         self.store = store
         self.validator = DocumentValidator(schema)
         self.lock_timeout = lock_timeout
-        evicted = weakref.WeakMethod(self._evicted)  # no cycle: a dropped service is freed at once
-
-        def on_evict(doc_id: str, entry: Resident) -> None:
-            bound = evicted()
-            if bound is not None:
-                bound(doc_id, entry)
-
-        self._states = ResidentSet(memory_budget if memory_budget is not None else default_budget(), on_evict)
+        self._states = ResidentSet(memory_budget if memory_budget is not None else default_budget(),
+                                   _weakly(self._evicted))
         """Every document held in memory, with its caches, under one byte budget (:mod:`.memory`)."""
         self._listeners: list[Listener] = []
         self._listeners_lock = threading.Lock()
@@ -338,24 +323,6 @@ class ServiceCore:
         self._publish(ChangeEvent(doc_id, meta.version, kind, entry))
         return meta
 
-    # -- history checkpoints -------------------------------------------------------------------
-
-    def _checkpoints(self, doc_id: str) -> Checkpoints:
-        """The in-memory history checkpoints of a held document (a throwaway set for one not held)."""
-        entry = self._states.entry(doc_id)
-        if entry is None:
-            return Checkpoints()
-        if entry.checkpoints is None:
-            entry.checkpoints = Checkpoints()
-        return entry.checkpoints
-
-    def _charge_checkpoints(self, doc_id: str, checkpoints: Checkpoints, added_bytes: int) -> None:
-        """``added_bytes`` more held by ``doc_id``'s checkpoints (then keep within the budget)."""
-        entry = self._states.entry(doc_id)
-        if entry is not None and entry.checkpoints is checkpoints and added_bytes > 0:
-            entry.checkpoint_bytes += added_bytes
-            self._states.settle(doc_id)
-
     def _sizes_of(self, doc_id: str) -> SizeCache:
         """The size cache of a held document's containers."""
         entry = self._states.entry(doc_id)
@@ -420,17 +387,18 @@ def parse_stored(data: bytes) -> Any:
         return orjson.loads(data)
 
 
-def _weakly(source: Callable[[str], tuple[int, Any] | None]) -> Callable[[str], tuple[int, Any] | None]:
-    """``source`` (a bound method) without keeping its object alive: ``None`` once the object is gone.
+def _weakly(method: Callable[_P, _R]) -> Callable[_P, _R | None]:
+    """``method`` (a bound method) without keeping its object alive: ``None`` once the object is gone.
 
     The snapshotter's thread outlives a service dropped without ``close()``; through a strong
     reference it would keep the service, and every document it holds, alive (and a service in a
     reference cycle when a big document's load calls ``gc.freeze()`` is never freed at all).
+    The memory budget's eviction callback is weak too, so a dropped service is freed at once.
     """
-    method = weakref.WeakMethod(source)
+    weak = weakref.WeakMethod(method)
 
-    def call(doc_id: str) -> tuple[int, Any] | None:
-        bound = method()
-        return None if bound is None else bound(doc_id)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R | None:
+        bound = weak()
+        return None if bound is None else bound(*args, **kwargs)
 
     return call
