@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -30,7 +31,7 @@ from schemadoc.reading import NodeSchemas, SizeCache
 from schemadoc.schema import LoadedSchema
 from schemadoc.service.checks import check_current
 from schemadoc.service.feed import ChangeFeed
-from schemadoc.service.memory import BYTES_PER_BLOCK, Resident, ResidentSet, allocated_blocks, default_budget
+from schemadoc.service.memory import BYTES_PER_BLOCK, Resident, ResidentSet, default_budget
 from schemadoc.service.models import Change, ChangeEvent, DocState, Listener
 from schemadoc.snapshotter import SnapshotPolicy, Snapshotter
 from schemadoc.storage.base import (
@@ -230,9 +231,9 @@ class ServiceCore:
         collecting = gc.isenabled()
         gc.disable()  # no collection inside the parse: it frees other objects (and doubles a big parse's time)
         try:
-            before = allocated_blocks()
+            before = sys.getallocatedblocks()
             content = parse_stored(stored.content)  # holds the interpreter lock: the blocks are its own
-            blocks = allocated_blocks() - before
+            blocks = sys.getallocatedblocks() - before
         except orjson.JSONDecodeError as error:
             raise SchemaDocError("storage-read-failed", f"Document {doc_id} is not valid JSON on disk: {error}.",
                                  {"doc_id": doc_id}) from None
