@@ -1,17 +1,16 @@
-"""The asynchronous client (:class:`AsyncClient`), the same operations as :class:`~schemadoc.client.Client`."""
+"""The asynchronous client (:class:`AsyncClient`): :class:`~schemadoc.client.Client`'s methods, awaited."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 import httpx
 
-from schemadoc.client import _requests as r
 from schemadoc.client import models as m
-from schemadoc.client._sse import Event, EventParser
-from schemadoc.client._sync import DEFAULT_URL, _body, _headers
+from schemadoc.client._operations import DEFAULT_URL, Operations, Request, auth_headers, body_of, document_path
+from schemadoc.client._sse import Event, EventStream
 from schemadoc.client.errors import VersionConflictError, error_for
 
 __all__ = ["AsyncClient"]
@@ -19,16 +18,11 @@ __all__ = ["AsyncClient"]
 T = TypeVar("T")
 
 
-class AsyncClient:
+class AsyncClient(Operations):
     """A schemadoc server's REST API (``/api/v1``) for asyncio (and anyio) code: :class:`~schemadoc.client.Client`'s
-    methods, each awaited.
+    methods, each awaited, with the same errors and versions.
 
-    Errors are raised as :class:`~schemadoc.client.ClientError` (``version-conflict`` as
-    :class:`~schemadoc.client.VersionConflictError`) carrying the server's error object. A write's ``version``
-    travels as ``If-Match``; every result carries the version to pass to the next write.
-
-    ``base_url`` is the server (``http://127.0.0.1:8080``); ``token`` a bearer token when the server asks for one;
-    ``http`` an ``httpx.AsyncClient`` of your own (its base URL is then used as is). Use it as an async context
+    ``http`` is an ``httpx.AsyncClient`` of your own (its base URL is then used as is). Use it as an async context
     manager, or await :meth:`close`.
     """
 
@@ -36,7 +30,7 @@ class AsyncClient:
                  http: httpx.AsyncClient | None = None) -> None:
         self._owned = http is None
         self._http = http if http is not None else httpx.AsyncClient(base_url=base_url, timeout=timeout,
-                                                                headers=_headers(token))
+                                                                     headers=auth_headers(token))
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -48,131 +42,16 @@ class AsyncClient:
         if self._owned:
             await self._http.aclose()
 
-    async def _send(self, call: r.Call[T]) -> T:
+    async def _send(self, call: Request[T]) -> T:
         response = await self._http.request(call.method, call.path, params=call.query, headers=call.headers,
-                                      json=call.json)
+                                            json=call.json)
         if response.status_code >= 400:
-            raise error_for(response.status_code, _body(response))
-        return call.parse(_body(response))
-
-    # -- documents ----------------------------------------------------------------------------
-
-    async def health(self) -> dict[str, Any]:
-        return await self._send(r.health())
-
-    async def create_document(self) -> m.CreateDocumentResult:
-        """A new document built from the schema's defaults, at version 1."""
-        return await self._send(r.create_document())
-
-    async def list_documents(self, *, limit: int | None = None, offset: int | None = None) -> m.ListDocumentsResult:
-        return await self._send(r.list_documents(limit, offset))
-
-    async def read_node(self, doc_id: str, path: str = "/", *, at_version: int | None = None,
-                        max_depth: int | None = None, offset: int | None = None, limit: int | None = None,
-                        max_bytes: int | None = None) -> m.ReadNodeResult:
-        """The node at ``path`` (``node_content``) and the document's ``version``; with a bound (``max_depth``,
-        ``offset``/``limit``, ``max_bytes``) a :class:`~schemadoc.client.models.BoundedReadNodeResult`."""
-        return await self._send(r.read_node(doc_id, path, at_version, max_depth, offset, limit, max_bytes))
-
-    async def update_node(self, doc_id: str, path: str, node_data: Any, version: int, *,
-                          dry_run: bool = False) -> m.UpdateNodeResult:
-        return await self._send(r.update_node(doc_id, path, node_data, version, dry_run))
-
-    async def create_node(self, doc_id: str, path: str, node_data: Any, version: int, *,
-                          dry_run: bool = False) -> m.CreateNodeResult:
-        """Create the node at ``path`` (``/items/-`` appends)."""
-        return await self._send(r.create_node(doc_id, path, node_data, version, dry_run))
-
-    async def delete_node(self, doc_id: str, path: str, version: int, *, dry_run: bool = False) -> m.DeleteNodeResult:
-        return await self._send(r.delete_node(doc_id, path, version, dry_run))
-
-    async def apply_patch(self, doc_id: str, patch: Sequence[dict[str, Any]], version: int, *,
-                          dry_run: bool = False) -> m.ApplyPatchResult:
-        """An RFC 6902 patch, applied atomically."""
-        return await self._send(r.apply_patch(doc_id, patch, version, dry_run))
-
-    async def merge_patch(self, doc_id: str, patch: Any, version: int, *, path: str = "/",
-                          dry_run: bool = False) -> m.MergePatchResult:
-        """An RFC 7396 merge patch at ``path`` (``None`` members delete)."""
-        return await self._send(r.merge_patch(doc_id, patch, path, version, dry_run))
-
-    async def move_node(self, doc_id: str, from_path: str, to_path: str, version: int, *,
-                        dry_run: bool = False) -> m.MoveNodeResult:
-        return await self._send(r.move_node(doc_id, from_path, to_path, version, dry_run))
-
-    async def validate_node(self, doc_id: str, path: str, node_data: Any) -> m.ValidateNodeResult:
-        """The verdict a write of ``node_data`` at ``path`` would get now; nothing is written."""
-        return await self._send(r.validate_node(doc_id, path, node_data))
-
-    async def delete_document(self, doc_id: str, version: int) -> m.DocumentStateResult:
-        return await self._send(r.delete_document(doc_id, version))
-
-    async def undelete_document(self, doc_id: str) -> m.DocumentStateResult:
-        return await self._send(r.undelete_document(doc_id))
-
-    async def purge_document(self, doc_id: str) -> m.PurgeResult:
-        """Remove a deleted document and its history for good (no dry run: it cannot be undone)."""
-        return await self._send(r.purge_document(doc_id))
-
-    # -- history ------------------------------------------------------------------------------
-
-    async def history(self, doc_id: str, *, since_version: int | None = None,
-                      limit: int | None = None) -> m.HistoryResult:
-        return await self._send(r.history(doc_id, since_version, limit))
-
-    async def read_version(self, doc_id: str, version: int) -> Any:
-        """The whole document as it was at ``version``."""
-        return await self._send(r.read_version(doc_id, version))
-
-    async def diff(self, doc_id: str, from_version: int, to_version: int | None = None) -> m.DiffResult:
-        return await self._send(r.diff(doc_id, from_version, to_version))
-
-    async def revert(self, doc_id: str, to_version: int, version: int, *, dry_run: bool = False) -> m.RevertResult:
-        return await self._send(r.revert(doc_id, to_version, version, dry_run))
-
-    async def changes(self, *, since: int | None = None, limit: int | None = None) -> m.ChangesResult:
-        """One page of the feed of every committed version, across documents."""
-        return await self._send(r.changes(since, limit))
-
-    # -- schema, reading aids -----------------------------------------------------------------
-
-    async def get_schema(self, *, dereferenced: bool = False) -> m.RootSchemaResult:
-        return await self._send(r.get_schema(dereferenced))
-
-    async def get_node_schema(self, path: str, *, doc_id: str | None = None,
-                              dereferenced: bool | None = None) -> m.NodeSchemaResult:
-        return await self._send(r.get_node_schema(path, doc_id, dereferenced))
-
-    async def error_catalog(self) -> m.ErrorCatalogResult:
-        return await self._send(r.error_catalog())
-
-    async def outline(self, doc_id: str, path: str = "/", *, depth: int | None = None, offset: int | None = None,
-                      limit: int | None = None, max_bytes: int | None = None) -> m.OutlineResult:
-        return await self._send(r.outline(doc_id, path, depth, offset, limit, max_bytes))
-
-    async def next_incomplete(self, doc_id: str, path: str = "/", *,
-                              limit: int | None = None) -> m.NextIncompleteResult:
-        return await self._send(r.next_incomplete(doc_id, path, limit))
-
-    async def search(self, query: str, *, path: str | None = None, doc_ids: Sequence[str] | None = None,
-                     limit: int | None = None, cursor: int | None = None) -> m.SearchResult:
-        return await self._send(r.search(query, path, doc_ids, limit, cursor))
-
-    async def stats(self, doc_id: str) -> m.StatsResult:
-        return await self._send(r.stats(doc_id))
-
-    async def render(self, doc_id: str, path: str = "/", *, offset: int | None = None, limit: int | None = None,
-                     max_bytes: int | None = None) -> m.RenderResult:
-        """The node as Markdown, driven by the schema."""
-        return await self._send(r.render(doc_id, path, offset, limit, max_bytes))
-
-    # -- helpers ------------------------------------------------------------------------------
+            raise error_for(response.status_code, body_of(response))
+        return call.parse(body_of(response))
 
     async def retry_on_conflict(self, doc_id: str, write: Callable[[m.ReadNodeResult], Awaitable[T]], *,
                                 path: str = "/", attempts: int = 5) -> T:
-        """Read the node at ``path``, call ``write(read)`` (which writes against ``read.version``, usually from
-        ``read.node_content``), and when that fails with ``version-conflict`` read again and call it again, at
-        most ``attempts`` times; the last conflict is raised."""
+        """:meth:`Client.retry_on_conflict <schemadoc.client.Client.retry_on_conflict>` with an awaited ``write``."""
         for attempt in range(attempts):
             read = await self.read_node(doc_id, path)
             try:
@@ -184,9 +63,7 @@ class AsyncClient:
 
     async def iter_changes(self, *, since: int = 0, limit: int = 100, follow: bool = False,
                            poll_seconds: float = 1.0) -> AsyncIterator[m.ChangeBody]:
-        """Every change after the cursor ``since``, page after page. ``follow``: keep polling for new ones
-        (every ``poll_seconds`` while there are none) instead of stopping at the end. Resume later from the
-        last change's ``cursor``."""
+        """:meth:`Client.iter_changes <schemadoc.client.Client.iter_changes>`, asynchronously."""
         while True:
             page = await self.changes(since=since, limit=limit)
             for change in page.changes:
@@ -199,41 +76,27 @@ class AsyncClient:
 
     async def events(self, doc_id: str, *, since: int | None = None, last_event_id: str | None = None,
                      reconnect: bool = True, retry_seconds: float = 1.0, max_retries: int = 5) -> AsyncIterator[Event]:
-        """The document's event stream: a ``version`` event per committed version after ``since`` (or after
-        ``last_event_id``; neither: from now), then ``purged`` if it is purged (the iteration ends there).
-        A dropped connection is resumed with ``Last-Event-ID`` (nothing missed, nothing twice), up to
-        ``max_retries`` failures in a row; an ``error`` event is raised as :class:`ClientError`."""
-        path = r._doc(doc_id, "/events")
-        failures = 0
+        """:meth:`Client.events <schemadoc.client.Client.events>`, asynchronously."""
+        stream = EventStream(since, last_event_id, max_retries)
+        timeout = httpx.Timeout(self._http.timeout.connect, read=None)
         while True:
-            headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
-            query = {"since": since} if last_event_id is None and since is not None else {}
+            query, headers = stream.connect()
             try:
-                async with self._http.stream("GET", path, params=query, headers=headers,
-                                       timeout=httpx.Timeout(self._http.timeout.connect, read=None)) as response:
+                async with self._http.stream("GET", document_path(doc_id, "/events"), params=query, headers=headers,
+                                             timeout=timeout) as response:
                     if response.status_code >= 400:
                         await response.aread()
-                        raise error_for(response.status_code, _body(response))
-                    parser = EventParser()
+                        raise error_for(response.status_code, body_of(response))
                     async for line in response.aiter_lines():
-                        event = parser.feed(line)
-                        if event is None:
-                            continue
-                        failures = 0
-                        error = event.error()
-                        if error is not None:
-                            raise error
-                        if event.id is not None:
-                            last_event_id = event.id
-                        yield event
-                        if event.event == "purged":
+                        event = stream.feed(line)
+                        if event is not None:
+                            yield event
+                        if stream.ended:
                             return
             except httpx.TransportError:
-                failures += 1
-                if not reconnect or failures > max_retries:
+                if not reconnect or not stream.retry():
                     raise
             else:
                 if not reconnect:
                     return
             await asyncio.sleep(retry_seconds)
-
