@@ -18,33 +18,6 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-__all__ = [
-    "ARGUMENTS",
-    "Arguments",
-    "ChangesArgs",
-    "CreateDocumentArgs",
-    "CreateNodeArgs",
-    "DeleteDocumentArgs",
-    "DeleteNodeArgs",
-    "DiffArgs",
-    "DocumentArgs",
-    "HistoryArgs",
-    "ListArgs",
-    "MergePatchArgs",
-    "MoveNodeArgs",
-    "NextIncompleteArgs",
-    "NodeSchemaArgs",
-    "OutlineArgs",
-    "PatchArgs",
-    "ReadNodeArgs",
-    "RenderArgs",
-    "RevertArgs",
-    "RootSchemaArgs",
-    "SearchArgs",
-    "UpdateNodeArgs",
-    "ValidateNodeArgs",
-]
-
 EXAMPLE_ID = "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"
 ULID_PATTERN = "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$"
 _TOKEN = "([^~/]|~[01])"  # a reference token: '~' only as '~0' or '~1'
@@ -264,8 +237,3 @@ class RenderArgs(DocumentArgs):
     limit: Annotated[int | None, Field(strict=True, ge=1, description="At most this many children of the node.")] = None
     max_bytes: MaxBytes = None
 
-
-ARGUMENTS: tuple[type[Arguments], ...] = (
-    CreateDocumentArgs, ListArgs, RootSchemaArgs, NodeSchemaArgs, DocumentArgs, ReadNodeArgs, UpdateNodeArgs,
-    CreateNodeArgs, DeleteNodeArgs, PatchArgs, MoveNodeArgs, MergePatchArgs, RevertArgs, DeleteDocumentArgs,
-    HistoryArgs, DiffArgs, ChangesArgs, OutlineArgs, NextIncompleteArgs, SearchArgs, RenderArgs, ValidateNodeArgs)
