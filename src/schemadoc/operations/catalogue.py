@@ -1,19 +1,14 @@
 """The operation catalogue: every operation of schemadoc, declared once.
 
-One :class:`Operation` per operation: its name (the MCP tool name and the REST operationId),
-what it says to agents and in the API reference, its arguments (one model of
-:mod:`schemadoc.operations.arguments`), its result model (:mod:`schemadoc.operations.results`),
-its REST routes, and its traits: whether it writes (and how destructively), whether it has a dry
-run, which arguments carry written JSON (walked once for every limit), whether REST answers it on
-the event loop, whether its result is fitted to the MCP budget.
+One :class:`~schemadoc.operations.operation.Operation` per operation: its name (the MCP tool name and
+the REST operationId), what it says to agents and in the API reference, its arguments and result
+models, its REST routes and its traits, and the function that runs it (a service call, its result
+built once for both doors). Both doors, the OpenAPI document, ``docs/tools.md`` and the Python client
+are built by walking :data:`CATALOGUE`, and both doors call
+:func:`~schemadoc.operations.operation.invoke`: one argument check, one limits scan, one error wording.
 
-Both doors are built by walking :data:`CATALOGUE` (``interfaces/mcp.py`` registers the tools,
-``interfaces/rest.py`` adds the routes, the OpenAPI document and ``docs/tools.md`` come from the
-same entries), and both call :func:`~schemadoc.operations.operation.invoke`: one argument check,
-one limits scan, one error wording for every door.
-
-Adding an operation: an arguments model, a result model and builder, a ``_run`` function and one
-``Operation(...)`` entry below; the doors, the OpenAPI document and the reference follow.
+Adding an operation: an arguments model, a result model, a run function and one ``Operation(...)``
+entry below.
 """
 
 from __future__ import annotations
