@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 from urllib.parse import quote
 
-import httpx
 from pydantic import TypeAdapter
 
 from schemadoc.client import models as m
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 T = TypeVar("T")
 API = "/api/v1"
-DEFAULT_URL = "http://127.0.0.1:8080"
 
 
 @dataclass(frozen=True)
@@ -49,19 +47,6 @@ def _raw(body: Any) -> Any:
 
 def document_path(doc_id: str, tail: str = "") -> str:
     return f"{API}/documents/{quote(doc_id, safe='')}{tail}"
-
-
-def auth_headers(token: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"} if token else {}
-
-
-def body_of(response: httpx.Response) -> Any:
-    if not response.content:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        return response.text
 
 
 @functools.cache
