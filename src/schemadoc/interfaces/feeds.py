@@ -164,7 +164,7 @@ async def _history(service: DocumentService, doc_id: str, since: int, limit: int
 
 
 def _purged(event: ChangeEvent) -> FeedEvent:
-    return FeedEvent("purged", None, results.purge_result(event.doc_id))
+    return FeedEvent("purged", None, results.PurgeResult(doc_id=event.doc_id))
 
 
 async def document_events(service: DocumentService, doc_id: str, since: int, *,
