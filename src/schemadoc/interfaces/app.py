@@ -48,6 +48,7 @@ from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.access import AccessGuard, HostPolicy, TokensFile
 from schemadoc.interfaces.apidocs import add_api_docs
+from schemadoc.interfaces.cli_common import create_service
 from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
 from schemadoc.interfaces.http_guards import MCP_PATH, ErrorGuard, RequestLimits, SessionLimit, open_sessions
 from schemadoc.interfaces.index import add_index
@@ -88,31 +89,6 @@ with `Last-Event-ID`); `/changes` is a polling feed across all documents. Every 
 `{"error": {"code", "category", "message", "details", "remediation"}}` with a stable `code`
 from the error catalog (`GET /api/v1/errors`, or the MCP resource `schema://errors`).
 """
-
-
-def create_service(settings: Settings) -> DocumentService:
-    """Load the schema, open the store (PostgreSQL at ``settings.storage_url``, else files in
-    ``settings.storage_dir``) and return the ready service.
-
-    Raises the catalogued start-up errors: ``schema-load-failed``, ``schema-resolution-failed``,
-    ``storage-write-failed`` (a storage directory that cannot be created or written).
-    """
-    from schemadoc.schema import load_schema
-    from schemadoc.snapshotter import SnapshotPolicy
-    from schemadoc.storage import store_for
-
-    if settings.schema_path is None:
-        raise SchemaDocError("schema-load-failed", "No schema is configured.", {"setting": "schema_path"},
-                             remediation="Give one with --schema PATH, the SCHEMA_PATH environment variable, "
-                                         "or \"schema_path\" in the config file.")
-    schema = load_schema(settings.schema_path)
-    service = DocumentService(schema, store_for(settings.storage_dir, settings.storage_url),
-                              snapshot_policy=SnapshotPolicy.from_settings(settings),
-                              max_json_depth=settings.max_json_depth, max_string_length=settings.max_string_length,
-                              max_patch_operations=settings.max_patch_operations,
-                              memory_budget=settings.memory_budget)
-    service.open()
-    return service
 
 
 # -- error mapping ---------------------------------------------------------------------------
@@ -240,12 +216,6 @@ def _openapi_without_fastapi_422(app: FastAPI) -> Callable[[], dict[str, Any]]:
     return openapi
 
 
-def _transport_security() -> TransportSecuritySettings:
-    """The SDK's own Host/Origin checks, off: :class:`~schemadoc.interfaces.access.AccessGuard` makes them for
-    every door, so MCP refuses exactly what REST refuses, with the same catalogued errors."""
-    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-
-
 _READ_ONLY_TOOLS = frozenset(operation.name for operation in CATALOGUE if not operation.writes)
 """The tools a read-only token may call: the operations of the catalogue that only read."""
 
@@ -269,7 +239,10 @@ def build_app(service: DocumentService, settings: Settings, *,
     server = build_mcp_server(service, subscribers=subscribers)
     # build before the lifespan touches server.session_manager
     mcp_app = server.streamable_http_app(streamable_http_path=MCP_PATH, max_request_body_size=settings.max_body_bytes,
-                                         host=settings.host, transport_security=_transport_security(),
+                                         host=settings.host,
+                                         # AccessGuard checks Host and Origin for every door, with catalogued errors
+                                         transport_security=TransportSecuritySettings(
+                                             enable_dns_rebinding_protection=False),
                                          max_sessions=settings.max_mcp_sessions,
                                          session_idle_timeout=settings.mcp_session_idle_seconds)
 
@@ -300,15 +273,12 @@ def build_app(service: DocumentService, settings: Settings, *,
     app.router.routes.extend(rest.routes)  # as they are: include_router would analyse them again (rest_router)
     add_index(app, api_prefix=API_PREFIX, mcp_path=MCP_PATH, schema_uri=service.schema_uri)  # GET / and /api/v1
 
-    @app.get("/health", tags=["health"], summary="Liveness (the process answers)", operation_id="health",
-             response_model=HealthResult)
     async def health() -> JSONBody:
         return JSONBody({"status": "healthy"})
 
-    @app.get("/health/live", tags=["health"], summary="Liveness (the process answers)", operation_id="health_live",
-             response_model=HealthResult)
-    async def health_live() -> JSONBody:
-        return JSONBody({"status": "healthy"})
+    for path, operation_id in (("/health", "health"), ("/health/live", "health_live")):
+        app.get(path, tags=["health"], summary="Liveness (the process answers)", operation_id=operation_id,
+                response_model=HealthResult)(health)
 
     @app.get("/health/ready", tags=["health"], summary="Readiness (the document store answers)",
              operation_id="health_ready", response_model=ReadyResult,

@@ -44,6 +44,7 @@ from schemadoc.interfaces.cli_common import (
     EXIT_OK,
     EXIT_USAGE,
     configure_logging,
+    create_service,
     exit_code_for,
     overrides,
     problem_line,
@@ -195,36 +196,13 @@ def _check_schema_file(settings: Settings) -> Path:
     return path
 
 
-def _open_service(settings: Settings) -> DocumentService:
-    """Load the schema, open the files store and return the service (as ``app.create_service``,
-    without importing FastAPI and mcp first, so that start-up failures are reported sooner)."""
-    _check_schema_file(settings)
-    from schemadoc.schema import load_schema
-    from schemadoc.service import DocumentService
-    from schemadoc.snapshotter import SnapshotPolicy
-    from schemadoc.storage import store_for
-
-    assert settings.schema_path is not None
-    service = DocumentService(load_schema(settings.schema_path), store_for(settings.storage_dir, settings.storage_url),
-                              snapshot_policy=SnapshotPolicy.from_settings(settings),
-                              max_json_depth=settings.max_json_depth, max_string_length=settings.max_string_length,
-                              max_patch_operations=settings.max_patch_operations,
-                              memory_budget=settings.memory_budget)
-    service.open()
-    return service
-
-
 def _storage_shown(settings: Settings) -> str:
     """Where documents are stored, for the log (a URL without its password)."""
     if settings.storage_url is None:
         return str(settings.storage_dir)
-    from urllib.parse import urlsplit, urlunsplit
+    from schemadoc.storage.postgres.connections import redact_url
 
-    parts = urlsplit(settings.storage_url)
-    if parts.password is None:
-        return settings.storage_url
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+    return redact_url(settings.storage_url)
 
 
 def _check_access(settings: Settings) -> None:
@@ -263,16 +241,14 @@ def _warn_if_create_fails(service: DocumentService) -> None:
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if _use_example(args):
         return EXIT_OK
-    settings = load_settings(overrides(args, "schema_path", "storage_dir", "storage_url", "transport", "host",
-                                        "port", "config_file", "log_level", "allowed_hosts", "tokens_file",
-                                        "unsafe_no_auth", "memory_budget"), environ)
+    settings = load_settings(overrides(args), environ)
     configure_logging(settings.log_level_number)
     _check_schema_file(settings)
     if settings.transport == "http":
         _check_access(settings)
 
     if settings.transport == "stdio":
-        service = _open_service(settings)
+        service = create_service(settings)
         _warn_if_create_fails(service)
         from schemadoc.interfaces.mcp import build_mcp_server
         from schemadoc.interfaces.subscribers import SubscriberSlots
@@ -289,7 +265,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     sock = _listen(settings)
     try:
-        service = _open_service(settings)
+        service = create_service(settings)
         _warn_if_create_fails(service)
         import uvicorn
 
@@ -342,7 +318,7 @@ def _read_json_file(name: str) -> Any:
 
 def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     _use_example(args)
-    settings = load_settings(overrides(args, "schema_path", "config_file"), environ)
+    settings = load_settings(overrides(args), environ)
     configure_logging(logging.WARNING)
     schema_path = _check_schema_file(settings)
     document = _read_json_file(args.file) if args.file is not None else None  # before the slow schema load

@@ -50,8 +50,7 @@ def _differences(left: Any, right: Any, path: str = "", limit: int = 10) -> list
 
 
 def replay(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    settings = load_settings(overrides(args, "storage_dir", "storage_url", "schema_path", "config_file"), environ,
-                             require_schema=False)
+    settings = load_settings(overrides(args), environ, require_schema=False)
     configure_logging(logging.WARNING)
     import orjson
 
@@ -107,7 +106,7 @@ def replay(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 def migrate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    settings = load_settings(overrides(args, "storage_url", "config_file"), environ, require_schema=False)
+    settings = load_settings(overrides(args), environ, require_schema=False)
     configure_logging(logging.INFO)
     if settings.storage_url is None:
         raise SchemaDocError("config-invalid", "migrate needs a PostgreSQL database: files need no migration.",
