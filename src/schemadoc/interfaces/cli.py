@@ -35,6 +35,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from schemadoc import __version__
 from schemadoc.config import TRANSPORTS, Settings, load_settings
 from schemadoc.errors import SchemaDocError
@@ -212,14 +214,14 @@ def _check_access(settings: Settings) -> None:
 
     if settings.tokens_file is not None:
         TokensFile(settings.tokens_file)
-    elif not is_loopback(settings.host) and not settings.unsafe_no_auth:
-        raise SchemaDocError(
-            "config-invalid", f"Serving {settings.host}, an address other machines can reach, without access "
-            "tokens would let anyone who reaches the port read and change every document.",
-            {"setting": "tokens_file", "host": settings.host},
-            remediation="Give --tokens-file FILE (docs/security.md), or listen on 127.0.0.1, or say "
-                        "--unsafe-no-auth (UNSAFE_NO_AUTH=1) if another layer controls access.")
-    if settings.tokens_file is None and not is_loopback(settings.host):
+    elif not is_loopback(settings.host):
+        if not settings.unsafe_no_auth:
+            raise SchemaDocError(
+                "config-invalid", f"Serving {settings.host}, an address other machines can reach, without access "
+                "tokens would let anyone who reaches the port read and change every document.",
+                {"setting": "tokens_file", "host": settings.host},
+                remediation="Give --tokens-file FILE (docs/security.md), or listen on 127.0.0.1, or say "
+                            "--unsafe-no-auth (UNSAFE_NO_AUTH=1) if another layer controls access.")
         log.warning("serving %s without access tokens (unsafe_no_auth): anyone who reaches it may write",
                     settings.host)
 
@@ -244,9 +246,6 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     settings = load_settings(overrides(args), environ)
     configure_logging(settings.log_level_number)
     _check_schema_file(settings)
-    if settings.transport == "http":
-        _check_access(settings)
-
     if settings.transport == "stdio":
         service = create_service(settings)
         _warn_if_create_fails(service)
@@ -262,7 +261,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         finally:
             service.close()
         return EXIT_OK
-
+    _check_access(settings)
     sock = _listen(settings)
     try:
         service = create_service(settings)
@@ -270,7 +269,6 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         import uvicorn
 
         from schemadoc.interfaces.app import build_app
-
 
         app = build_app(service, settings)
         # httptools parses HTTP in C; "auto" takes uvloop wherever it is installed (not on Windows)
@@ -300,8 +298,6 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 def _read_json_file(name: str) -> Any:
-    import orjson
-
     try:
         data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
     except OSError as error:
@@ -324,19 +320,16 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     document = _read_json_file(args.file) if args.file is not None else None  # before the slow schema load
     from schemadoc.schema import load_schema
     from schemadoc.validation import DocumentValidator
+    from schemadoc.validation.creation import creation_problems
 
     schema = load_schema(schema_path)
     validator = DocumentValidator(schema)
     if args.file is None:
-        from schemadoc.validation.creation import creation_problems
-
         problems = creation_problems(schema)
         if args.json:
-            import orjson
-
-            verdict = {"schema": str(settings.schema_path), "uri": schema.uri, "valid": True,
-                       "document_create": {"succeeds": not problems, "problems": problems}}
-            print(orjson.dumps(verdict, option=orjson.OPT_INDENT_2).decode())
+            print(orjson.dumps({"schema": str(settings.schema_path), "uri": schema.uri, "valid": True,
+                                "document_create": {"succeeds": not problems, "problems": problems}},
+                               option=orjson.OPT_INDENT_2).decode())
             return EXIT_OK
         print(f"schema ok: {settings.schema_path} ({schema.uri})")
         if not problems:
@@ -349,20 +342,16 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         return EXIT_OK
     report = validator.validate(document)
     if args.json:
-        import orjson
-
         print(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode())
-        return EXIT_OK if report.valid else EXIT_FAILED
-    if report.valid:
+    elif report.valid:
         print(f"{args.file}: valid")
-        return EXIT_OK
-    for violation in report.violations:
-        item = violation.to_dict()
-        print(f"{item.get('path') or '/'}\t{item.get('code')}\t{item.get('message')}")
-    count = len(report.violations)
-    more = "+" if report.truncated else ""
-    print(f"{args.file}: invalid, {count}{more} violation{'s' if count != 1 else ''}")
-    return EXIT_FAILED
+    else:
+        for violation in report.violations:
+            item = violation.to_dict()
+            print(f"{item.get('path') or '/'}\t{item.get('code')}\t{item.get('message')}")
+        count = len(report.violations)
+        print(f"{args.file}: invalid, {count}{'+' if report.truncated else ''} violation{'s' if count != 1 else ''}")
+    return EXIT_OK if report.valid else EXIT_FAILED
 
 
 # -- entry point -----------------------------------------------------------------------------
