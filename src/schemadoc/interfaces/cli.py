@@ -61,8 +61,6 @@ __all__ = ["main"]
 
 log = logging.getLogger("schemadoc")
 
-# -- argument parsing ------------------------------------------------------------------------
-
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -134,9 +132,6 @@ def _use_example(args: argparse.Namespace) -> bool:
                              remediation="Drop one of the two flags.")
     args.schema_path = str(example_path(name))
     return False
-
-
-# -- serve -----------------------------------------------------------------------------------
 
 
 def _listen(settings: Settings) -> socket.socket:
@@ -294,9 +289,6 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     return EXIT_OK
 
 
-# -- validate --------------------------------------------------------------------------------
-
-
 def _read_json_file(name: str) -> Any:
     try:
         data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
@@ -352,9 +344,6 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         count = len(report.violations)
         print(f"{args.file}: invalid, {count}{'+' if report.truncated else ''} violation{'s' if count != 1 else ''}")
     return EXIT_OK if report.valid else EXIT_FAILED
-
-
-# -- entry point -----------------------------------------------------------------------------
 
 
 _COMMANDS = {"serve": _serve, "validate": _validate, "replay": replay, "migrate": migrate}

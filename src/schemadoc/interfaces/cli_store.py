@@ -15,9 +15,6 @@ from schemadoc.interfaces.cli_common import EXIT_FAILED, EXIT_OK, configure_logg
 __all__ = ["migrate", "replay"]
 
 
-# -- replay ----------------------------------------------------------------------------------
-
-
 def _differences(left: Any, right: Any, path: str = "", limit: int = 10) -> list[str]:
     """JSON Pointers where two JSON values differ (types included: 1, 1.0 and true all differ)."""
     out: list[str] = []
@@ -100,9 +97,6 @@ def replay(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         same = same and report.valid
     print("equal" if same else "different")
     return EXIT_OK if same else EXIT_FAILED
-
-
-# -- migrate -------------------------------------------------------------------------------
 
 
 def migrate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:

@@ -88,8 +88,6 @@ INSTRUCTIONS = (
     "compares two, and document_revert undoes changes by making a new version equal to an old one."
 )
 
-# -- results -----------------------------------------------------------------------------------
-
 
 def _dumps(value: Any) -> str:
     try:
@@ -114,9 +112,6 @@ def success_result(body: BaseModel) -> CallToolResult:
 def error_result(error: SchemaDocError) -> CallToolResult:
     """``isError`` with the full error object as text and no structured content."""
     return CallToolResult(content=[TextContent(type="text", text=_dumps(error.to_dict()))], is_error=True)
-
-
-# -- the server --------------------------------------------------------------------------------
 
 
 class SchemaDocMCPServer(MCPServer[Any]):
@@ -150,6 +145,7 @@ class SchemaDocMCPServer(MCPServer[Any]):
             scans = check_unicode(arguments, self.service)
         except SchemaDocError as error:
             return error_result(error)
+
         def run() -> BaseModel:
             """The body, fitted until the whole result (text and structured content) is within the budget:
             a read is made again with a smaller budget, a write's result is fitted again (never rerun)."""
