@@ -81,10 +81,7 @@ def _split_host(value: str) -> tuple[str, int | None] | None:
         port = parts.port
     except ValueError:
         return None
-    name = parts.hostname
-    if not name:
-        return None
-    return name, port
+    return (parts.hostname, port) if parts.hostname else None
 
 
 @dataclass(frozen=True)
@@ -108,13 +105,8 @@ class _HostRule:
         return cls(*split)
 
     def admits(self, name: str, port: int | None) -> bool:
-        if self.port is not None and port != self.port:
-            return False
-        if self.name == "*":
-            return True
-        if self.name.startswith("."):
-            return name.endswith(self.name)
-        return name == self.name
+        return (self.port is None or port == self.port) and (
+            self.name in ("*", name) or (self.name.startswith(".") and name.endswith(self.name)))
 
 
 class HostPolicy:
@@ -158,7 +150,7 @@ class HostPolicy:
             return False
         if parts.scheme not in ("http", "https") or not name:
             return False  # "null" (sandboxed frames, file pages) and other schemes
-        if host is not None and _split_host(host) == (name, port if port is not None else None):
+        if host is not None and _split_host(host) == (name, port):
             return True  # the server's own origin: the page was served by this host and port
         return any(rule.name != "*" and rule.admits(name, port) for rule in self._rules)
 

@@ -150,17 +150,15 @@ class SchemaDocMCPServer(MCPServer[Any]):
             """The body, fitted until the whole result (text and structured content) is within the budget:
             a read is made again with a smaller budget, a write's result is fitted again (never rerun)."""
             budget = body_budget()
-            body = self._within_budget(invoke(Call(self.service, self.max_json_depth, budget, scans, document_uri),
-                                              operation, arguments), arguments, budget)
-            for _ in range(4):
-                whole = result_size(body.model_dump(mode="json"))
-                if whole <= MCP_RESULT_BUDGET_BYTES:
+            body = invoke(Call(self.service, self.max_json_depth, budget, scans, document_uri), operation, arguments)
+            for attempt in range(5):
+                body = self._within_budget(body, arguments, budget)
+                if attempt == 4 or (whole := result_size(body.model_dump(mode="json"))) <= MCP_RESULT_BUDGET_BYTES:
                     break
                 budget = max(budget * MCP_RESULT_BUDGET_BYTES // whole - 512, 1024)
                 if operation.kind == "read":
                     body = invoke(Call(self.service, self.max_json_depth, budget, scans, document_uri),
                                   operation, arguments)
-                body = self._within_budget(body, arguments, budget)
             return body
 
         try:
