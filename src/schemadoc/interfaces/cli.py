@@ -9,13 +9,7 @@ but MCP messages.
 A schema that cannot be loaded is followed by one indented line per problem (file, JSON Pointer,
 keyword, reason); ``--json`` prints the error object with ``problems`` as JSON on stderr instead.
 
-Exit codes, one per kind of failure and the same for every command (the README's table):
-0 success; 1 what was checked is not right (``validate``: the document is invalid; ``replay``:
-journal and snapshot differ); 2 usage: bad arguments or settings, an unreadable input, an unknown
-document (``config-invalid``, ``invalid-request``, ``document-not-found``); 3 the schema cannot be
-used (``schema-load-failed``, ``schema-resolution-failed``); 4 storage (``storage-*``); 5 anything
-else (``internal-error``).
-``migrate`` exits 0 when the schema is migrated or up to date, else by the same table.
+Exit codes, one per kind of failure and the same for every command: :mod:`~schemadoc.interfaces.cli_common`.
 
 Heavy imports (FastAPI, uvicorn, mcp, the schema machinery) happen only in the subcommand
 that needs them, so failures are reported quickly.

@@ -1,6 +1,14 @@
 """What every ``schemadoc`` command shares: the exit codes (one per kind of failure), how a failure is
 reported on stderr, logging, the settings a command's flags override, and the service the settings describe
-(without importing FastAPI or mcp, so that start-up failures are reported sooner)."""
+(without importing FastAPI or mcp, so that start-up failures are reported sooner).
+
+Exit codes, one per kind of failure and the same for every command (the README's table):
+0 success; 1 what was checked is not right (``validate``: the document is invalid; ``replay``:
+journal and snapshot differ); 2 usage: bad arguments or settings, an unreadable input, an unknown
+document (``config-invalid``, ``invalid-request``, ``document-not-found``); 3 the schema cannot be
+used (``schema-load-failed``, ``schema-resolution-failed``); 4 storage (``storage-*``); 5 anything
+else (``internal-error``). ``migrate`` exits 0 when the schema is migrated or up to date, else by the same table.
+"""
 
 from __future__ import annotations
 
