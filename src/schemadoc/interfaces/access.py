@@ -27,7 +27,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.http_guards import replaying
+from schemadoc.interfaces.http_guards import error_bytes, replaying, send_json
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -386,17 +386,8 @@ class AccessGuard:
 
     async def _refuse(self, send: Send, path: str, error: SchemaDocError, message_id: Any = None) -> None:
         log.info("refused %s: %s", path, error.code)  # never the token
-        headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
-        if error.code in _CHALLENGES:
-            headers.append((b"www-authenticate", _CHALLENGES[error.code]))
-        if path == self.mcp_path:
-            body = orjson.dumps({"jsonrpc": "2.0", "id": message_id,
-                                 "error": {"code": -32600, "message": error.message, "data": error.to_dict()}})
-        else:
-            body = orjson.dumps(error.to_dict())
-        headers.append((b"content-length", str(len(body)).encode()))
-        await send({"type": "http.response.start", "status": error.status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        challenge = [(b"www-authenticate", _CHALLENGES[error.code])] if error.code in _CHALLENGES else None
+        await send_json(send, error.status, error_bytes(error, path, message_id, self.mcp_path), challenge)
 
 
 def _is_open(path: str) -> bool:

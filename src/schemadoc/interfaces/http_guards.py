@@ -22,7 +22,8 @@ from schemadoc.interfaces.mcp import SchemaDocMCPServer
 from schemadoc.interfaces.rest import check_depth, dump_body
 from schemadoc.interfaces.rest_wire import READ_BODY
 
-__all__ = ["MCP_PATH", "ErrorGuard", "RequestLimits", "SessionLimit", "open_sessions", "replaying", "telemetry"]
+__all__ = ["MCP_PATH", "ErrorGuard", "RequestLimits", "SessionLimit", "error_bytes", "open_sessions", "replaying",
+           "send_json", "telemetry"]
 
 log = logging.getLogger("schemadoc.http")
 
@@ -31,15 +32,16 @@ _MCP_ENVELOPE_DEPTH = 3  # message -> params -> arguments -> the argument value
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-async def _send_json(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+async def send_json(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode()), *(headers or [])]})
     await send({"type": "http.response.body", "body": body})
 
 
-def _error_bytes(error: SchemaDocError, path: str, message_id: Any = None) -> bytes:
-    if path == MCP_PATH:
+def error_bytes(error: SchemaDocError, path: str, message_id: Any = None, mcp_path: str = MCP_PATH) -> bytes:
+    """The error object as a REST body, or at ``mcp_path`` as a JSON-RPC error carrying it."""
+    if path == mcp_path:
         return orjson.dumps({"jsonrpc": "2.0", "id": message_id,
                              "error": {"code": -32600, "message": error.message, "data": error.to_dict()}})
     return dump_body(error.to_dict())
@@ -110,7 +112,7 @@ class ErrorGuard:
             if not started:
                 error = SchemaDocError("internal-error", "An unexpected error happened in the server.",
                                        {"method": scope.get("method"), "path": scope.get("path")})
-                await _send_json(send, 500, _error_bytes(error, scope.get("path", "")))
+                await send_json(send, 500, error_bytes(error, scope.get("path", "")))
 
 
 class RequestLimits:
@@ -145,7 +147,7 @@ class RequestLimits:
                 except ValueError:
                     length = None
         if length is not None and length > self.max_bytes:
-            await _send_json(send, 413, _error_bytes(self._too_large(length), path))
+            await send_json(send, 413, error_bytes(self._too_large(length), path))
             return
         chunks: list[bytes] = []
         total = 0
@@ -158,7 +160,7 @@ class RequestLimits:
             chunk = message.get("body", b"")
             total += len(chunk)
             if total > self.max_bytes:
-                await _send_json(send, 413, _error_bytes(self._too_large(None), path))
+                await send_json(send, 413, error_bytes(self._too_large(None), path))
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -168,7 +170,7 @@ class RequestLimits:
         if path == MCP_PATH and scope["method"] == "POST" and body:
             problem = self._mcp_depth_problem(body)
             if problem is not None:
-                await _send_json(send, problem[0].status, _error_bytes(problem[0], path, problem[1]))
+                await send_json(send, problem[0].status, error_bytes(problem[0], path, problem[1]))
                 return
         if disconnect is None:
             scope[READ_BODY] = body
@@ -237,7 +239,7 @@ class SessionLimit:
                     return
                 sent = b"".join(answer_body)
                 if _SDK_SESSION_REFUSAL in sent:
-                    await _send_json(send, 503, self._refusal(b"".join(body)))
+                    await send_json(send, 503, self._refusal(b"".join(body)))
                 else:
                     await send(held)
                     await send({"type": "http.response.body", "body": sent})
