@@ -66,11 +66,12 @@ def request(operation: str, /, **given: Any) -> Request[Any]:
     route, has_body, parse = _route(operation)
     path, query, headers, body = route.path, {}, {}, {}
     for name, value in given.items():
-        if f"{{{name}}}" in path:
+        where = route.carries("node_path" if name == "path" else name)
+        if where == "path":
             path = path.replace(f"{{{name}}}", quote(str(value), safe=""))
         elif name == "version":
             headers["If-Match"] = f'"{value}"'
-        elif route.method == "GET" or name in ("path", "dry_run"):
+        elif where == "query":
             if value is not None and value is not False and value != []:
                 query[name] = str(value).lower() if isinstance(value, bool) else value
         else:

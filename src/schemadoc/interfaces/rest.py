@@ -151,12 +151,12 @@ def _binding(operation: Operation, route: Route) -> Binding:
     has_body = route.method != "GET"
     query: dict[str, tuple[str, str]] = {}
     for name, info in fields.items():
-        if name in path_params or (has_body and name not in ("node_path", "dry_run")):
-            continue
-        query["path" if name == "node_path" else name] = (name, _kind(info.annotation))
+        if route.carries(name) == "query":
+            query["path" if name == "node_path" else name] = (name, _kind(info.annotation))
     if has_body and "dry_run" not in query:
         query["dry_run"] = ("dry_run", "bool")  # refused when true: the operation has no dry run
-    body = frozenset(name for name in fields if has_body and name not in path_params and name != "node_path")
+    # dry_run may also be a body member
+    body = frozenset(name for name in fields if route.carries(name) == "body" or (has_body and name == "dry_run"))
     reads_body = has_body and (bool(body) or not path_params)
     needs_body = any(fields[name].is_required() for name in body if name != "version")
     return Binding(operation, route, path_params, query, body, reads_body, needs_body,

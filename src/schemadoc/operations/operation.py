@@ -49,6 +49,12 @@ class Route:
     version_only_from_header: bool = False
     defaults: Mapping[str, Any] = field(default_factory=dict)
 
+    def carries(self, name: str) -> Literal["path", "query", "body"]:
+        """Where the argument ``name`` travels (the rule above; the door and the client both follow it)."""
+        if f"{{{name}}}" in self.path:
+            return "path"
+        return "query" if self.method == "GET" or name in ("node_path", "dry_run") else "body"
+
 
 @dataclass(slots=True)
 class Call:
