@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 import pytest
+from storage_contract import commit_patch, create_document, current_content, new_doc_id
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, replay, utc_now
@@ -25,7 +26,6 @@ from schemadoc.storage.base import DocumentMeta
 from schemadoc.storage.files import FileDocumentStore
 from schemadoc.storage.journal import Tail, encode_line, fold
 from schemadoc.storage.layout import Corrupt
-from schemadoc.storage.testing import commit_patch, create_document, current_content, new_doc_id
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -532,7 +532,7 @@ from schemadoc.storage import disk
 from schemadoc.storage.files import FileDocumentStore
 from schemadoc.storage.journal import Tail, encode_line, fold
 from schemadoc.storage.layout import Corrupt
-from schemadoc.storage.testing import commit_patch
+from storage_contract import commit_patch
 store = FileDocumentStore(sys.argv[1])
 store.open()
 while not Path(sys.argv[5]).exists():  # start together

@@ -18,11 +18,11 @@ import psycopg
 import pytest
 from pg_support import URL, empty_tables, throwaway_schema, url_with_schema
 from psycopg import sql
+from storage_contract import commit_patch, create_document, delete_document, new_doc_id
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.storage.base import DocumentMeta, SharedStore, StoreNotice
 from schemadoc.storage.postgres import MIGRATIONS, PostgresDocumentStore
-from schemadoc.storage.testing import commit_patch, create_document, delete_document, new_doc_id
 
 pytestmark = pytest.mark.postgres
 

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from pg_cluster import PrivateCluster
 from pg_support import drop_schema, require_postgres, url_with_schema
+from storage_contract import create_document, current_content
 
 from schemadoc.config import load_settings
 from schemadoc.errors import SchemaDocError
@@ -20,7 +21,6 @@ from schemadoc.ops.journal import JournalEntry
 from schemadoc.storage.postgres import PostgresDocumentStore
 from schemadoc.storage.postgres.connections import PROBE_INTERVAL_SECONDS
 from schemadoc.storage.postgres.notifications import channel_name
-from schemadoc.storage.testing import create_document, current_content
 
 pytestmark = pytest.mark.postgres
 

@@ -4,9 +4,7 @@
 - :mod:`~schemadoc.storage.files`: :class:`FileDocumentStore`, one flat directory (the default);
 - :mod:`~schemadoc.storage.memory`: :class:`MemoryDocumentStore`, for tests and throwaway servers;
 - :mod:`~schemadoc.storage.postgres`: ``PostgresDocumentStore``, one PostgreSQL database shared
-  by several server processes (imported on demand: :func:`store_for`);
-- :mod:`~schemadoc.storage.testing`: the contract suite every store passes (needs pytest; not
-  imported here).
+  by several server processes (imported on demand: :func:`store_for`).
 """
 
 from __future__ import annotations
