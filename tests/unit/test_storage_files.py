@@ -551,7 +551,8 @@ def test_writers_in_several_processes_never_lose_or_repeat_a_version(
     meta = create_document(store, {"log": []})
     processes, rounds = 3, 20
     go = tmp_path / "go"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
+    paths = [str(SRC), str(SRC.parent / "tests"), os.environ.get("PYTHONPATH")]  # tests/: storage_contract
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
     children = [subprocess.Popen([sys.executable, "-c", COMMIT_IN_A_LOOP, str(directory), meta.doc_id,
                                   str(rounds), f"p{i}", str(go)], env=env) for i in range(processes)]
     time.sleep(0.5)
