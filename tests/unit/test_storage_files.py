@@ -22,9 +22,9 @@ from storage_contract import commit_patch, create_document, current_content, new
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, replay, utc_now
 from schemadoc.storage import disk
-from schemadoc.storage.base import DocumentMeta
+from schemadoc.storage.base import DocumentMeta, journal_line
 from schemadoc.storage.files import FileDocumentStore
-from schemadoc.storage.journal import Tail, encode_line, fold
+from schemadoc.storage.journal import Tail, fold
 from schemadoc.storage.layout import Corrupt
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -495,7 +495,7 @@ HOLD_LOCK = """
 import sys, time
 from schemadoc.storage import disk
 from schemadoc.storage.files import FileDocumentStore
-from schemadoc.storage.journal import Tail, encode_line, fold
+from schemadoc.storage.journal import Tail, fold
 from schemadoc.storage.layout import Corrupt
 store = FileDocumentStore(sys.argv[1])
 with store.write_lock(sys.argv[2]):
@@ -530,7 +530,7 @@ import sys, time
 from pathlib import Path
 from schemadoc.storage import disk
 from schemadoc.storage.files import FileDocumentStore
-from schemadoc.storage.journal import Tail, encode_line, fold
+from schemadoc.storage.journal import Tail, fold
 from schemadoc.storage.layout import Corrupt
 from storage_contract import commit_patch
 store = FileDocumentStore(sys.argv[1])
@@ -650,7 +650,7 @@ def _tail_at_1() -> Tail:
 def _line(version: int, value: Any, meta: DocumentMeta, *, info: dict[str, Any] | None = None) -> bytes:
     entry = JournalEntry(version, "update_node", [{"op": "replace", "path": "/a", "value": value}], meta.modified_at,
                          info or {})
-    return encode_line(meta.doc_id, entry, meta)
+    return journal_line(meta.doc_id, entry, meta)
 
 
 @pytest.mark.parametrize("filler", [0, 10_000], ids=["short line", "long line"])

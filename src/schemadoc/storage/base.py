@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+import orjson
 from ulid import ULID
 
 from schemadoc.errors import SchemaDocError
@@ -38,12 +39,14 @@ __all__ = [
     "StoredChange",
     "StoredDocument",
     "StreamedSnapshots",
+    "already_exists",
     "check_doc_id",
     "check_write",
     "document_not_found",
     "journal_line",
     "keep_checkpoints",
     "lock_timeout",
+    "snapshot_due",
     "version_conflict",
 ]
 
@@ -102,14 +105,32 @@ def check_write(meta: DocumentMeta, entry: JournalEntry, content: bytes | None, 
     return doc_id
 
 
-def journal_line(doc_id: str, entry: JournalEntry) -> bytes:
-    """``entry.to_line()``; ``storage-write-failed`` when the entry holds what JSON cannot represent."""
+def journal_line(doc_id: str, entry: JournalEntry, meta: DocumentMeta | None = None) -> bytes:
+    """``entry.to_line()``; ``storage-write-failed`` when the entry holds what JSON cannot represent.
+
+    With ``meta``, the line ends with one more member, ``meta``: the new version's ``modified_at``,
+    ``content_size_bytes`` and ``deleted_at`` (the files store's lines, see :mod:`.journal`).
+    """
+    data = entry.to_dict()
+    if meta is not None:
+        data["meta"] = {"modified_at": meta.modified_at, "content_size_bytes": meta.content_size_bytes,
+                        "deleted_at": meta.deleted_at}
     try:
-        return entry.to_line()
+        return orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError as error:
         reason = f"journal entry not serialisable: {error}"
         raise SchemaDocError("storage-write-failed", f"The journal entry of {doc_id} is not JSON: {error}.",
                              {"doc_id": doc_id, "reason": reason}) from None
+
+
+def snapshot_due(doc_id: str, version: int, stored: DocumentMeta) -> bool:
+    """Whether a snapshot of ``version`` is newer than the ``stored`` one (``write_snapshot``'s first check).
+
+    Raises :exc:`ValueError` when ``version`` is not a version of the document.
+    """
+    if not 1 <= version <= stored.version:
+        raise ValueError(f"version {version} is not a version of document {doc_id} (1 to {stored.version})")
+    return version > stored.snapshot_version
 
 
 CHECKPOINTS_KEPT_RECENT = 4
@@ -136,6 +157,11 @@ def keep_checkpoints(versions: list[int]) -> list[int]:
     return sorted([*kept, *oldest_in_band.values()])
 
 
+def already_exists(doc_id: str) -> SchemaDocError:
+    return SchemaDocError("storage-write-failed", f"Document {doc_id} already exists.",
+                          {"doc_id": doc_id, "reason": "the document already exists"})
+
+
 def document_not_found(doc_id: str) -> SchemaDocError:
     """The ``document-not-found`` error for ``doc_id`` (details ``{"doc_id"}``)."""
     return SchemaDocError("document-not-found", f"No document with doc_id {doc_id} exists.",
@@ -160,13 +186,10 @@ def version_conflict(doc_id: str, expected: int, actual: int) -> SchemaDocError:
     )
 
 
-def _field(data: dict[str, Any], name: str, kind: type, *, optional: bool = False) -> Any:
-    value = data.get(name)
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise ValueError(f"document meta field {name!r} must be a {kind.__name__}, got {value!r}")
-    return value
+_META_FIELDS: dict[str, type] = {"doc_id": str, "version": int, "schema_uri": str, "created_at": str,
+                                  "modified_at": str, "content_size_bytes": int, "deleted_at": str,
+                                  "snapshot_version": int}
+_OPTIONAL_META_FIELDS = ("deleted_at", "snapshot_version")
 
 
 @dataclass(frozen=True)
@@ -196,16 +219,7 @@ class DocumentMeta:
 
     def to_dict(self) -> dict[str, Any]:
         """The meta file's JSON object: every field, ``deleted_at`` included (``null`` when live)."""
-        return {
-            "doc_id": self.doc_id,
-            "version": self.version,
-            "schema_uri": self.schema_uri,
-            "created_at": self.created_at,
-            "modified_at": self.modified_at,
-            "content_size_bytes": self.content_size_bytes,
-            "deleted_at": self.deleted_at,
-            "snapshot_version": self.snapshot_version,
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Any) -> DocumentMeta:
@@ -217,16 +231,13 @@ class DocumentMeta:
         """
         if not isinstance(data, dict):
             raise ValueError(f"document meta must be a JSON object, got {type(data).__name__}")
-        meta = cls(
-            doc_id=_field(data, "doc_id", str),
-            version=_field(data, "version", int),
-            schema_uri=_field(data, "schema_uri", str),
-            created_at=_field(data, "created_at", str),
-            modified_at=_field(data, "modified_at", str),
-            content_size_bytes=_field(data, "content_size_bytes", int),
-            deleted_at=_field(data, "deleted_at", str, optional=True),
-            snapshot_version=_field(data, "snapshot_version", int, optional=True) or 0,
-        )
+        values: dict[str, Any] = {name: data.get(name) for name in _META_FIELDS}
+        for name, kind in _META_FIELDS.items():
+            value = values[name]
+            if (value is not None or name not in _OPTIONAL_META_FIELDS) and (
+                    isinstance(value, bool) or not isinstance(value, kind)):
+                raise ValueError(f"document meta field {name!r} must be a {kind.__name__}, got {value!r}")
+        meta = cls(**{**values, "snapshot_version": values["snapshot_version"] or 0})
         if meta.version < 1:
             raise ValueError(f"document meta version must be >= 1, got {meta.version}")
         if meta.content_size_bytes < 0:

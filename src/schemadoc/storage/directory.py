@@ -13,8 +13,7 @@ import logging
 import os
 import secrets
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from schemadoc.errors import SchemaDocError
@@ -23,13 +22,11 @@ from schemadoc.storage.base import (
     LOCK_TIMEOUT_SECONDS,
     DocumentMeta,
     RecoveryReport,
-    check_doc_id,
     document_not_found,
-    lock_timeout,
 )
 from schemadoc.storage.journal import Tail, find_line_end, fold, repair_tail
-from schemadoc.storage.layout import Corrupt, Paths, doc_id_of, read_failed, reason, write_failed
-from schemadoc.storage.locks import DocumentLock
+from schemadoc.storage.layout import Corrupt, Paths, doc_id_of, journal_failed, read_failed, reason
+from schemadoc.storage.locks import WriteLocks
 
 __all__ = ["DocumentDirectory"]
 
@@ -41,8 +38,7 @@ class DocumentDirectory:
 
     def __init__(self, storage_dir: str | os.PathLike[str]) -> None:
         self.storage_dir = Path(storage_dir)
-        self._locks: dict[str, DocumentLock] = {}
-        self._locks_guard = threading.Lock()
+        self._locks = WriteLocks(lambda doc_id: self._paths(doc_id).lock)
         self._corrupt: dict[str, str] = {}
         self._corrupt_files: dict[str, list[str]] = {}
         self._tails: dict[str, Tail] = {}
@@ -206,13 +202,13 @@ class DocumentDirectory:
             try:
                 end = find_line_end(paths.journal, snapshot.version, hint)
             except OSError as error:
-                raise read_failed(doc_id, f"cannot read the journal: {reason(error)}", paths.journal.name) from None
+                raise journal_failed(doc_id, paths, error) from None
             tail = Tail(snapshot, end, meta_key, journal_status.st_ino, end)
         if journal_status.st_size > tail.offset:
             try:
                 data, ino, _ = disk.read_from(paths.journal, tail.offset)
             except OSError as error:
-                raise read_failed(doc_id, f"cannot read the journal: {reason(error)}", paths.journal.name) from None
+                raise journal_failed(doc_id, paths, error) from None
             if ino != tail.journal_ino:
                 self._tails.pop(doc_id, None)
                 return self._revalidate(doc_id, paths)
@@ -262,27 +258,6 @@ class DocumentDirectory:
             else:
                 self._tails.pop(paths.doc_id, None)
 
-    # -- locks ---------------------------------------------------------------------------------
-
-    @contextmanager
-    def write_lock(self, doc_id: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
-        """A per-document threading lock plus ``fcntl.flock`` on ``{id}.lock``, polled until ``timeout``.
-
-        Re-entrant within a thread. Raises ``lock-timeout``, ``invalid-doc-id``, and
-        ``storage-write-failed`` when the lock file cannot be opened.
-        """
-        doc_id = check_doc_id(doc_id)
-        with self._locks_guard:
-            lock = self._locks.get(doc_id)
-            if lock is None:
-                lock = self._locks[doc_id] = DocumentLock(self._paths(doc_id).lock)
-        try:
-            acquired = lock.acquire(timeout)
-        except OSError as error:
-            raise write_failed(doc_id, "opening the lock file", error) from None
-        if not acquired:
-            raise lock_timeout(doc_id, timeout)
-        try:
-            yield
-        finally:
-            lock.release()
+    def write_lock(self, doc_id: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> AbstractContextManager[None]:
+        """A per-document threading lock plus ``fcntl.flock`` on ``{id}.lock`` (:class:`WriteLocks`)."""
+        return self._locks.hold(doc_id, timeout)

@@ -21,7 +21,6 @@ __all__ = [
     "remove_quietly",
     "replace",
     "stat_or_none",
-    "truncate",
     "write_all",
     "write_pieces_synced",
     "write_synced",
@@ -94,15 +93,6 @@ def append_synced(path: Path, line: bytes, expected_size: int | None = None) -> 
                 pass  # the reader ignores a line that does not end in a newline; recovery cuts it
             raise
         return size
-    finally:
-        os.close(fd)
-
-
-def truncate(path: Path, size: int) -> None:
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.ftruncate(fd, size)
-        os.fsync(fd)
     finally:
         os.close(fd)
 

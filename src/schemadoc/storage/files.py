@@ -31,19 +31,22 @@ from schemadoc.storage import disk, recovery, snapshots
 from schemadoc.storage.base import (
     DocumentMeta,
     StoredDocument,
+    already_exists,
     check_doc_id,
     check_write,
     document_not_found,
+    journal_line,
+    snapshot_due,
     version_conflict,
 )
 from schemadoc.storage.checkpoints import CheckpointDirectory
 from schemadoc.storage.directory import DocumentDirectory
-from schemadoc.storage.journal import encode_line, fold, read_entries
+from schemadoc.storage.journal import fold, read_entries
 from schemadoc.storage.layout import (
     META_SUFFIX,
     Corrupt,
-    already_exists,
     is_canonical,
+    journal_failed,
     read_failed,
     reason,
     write_failed,
@@ -74,7 +77,7 @@ class FileDocumentStore(DocumentDirectory):
         """
         doc_id = check_write(meta, entry, content, new=True)
         meta = replace(meta, snapshot_version=1)
-        line = encode_line(doc_id, entry, meta)
+        line = journal_line(doc_id, entry, meta)
         paths = self._paths(doc_id)
         with self.write_lock(doc_id):
             if paths.exists():
@@ -111,7 +114,7 @@ class FileDocumentStore(DocumentDirectory):
         snapshot lagging (logged).
         """
         doc_id = check_write(meta, entry, content)
-        line = encode_line(doc_id, entry, meta)
+        line = journal_line(doc_id, entry, meta)
         paths = self._paths(doc_id)
         with self.write_lock(doc_id):
             tail = self._fresh(doc_id, paths)
@@ -151,12 +154,9 @@ class FileDocumentStore(DocumentDirectory):
                 else:
                     self._moved(tail, paths, snapshot)
 
-    def write_snapshot(self, doc_id: str, version: int, content: bytes) -> bool:
-        """Write the bytes without the lock, then switch snapshot and meta under it (see the protocol)."""
-        return self.write_snapshot_pieces(doc_id, version, content)
-
-    def write_snapshot_pieces(self, doc_id: str, version: int, content: bytes | Iterable[bytes]) -> bool:
-        """:meth:`write_snapshot` from the pieces of the bytes, each written as it comes.
+    def write_snapshot(self, doc_id: str, version: int, content: bytes | Iterable[bytes]) -> bool:
+        """Write the bytes (or their pieces, each as it comes) without the lock, then switch snapshot and
+        meta under it (see the protocol).
 
         The pieces are drawn only when the snapshot is to be written (not when the stored one
         is already at ``version`` or newer). An exception a piece raises (the serialiser's)
@@ -164,10 +164,7 @@ class FileDocumentStore(DocumentDirectory):
         """
         doc_id = check_doc_id(doc_id)
         paths = self._paths(doc_id)
-        current = self.read_meta(doc_id)
-        if not 1 <= version <= current.version:
-            raise ValueError(f"version {version} is not a version of document {doc_id} (1 to {current.version})")
-        if version <= current.snapshot_version:
+        if not snapshot_due(doc_id, version, self.read_meta(doc_id)):
             return False
         token = snapshots.new_token()
         try:
@@ -191,6 +188,8 @@ class FileDocumentStore(DocumentDirectory):
             raise write_failed(doc_id, "writing the snapshot", error) from None
         finally:
             disk.remove_quietly(paths.snapshot_tmp(token), paths.snapshot_meta_tmp(token))
+
+    write_snapshot_pieces = write_snapshot
 
     def purge(self, doc_id: str) -> None:
         """Remove content, meta, journal, temporary, checkpoint and lock files (see the protocol).
@@ -254,10 +253,8 @@ class FileDocumentStore(DocumentDirectory):
             try:
                 entries, last = read_entries(paths.journal, since=snapshot.version, upto=current.version,
                                              start=(snapshot.version, snapshot_end))
-            except OSError as error:
-                raise read_failed(doc_id, f"cannot read the journal: {reason(error)}", paths.journal.name) from None
-            except Corrupt as corrupt:
-                raise read_failed(doc_id, corrupt.reason, paths.journal.name) from None
+            except (OSError, Corrupt) as error:
+                raise journal_failed(doc_id, paths, error) from None
         if last < current.version:
             raise read_failed(doc_id, f"the journal ends at version {last}, the meta is at version "
                                       f"{current.version}", paths.journal.name)
@@ -308,10 +305,8 @@ class FileDocumentStore(DocumentDirectory):
             if not paths.meta.exists():
                 raise document_not_found(doc_id) from None
             raise read_failed(doc_id, "the journal is missing", paths.journal.name) from None
-        except OSError as error:
-            raise read_failed(doc_id, f"cannot read the journal: {reason(error)}", paths.journal.name) from None
-        except Corrupt as corrupt:
-            raise read_failed(doc_id, corrupt.reason, paths.journal.name) from None
+        except (OSError, Corrupt) as error:
+            raise journal_failed(doc_id, paths, error) from None
         if last < upto:
             raise read_failed(doc_id, f"the journal ends at version {last}, the meta is at version "
                                       f"{meta.version}", paths.journal.name, paths.meta.name)
@@ -322,13 +317,12 @@ class FileDocumentStore(DocumentDirectory):
     def _checkpoints(self, doc_id: str) -> CheckpointDirectory:
         return CheckpointDirectory(self._paths(check_doc_id(doc_id)).checkpoints)
 
-    def write_checkpoint(self, doc_id: str, version: int, content: bytes) -> None:
-        """``checkpoints/{doc_id}/{version}.json`` via a temporary file and a rename (no fsync: a cache)."""
+    def write_checkpoint(self, doc_id: str, version: int, content: bytes | Iterable[bytes]) -> None:
+        """``checkpoints/{doc_id}/{version}.json`` from the bytes or their pieces, each written as it comes,
+        via a temporary file and a rename (no fsync: a cache)."""
         self._checkpoints(doc_id).write(version, content)
 
-    def write_checkpoint_pieces(self, doc_id: str, version: int, content: bytes | Iterable[bytes]) -> None:
-        """:meth:`write_checkpoint` from the pieces of the bytes, each written as it comes."""
-        self._checkpoints(doc_id).write(version, content)
+    write_checkpoint_pieces = write_checkpoint
 
     def read_checkpoint(self, doc_id: str, at_most: int) -> tuple[int, bytes] | None:
         return self._checkpoints(doc_id).read(at_most)

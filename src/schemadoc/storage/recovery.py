@@ -21,7 +21,7 @@ import orjson
 from schemadoc.ops.journal import replay
 from schemadoc.storage import disk, snapshots
 from schemadoc.storage.base import DocumentMeta
-from schemadoc.storage.journal import read_entries
+from schemadoc.storage.journal import find_line_end, read_entries
 from schemadoc.storage.layout import Corrupt, Paths, reason, write_failed
 
 __all__ = ["clean_temporaries", "rebuild", "take_back_abandoned_creation"]
@@ -50,7 +50,7 @@ def clean_temporaries(paths: Paths) -> list[str]:
     for path in paths.temporaries():
         if disk.remove_quietly(path):
             names.append(path.name)
-    for path in paths.checkpoint_temporaries():  # a cache: an unfinished one is simply dropped
+    for path in sorted(paths.checkpoints.glob("*.json.tmp")):  # a cache: an unfinished one is simply dropped
         if disk.remove_quietly(path):
             names.append(f"{path.parent.parent.name}/{path.parent.name}/{path.name}")
     return sorted(set(names))
@@ -82,16 +82,9 @@ def rebuild(paths: Paths, meta: DocumentMeta) -> DocumentMeta:
                       deleted_at=deleted_at, modified_at=last.at if last.version > meta.version else meta.modified_at)
     token = snapshots.new_token()
     try:
-        journal_size = paths.journal.stat().st_size
         snapshots.write_content(paths.snapshot_tmp(token), content)
-        snapshots.publish(paths, token, rebuilt, _line_end(paths, last.version, journal_size), sync_directory=True)
+        snapshots.publish(paths, token, rebuilt, find_line_end(paths.journal, last.version, 0), sync_directory=True)
     except OSError as error:
         disk.remove_quietly(paths.snapshot_tmp(token), paths.snapshot_meta_tmp(token))
         raise write_failed(doc_id, "rebuilding the snapshot from the journal", error) from None
     return rebuilt
-
-
-def _line_end(paths: Paths, version: int, size: int) -> int:
-    offsets: dict[int, int] = {}
-    read_entries(paths.journal, since=version, upto=version, offsets=offsets, every=1)
-    return offsets.get(version, size)
