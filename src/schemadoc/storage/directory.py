@@ -14,23 +14,88 @@ import os
 import secrets
 import threading
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 
+import orjson
+
 from schemadoc.errors import SchemaDocError
-from schemadoc.storage import disk, recovery, snapshots
+from schemadoc.ops.journal import replay
+from schemadoc.storage import disk, snapshots
 from schemadoc.storage.base import (
     LOCK_TIMEOUT_SECONDS,
     DocumentMeta,
     RecoveryReport,
     document_not_found,
 )
-from schemadoc.storage.journal import Tail, find_line_end, fold, repair_tail
-from schemadoc.storage.layout import Corrupt, Paths, doc_id_of, journal_failed, read_failed, reason
+from schemadoc.storage.journal import Tail, find_line_end, fold, read_entries, repair_tail
+from schemadoc.storage.layout import Corrupt, Paths, doc_id_of, journal_failed, read_failed, reason, write_failed
 from schemadoc.storage.locks import WriteLocks
 
-__all__ = ["DocumentDirectory"]
+__all__ = ["DocumentDirectory", "rebuild"]
 
 log = logging.getLogger("schemadoc.storage.files")
+
+
+def take_back_abandoned_creation(paths: Paths) -> bool:
+    """Remove a creation that died before renaming its meta file (its commit point); True if there was one.
+
+    Only a creation leaves ``{id}.meta.tmp`` without ``{id}.meta.json``.
+    """
+    if not (paths.meta_tmp.exists() and not paths.meta.exists()):
+        return False
+    removed = [path.name for path in (paths.content, paths.journal, paths.content_tmp, paths.meta_tmp)
+               if disk.remove_quietly(path)]
+    log.warning("document %s: creation interrupted before it completed; removed %s", paths.doc_id,
+                ", ".join(removed))
+    return True
+
+
+def clean_temporaries(paths: Paths) -> list[str]:
+    """Complete or discard interrupted snapshot switches, then remove every other temporary file,
+    history checkpoints' included."""
+    names = snapshots.finish_or_discard(paths)
+    for path in paths.temporaries():
+        if disk.remove_quietly(path):
+            names.append(path.name)
+    for path in sorted(paths.checkpoints.glob("*.json.tmp")):  # a cache: an unfinished one is simply dropped
+        if disk.remove_quietly(path):
+            names.append(f"{path.parent.parent.name}/{path.parent.name}/{path.name}")
+    return sorted(set(names))
+
+
+def rebuild(paths: Paths, meta: DocumentMeta) -> DocumentMeta:
+    """Replay the whole journal and make its last version the snapshot; returns the new snapshot meta.
+
+    ``meta`` is the meta file's (for the fields the journal does not hold). Raises
+    :class:`Corrupt` when the journal cannot rebuild the document and ``storage-write-failed``.
+    """
+    doc_id = paths.doc_id
+    try:
+        entries, _ = read_entries(paths.journal, since=0, upto=None)
+    except OSError as error:
+        raise Corrupt(f"cannot read the journal: {reason(error)}", paths.journal.name) from None
+    try:
+        content = orjson.dumps(replay(entries, copy=False))
+    except (ValueError, TypeError) as error:
+        raise Corrupt(f"the journal cannot rebuild the document: {error}", paths.journal.name) from None
+    deleted_at = None
+    for entry in entries:
+        if entry.op == "delete_document":
+            deleted_at = entry.at
+        elif entry.op == "undelete_document":
+            deleted_at = None
+    last = entries[-1]
+    rebuilt = replace(meta, version=last.version, snapshot_version=last.version, content_size_bytes=len(content),
+                      deleted_at=deleted_at, modified_at=last.at if last.version > meta.version else meta.modified_at)
+    token = snapshots.new_token()
+    try:
+        snapshots.write_content(paths.snapshot_tmp(token), content)
+        snapshots.publish(paths, token, rebuilt, find_line_end(paths.journal, last.version, 0), sync_directory=True)
+    except OSError as error:
+        disk.remove_quietly(paths.snapshot_tmp(token), paths.snapshot_meta_tmp(token))
+        raise write_failed(doc_id, "rebuilding the snapshot from the journal", error) from None
+    return rebuilt
 
 
 class DocumentDirectory:
@@ -55,11 +120,14 @@ class DocumentDirectory:
         """Create the directory if missing, check it is writable, and recover every document.
 
         Recovery, per document and under its write lock (so a process sharing the directory
-        is never disturbed mid-write): take back a creation that never completed; complete or
-        discard an interrupted snapshot switch; remove temporary files; truncate a torn last
-        journal line (never acknowledged); rebuild a snapshot whose size disagrees with its
-        meta (``rolled_forward``). Documents that cannot be recovered are reported in
-        ``corrupt`` and raise ``storage-read-failed`` when read; the others stay available.
+        is never disturbed mid-write): take back a creation that never completed (never
+        acknowledged); complete or discard an interrupted snapshot switch; remove temporary
+        files; truncate a torn last journal line (never acknowledged); rebuild a snapshot whose
+        size disagrees with its meta, or whose journal of the older format is ahead of it, by
+        replaying the whole journal (``rolled_forward``). Nothing else needs rolling forward: the
+        journal is the truth, and reading a document replays the entries after its snapshot.
+        Documents that cannot be recovered are reported in ``corrupt`` and raise
+        ``storage-read-failed`` when read; the others stay available.
 
         Raises ``storage-write-failed`` (details ``{"storage_dir", "reason"}``) when the
         directory cannot be created, is not a directory, or is not writable.
@@ -109,8 +177,8 @@ class DocumentDirectory:
         try:
             with self.write_lock(doc_id):
                 self._tails.pop(doc_id, None)
-                abandoned = recovery.take_back_abandoned_creation(paths)
-                report.removed_tmp.extend(recovery.clean_temporaries(paths))
+                abandoned = take_back_abandoned_creation(paths)
+                report.removed_tmp.extend(clean_temporaries(paths))
                 if abandoned:
                     report.abandoned.append(doc_id)
                     if not paths.exists():
@@ -164,7 +232,7 @@ class DocumentDirectory:
             raise Corrupt(f"cannot read the content file: {reason(error)}", paths.content.name) from None
         tail = self._tail(doc_id, paths)
         if size != meta.content_size_bytes or any(mark.content_size_bytes < 0 for mark in tail.marks):
-            recovery.rebuild(paths, meta)
+            rebuild(paths, meta)
             self._tails.pop(doc_id, None)
             log.warning("document %s: snapshot rebuilt from the journal (version %d to %d)", doc_id,
                         meta.version, last)
@@ -242,7 +310,7 @@ class DocumentDirectory:
         self._tails.pop(doc_id, None)
         try:
             disk.remove_quietly(*paths.temporaries())
-            recovery.rebuild(paths, tail.snapshot)
+            rebuild(paths, tail.snapshot)
             log.warning("document %s: an incomplete snapshot switch was repaired from the journal", doc_id)
         except (Corrupt, SchemaDocError) as error:
             why = error.reason if isinstance(error, Corrupt) else error.message

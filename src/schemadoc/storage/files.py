@@ -8,10 +8,9 @@ newer one (:meth:`FileDocumentStore.write_snapshot`, off the write path) or pass
 with the commit (inline). Loading a document = its snapshot + the journal lines after it.
 
 The modules beside this one hold each concern: :mod:`.directory` (this process's view of the
-directory: each document's tail, write locks, start-up recovery), :mod:`.layout` (names, errors),
+directory: each document's tail, start-up recovery), :mod:`.layout` (names, errors),
 :mod:`.journal` (lines, tail), :mod:`.snapshots` (switching a snapshot and its meta atomically),
-:mod:`.checkpoints` (bounded history cache), :mod:`.recovery` (repairs), :mod:`.locks` and
-:mod:`.disk` (every OS call, the seam for fault injection).
+:mod:`.locks` (write locks) and :mod:`.disk` (every OS call, the seam for fault injection).
 
 Freshness is cheap (one ``stat`` of the journal and one of the meta file, see :mod:`.directory`).
 Several processes may share one directory: writes of a document are serialised by its lock, and
@@ -22,12 +21,14 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from collections.abc import Iterable
 from dataclasses import replace
+from pathlib import Path
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry
-from schemadoc.storage import disk, recovery, snapshots
+from schemadoc.storage import disk, snapshots
 from schemadoc.storage.base import (
     DocumentMeta,
     StoredDocument,
@@ -36,11 +37,11 @@ from schemadoc.storage.base import (
     check_write,
     document_not_found,
     journal_line,
+    keep_checkpoints,
     snapshot_due,
     version_conflict,
 )
-from schemadoc.storage.checkpoints import CheckpointDirectory
-from schemadoc.storage.directory import DocumentDirectory
+from schemadoc.storage.directory import DocumentDirectory, rebuild
 from schemadoc.storage.journal import fold, read_entries
 from schemadoc.storage.layout import (
     META_SUFFIX,
@@ -55,6 +56,62 @@ from schemadoc.storage.layout import (
 __all__ = ["FileDocumentStore"]
 
 log = logging.getLogger(__name__)
+
+
+class CheckpointDirectory:
+    """The history checkpoints of one document, ``checkpoints/{doc_id}/{version}.json``.
+
+    A cache for rebuilding past versions, not a commit: written through a temporary file and a
+    rename but not fsynced (a torn one is detected by the reader and skipped), and bounded by
+    :func:`~schemadoc.storage.base.keep_checkpoints` after every write.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def versions(self) -> list[int]:
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return []
+        return [int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit()]
+
+    def write(self, version: int, content: bytes | Iterable[bytes]) -> None:
+        """Write the checkpoint from its bytes, or from pieces of them written as they come.
+
+        Raises :exc:`OSError`, and whatever drawing a piece raises (then nothing is left behind).
+        """
+        self.directory.mkdir(parents=True, exist_ok=True)
+        temporary = self.directory / f"{version}.json.tmp"
+        try:
+            with open(temporary, "wb") as file:
+                for piece in (content,) if isinstance(content, bytes) else content:
+                    file.write(piece)
+        except BaseException:
+            disk.remove_quietly(temporary)
+            raise
+        disk.replace(temporary, self.directory / f"{version}.json")
+        versions = self.versions()
+        for stale in set(versions) - set(keep_checkpoints(versions)):
+            disk.remove_quietly(self.directory / f"{stale}.json")
+
+    def read(self, at_most: int) -> tuple[int, bytes] | None:
+        for version in sorted((v for v in self.versions() if v <= at_most), reverse=True):
+            try:
+                return version, disk.read_bytes(self.directory / f"{version}.json")
+            except OSError:
+                continue
+        return None
+
+    def size_bytes(self) -> int:
+        total = 0
+        for version in self.versions():
+            status = disk.stat_or_none(self.directory / f"{version}.json")
+            total += status.st_size if status is not None else 0
+        return total
+
+    def remove(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 class FileDocumentStore(DocumentDirectory):
@@ -241,7 +298,7 @@ class FileDocumentStore(DocumentDirectory):
                 log.warning("document %s: content file of %d bytes (meta says %d) rebuilt from the journal",
                             doc_id, len(content), tail.snapshot.content_size_bytes)
                 try:
-                    recovery.rebuild(paths, tail.snapshot)
+                    rebuild(paths, tail.snapshot)
                 except Corrupt as corrupt:
                     self._corrupt[doc_id] = corrupt.reason
                     raise read_failed(doc_id, corrupt.reason, *corrupt.files) from None

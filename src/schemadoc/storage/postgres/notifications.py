@@ -68,10 +68,6 @@ class Listener:
         self._own_guard = threading.Lock()
         self._mark: int | None = None  # a feed cursor: every commit at or below it was announced
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None
-
     def watch(self, listener: Callable[[StoreNotice], None]) -> Callable[[], None]:
         """See :meth:`PostgresDocumentStore.watch`."""
         with self._watch_guard:
