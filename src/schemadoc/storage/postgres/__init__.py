@@ -17,14 +17,13 @@ switches ``snapshot_version`` in a short transaction, so commits are never held 
 
 Modules, one concern each: :mod:`~.migrations` (the tables), :mod:`~.statements` (the SQL of
 writes, reads and the change feed), :mod:`~.notifications` (LISTEN / NOTIFY and the catch-up),
-:mod:`~.locks` (write locks), :mod:`~.connections` (the pool, outages and the URL), :mod:`~.store`
-(:class:`PostgresDocumentStore`).
+:mod:`~.connections` (the pool, outages and the URL), :mod:`~.store`
+(:class:`PostgresDocumentStore`, with its write locks).
 """
 
 from __future__ import annotations
 
 from schemadoc.storage.postgres.connections import redact_url
-from schemadoc.storage.postgres.connections import split_schema as _split_schema  # noqa: F401 - imported by name
 from schemadoc.storage.postgres.migrations import MIGRATIONS
 from schemadoc.storage.postgres.store import DEFAULT_SCHEMA, PostgresDocumentStore
 

@@ -31,12 +31,12 @@ from schemadoc.storage.base import (
     document_not_found,
     journal_line,
     keep_checkpoints,
+    lock_timeout,
     snapshot_due,
     version_conflict,
 )
 from schemadoc.storage.postgres import migrations
 from schemadoc.storage.postgres.connections import RETRY_AFTER_SECONDS, Connections, split_schema
-from schemadoc.storage.postgres.locks import WriteLocks
 from schemadoc.storage.postgres.notifications import Listener, channel_name, notice_payload
 from schemadoc.storage.postgres.statements import (
     CHANGES,
@@ -63,6 +63,13 @@ _READ_META: Final = "SELECT " + META_COLUMNS + " FROM {documents} WHERE doc_id =
 _PUT_SNAPSHOT: Final = ("INSERT INTO {snapshots} (doc_id, version, content) VALUES (%s, %s, %s) "
                         "ON CONFLICT (doc_id, version) DO UPDATE SET content = excluded.content")
 _PUT_CHECKPOINT: Final = _PUT_SNAPSHOT.replace("{snapshots}", "{checkpoints}")
+
+
+class _Held(threading.local):
+    """The write locks this thread holds: doc_id -> the connection whose session holds it."""
+
+    def __init__(self) -> None:
+        self.locks: dict[str, psycopg.Connection[Any]] = {}
 
 
 @dataclass
@@ -101,7 +108,7 @@ class PostgresDocumentStore:
         self.connections = Connections(self.url, name=f"schemadoc-{self.schema}", pool_size=pool_size)
         self._open_guard = threading.Lock()
         self._writer_keys = {"k1": self._writer_key[0], "k2": self._writer_key[1]}  # the feed's parameters
-        self._locks = WriteLocks(self, self._writer_key)
+        self._held = _Held()
         self._listener = Listener(self)
         self._q = tables(self.schema)
         self._statements: dict[str, sql.Composed] = {}
@@ -159,11 +166,10 @@ class PostgresDocumentStore:
     def _connection(self, doc_id: str | None, *, timeout: float = LOCK_TIMEOUT_SECONDS,
                     ) -> Iterator[psycopg.Connection[Any]]:
         """The connection holding ``doc_id``'s write lock in this thread, or one from the pool."""
-        if doc_id is not None:
-            held = self._locks.held().get(doc_id)
-            if held is not None:
-                yield held.connection
-                return
+        held = self._held.locks.get(doc_id) if doc_id is not None else None
+        if held is not None:
+            yield held
+            return
         with self.connections.connection(timeout) as conn:
             yield conn
 
@@ -449,6 +455,46 @@ class PostgresDocumentStore:
 
     # -- locks -----------------------------------------------------------------------------------
 
-    def write_lock(self, doc_id: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> contextlib.AbstractContextManager[None]:
-        """The document's write lock (:class:`~schemadoc.storage.postgres.locks.WriteLocks`)."""
-        return self._locks.hold(check_doc_id(doc_id), timeout)
+    @contextmanager
+    def write_lock(self, doc_id: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+        """A session advisory lock on a pooled connection, held for the block (re-entrant in one thread).
+
+        Everything this thread does to the document inside the block uses that connection
+        (:meth:`_connection`). The session also holds the writers' lock (shared), which the change
+        feed reads (:mod:`~.statements`). A dead server's locks go with its connections.
+        """
+        doc_id = check_doc_id(doc_id)
+        held = self._held.locks
+        if doc_id in held:
+            yield
+            return
+        key = lock_key(self.schema, doc_id)
+        started = time.monotonic()
+        with self._connection(None, timeout=max(timeout, 0.5)) as conn:
+            self._acquire(conn, doc_id, key, timeout, max(timeout - (time.monotonic() - started), 0.0))
+            held[doc_id] = conn
+            try:
+                yield
+            finally:
+                del held[doc_id]
+                with contextlib.suppress(psycopg.Error):  # a lost connection has lost its locks too
+                    conn.execute("SELECT pg_advisory_unlock(%s, %s), pg_advisory_unlock_shared(%s, %s)",
+                                 (*key, *self._writer_key))
+
+    def _acquire(self, conn: psycopg.Connection[Any], doc_id: str, key: tuple[int, int], timeout: float,
+                 left: float) -> None:
+        try:
+            if left <= 0:
+                row = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone()
+                if not (row and row[0]):
+                    raise lock_timeout(doc_id, timeout)
+                conn.execute("SELECT pg_advisory_lock_shared(%s, %s)", self._writer_key)
+                return
+            # left to right: the document's lock, then the writers' shared lock (never waits)
+            conn.execute("SELECT set_config('lock_timeout', %s, false), pg_advisory_lock(%s, %s), "
+                         "pg_advisory_lock_shared(%s, %s)", (f"{max(int(left * 1000), 1)}ms", *key,
+                                                             *self._writer_key))
+        except psycopg.errors.LockNotAvailable:
+            raise lock_timeout(doc_id, timeout) from None
+        except psycopg.Error as error:
+            raise self._failed(error, doc_id, write=True, conn=conn) from None
