@@ -700,6 +700,6 @@ def test_a_big_file_written_from_pieces_is_synced_as_it_grows(tmp_path: Path, mo
     real = os.fdatasync
     monkeypatch.setattr(os, "fdatasync", lambda fd: (synced.append(os.fstat(fd).st_size), real(fd))[1])
     pieces = [bytes([65 + i % 26]) * (1 << 20) for i in range(20)]
-    assert disk.write_pieces_synced(tmp_path / "big.tmp", iter(pieces)) == 20 << 20
+    assert disk.write_synced(tmp_path / "big.tmp", iter(pieces)) == 20 << 20
     assert (tmp_path / "big.tmp").read_bytes() == b"".join(pieces)
     assert synced == [8 << 20, 16 << 20]

@@ -80,13 +80,8 @@ def check_doc_id(doc_id: Any) -> str:
 
 
 def check_write(meta: DocumentMeta, entry: JournalEntry, content: bytes | None, *, new: bool = False) -> str:
-    """The checks every store makes on the arguments of ``create`` (``new``) and ``commit``.
-
-    Returns the doc_id. Raises ``invalid-doc-id`` when ``meta.doc_id`` is not a ULID in
-    canonical (upper-case) form, and :exc:`ValueError` when ``meta.version != entry.version``,
-    ``meta.content_size_bytes != len(content)`` (when content is given), or a new document is
-    not at version 1 or comes without content.
-    """
+    """The checks every store makes on the arguments of ``create`` (``new``) and ``commit`` (see their
+    errors); returns the doc_id, which must be in canonical (upper-case) form."""
     doc_id = check_doc_id(meta.doc_id)
     if doc_id != meta.doc_id:
         raise SchemaDocError("invalid-doc-id", f"{meta.doc_id!r} is not in canonical (upper-case) form.",
@@ -223,12 +218,8 @@ class DocumentMeta:
 
     @classmethod
     def from_dict(cls, data: Any) -> DocumentMeta:
-        """The meta for a JSON object as :meth:`to_dict` makes it (``deleted_at`` may be absent).
-
-        Raises :exc:`ValueError` when it is not an object, or a field is missing or mistyped
-        (``version`` must be >= 1, ``content_size_bytes`` >= 0, ``snapshot_version`` from 1 to
-        ``version``; when absent it is ``version``). Unknown members are ignored.
-        """
+        """The meta for a JSON object as :meth:`to_dict` makes it (``deleted_at`` and ``snapshot_version``
+        may be absent; unknown members are ignored); :exc:`ValueError` when it is not one."""
         if not isinstance(data, dict):
             raise ValueError(f"document meta must be a JSON object, got {type(data).__name__}")
         values: dict[str, Any] = {name: data.get(name) for name in _META_FIELDS}
@@ -295,13 +286,9 @@ class DocumentStore(Protocol):
     def open(self) -> RecoveryReport:
         """Prepare the store for use; call once before anything else.
 
-        A store on disk creates its directory if missing (its parent must exist), checks it is
-        writable, removes temporary files of interrupted writes, truncates journal lines that
-        were torn by a crash, rolls forward every document whose journal is ahead of its
-        snapshot and reports documents it cannot read (without failing).
-
-        Raises ``storage-write-failed`` (details ``{"storage_dir", "reason"}``) when the store
-        cannot be used at all.
+        A store on disk recovers from a crash here and reports documents it cannot read (without
+        failing). Raises ``storage-write-failed`` (details ``{"storage_dir", "reason"}``) when the
+        store cannot be used at all.
         """
         ...
 

@@ -90,7 +90,7 @@ def rebuild(paths: Paths, meta: DocumentMeta) -> DocumentMeta:
                       deleted_at=deleted_at, modified_at=last.at if last.version > meta.version else meta.modified_at)
     token = snapshots.new_token()
     try:
-        snapshots.write_content(paths.snapshot_tmp(token), content)
+        disk.write_synced(paths.snapshot_tmp(token), content)
         snapshots.publish(paths, token, rebuilt, find_line_end(paths.journal, last.version, 0), sync_directory=True)
     except OSError as error:
         disk.remove_quietly(paths.snapshot_tmp(token), paths.snapshot_meta_tmp(token))

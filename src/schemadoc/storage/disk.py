@@ -22,7 +22,6 @@ __all__ = [
     "replace",
     "stat_or_none",
     "write_all",
-    "write_pieces_synced",
     "write_synced",
 ]
 
@@ -34,36 +33,26 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_synced(path: Path, data: bytes, *, exclusive: bool = False) -> None:
-    """Write ``path`` whole and fsync it (``exclusive``: fail if it exists)."""
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
-    fd = os.open(path, flags, 0o644)
-    try:
-        write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 _SYNC_EVERY_BYTES = 8 << 20
 
 
-def write_pieces_synced(path: Path, pieces: Iterable[bytes]) -> int:
-    """Write ``path`` from ``pieces`` as they come (never holding them all), fsync it; returns its size.
+def write_synced(path: Path, data: bytes | Iterable[bytes], *, exclusive: bool = False) -> int:
+    """Write ``path`` whole from ``data`` or its pieces as they come (never holding them all), fsync it;
+    returns its size (``exclusive``: fail if it exists).
 
     Every 8 MiB the data written so far is synced, so the disk never has a whole big file to
     flush at once in front of other files' fsyncs (a journal append waiting behind it).
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC), 0o644)
     try:
         size = unsynced = 0
-        for piece in pieces:
+        for piece in (data,) if isinstance(data, bytes) else data:
+            if unsynced >= _SYNC_EVERY_BYTES:  # before the next piece: the last one is synced by fsync
+                os.fdatasync(fd)
+                unsynced = 0
             write_all(fd, piece)
             size += len(piece)
             unsynced += len(piece)
-            if unsynced >= _SYNC_EVERY_BYTES:
-                os.fdatasync(fd)
-                unsynced = 0
         os.fsync(fd)
         return size
     finally:

@@ -180,7 +180,7 @@ class FileDocumentStore(DocumentDirectory):
             token = snapshots.new_token() if content is not None else None
             if token is not None and content is not None:
                 try:
-                    snapshots.write_content(paths.snapshot_tmp(token), content)
+                    disk.write_synced(paths.snapshot_tmp(token), content)
                 except OSError as error:
                     disk.remove_quietly(paths.snapshot_tmp(token))
                     raise write_failed(doc_id, "writing the snapshot", error) from None
@@ -225,7 +225,7 @@ class FileDocumentStore(DocumentDirectory):
             return False
         token = snapshots.new_token()
         try:
-            size = snapshots.write_content(paths.snapshot_tmp(token), content)
+            size = disk.write_synced(paths.snapshot_tmp(token), content)
             with self.write_lock(doc_id):
                 tail = self._fresh(doc_id, paths)
                 mark = tail.mark(version)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from schemadoc.storage.base import DocumentMeta, document_not_found
 from schemadoc.storage.layout import Paths, read_failed, reason
 
 __all__ = ["MetaFile", "SwitchIncomplete", "finish_or_discard", "meta_bytes", "new_token", "publish",
-           "read_meta_file", "write_content"]
+           "read_meta_file"]
 
 log = logging.getLogger("schemadoc.storage.files")
 
@@ -77,17 +76,6 @@ def read_meta_file(doc_id: str, paths: Paths) -> MetaFile:
         raise read_failed(doc_id, f"cannot read the meta file: {reason(error)}", paths.meta.name) from None
     meta, offset = _parse_meta(doc_id, data, paths.meta.name)
     return meta, offset, (status.st_ino, status.st_mtime_ns, status.st_size)
-
-
-def write_content(path: Path, content: bytes | Iterable[bytes]) -> int:
-    """The snapshot's bytes (or pieces of them, written as they come) in a temporary file, fsynced.
-
-    Returns its size; raises :exc:`OSError`.
-    """
-    if isinstance(content, bytes):
-        disk.write_synced(path, content)
-        return len(content)
-    return disk.write_pieces_synced(path, content)
 
 
 def publish(paths: Paths, token: str, meta: DocumentMeta, journal_offset: int, *, sync_directory: bool) -> None:

@@ -435,17 +435,14 @@ class PostgresDocumentStore:
         return int(row[0])
 
     def watch(self, listener: Callable[[StoreNotice], None]) -> Callable[[], None]:
-        """Call ``listener`` (in a listening thread) for each commit or purge made by another process.
+        """Call ``listener`` (in a listening thread) for each commit or purge made by another process;
+        returns the function that stops the calls.
 
-        Returns the function that stops the calls. The first call starts the listening thread
-        (one connection doing ``LISTEN``, named ``schemadoc-listen-{origin}`` in
-        ``pg_stat_activity``); it reconnects after a lost connection. Notifications sent while it
-        was disconnected are lost with the connection, so after each reconnect (once ``LISTEN``
-        is in force again) the listener reads the change feed from its last mark and calls
-        ``listener`` once for each document another process committed meanwhile, with the newest
-        such version and its kind, and once for each purge (the ``purges`` table remembers them
-        for a day). A call may repeat a notice already made (the catch-up starts a little before
-        the connection was lost); listeners read the journal by version, so that is harmless.
+        The first call starts the listening thread (one connection doing ``LISTEN``, named
+        ``schemadoc-listen-{origin}`` in ``pg_stat_activity``). After a reconnect it calls
+        ``listener`` once for each document committed or purged meanwhile
+        (:meth:`~.notifications.Listener._catch_up`); a call may repeat a notice already made,
+        which is harmless: listeners read the journal by version.
         """
         return self._listener.watch(listener)
 
