@@ -176,11 +176,8 @@ class CheckpointDirectory:
         return None
 
     def size_bytes(self) -> int:
-        total = 0
-        for version in self.versions():
-            status = disk.stat_or_none(self.directory / f"{version}.json")
-            total += status.st_size if status is not None else 0
-        return total
+        return sum(status.st_size for version in self.versions()
+                   if (status := disk.stat_or_none(self.directory / f"{version}.json")) is not None)
 
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
@@ -689,9 +686,7 @@ class FileDocumentStore:
     def disk_usage(self, doc_id: str) -> dict[str, int]:
         """Bytes on disk per kind of file of one document (snapshot, journal, meta, checkpoints)."""
         paths = self._paths(check_doc_id(doc_id))
-        usage: dict[str, int] = {}
-        for kind, path in (("snapshot", paths.content), ("journal", paths.journal), ("meta", paths.meta)):
-            status = disk.stat_or_none(path)
-            usage[kind] = status.st_size if status is not None else 0
+        usage = {kind: status.st_size if (status := disk.stat_or_none(path)) is not None else 0
+                 for kind, path in (("snapshot", paths.content), ("journal", paths.journal), ("meta", paths.meta))}
         usage["checkpoints"] = self._checkpoints(doc_id).size_bytes()
         return usage

@@ -110,8 +110,8 @@ def lock_key(schema: str, doc_id: str) -> tuple[int, int]:
 
 
 def meta(doc_id: str, row: tuple[Any, ...]) -> DocumentMeta:
-    version, schema_uri, created_at, modified_at, size, deleted_at, snapshot_version = row[:7]
-    return DocumentMeta(doc_id, version, schema_uri, created_at, modified_at, size, deleted_at, snapshot_version)
+    """The meta of a row that starts with the :data:`META_COLUMNS`."""
+    return DocumentMeta(doc_id, *row[:7])
 
 
 def meta_values(meta: DocumentMeta) -> tuple[Any, ...]:

@@ -110,7 +110,6 @@ class PostgresDocumentStore:
         self._writer_keys = {"k1": self._writer_key[0], "k2": self._writer_key[1]}  # the feed's parameters
         self._held = _Held()
         self._listener = Listener(self)
-        self._q = tables(self.schema)
         self._statements: dict[str, sql.Composed] = {}
 
     # -- life cycle ------------------------------------------------------------------------------
@@ -154,12 +153,6 @@ class PostgresDocumentStore:
         """``storage-unavailable`` with its cause while the database cannot be used, else None (readiness)."""
         return self.connections.problem()
 
-    def migration_versions(self) -> list[int]:
-        """The migration versions applied to this store's schema, in order."""
-        with self._connection(None) as conn:
-            rows = conn.execute(self._sql("SELECT version FROM {schema_migrations} ORDER BY version")).fetchall()
-        return [row[0] for row in rows]
-
     # -- connections and statements ----------------------------------------------------------------
 
     @contextmanager
@@ -177,7 +170,7 @@ class PostgresDocumentStore:
         """``statement`` with the tables of this store's schema in place of ``{documents}``, ``{journal}``, ..."""
         composed = self._statements.get(statement)
         if composed is None:
-            composed = self._statements[statement] = sql.SQL(statement).format(**self._q)
+            composed = self._statements[statement] = sql.SQL(statement).format(**tables(self.schema))
         return composed
 
     def _read(self, doc_id: str | None, statement: str, params: Any = None, *, many: bool = False) -> Any:
