@@ -1,8 +1,7 @@
-"""Every operating-system call of the files store, in one small module.
+"""The file operations the files store's modules share: synced writes and appends, stat, removal.
 
-The store's modules call these functions (``disk.append_synced(...)``), never :mod:`os`
-directly, so that tests can inject disk faults (a full disk, an I/O error) at exactly one seam.
-Each function raises :exc:`OSError` as the OS reports it.
+Each function raises :exc:`OSError` as the OS reports it (tests inject disk faults at the
+:mod:`os` functions these and the other modules call).
 """
 
 from __future__ import annotations
@@ -15,11 +14,9 @@ from pathlib import Path
 __all__ = [
     "append_synced",
     "fsync_directory",
-    "read_bytes",
     "read_from",
     "remove_in_background",
     "remove_quietly",
-    "replace",
     "stat_or_none",
     "write_all",
     "write_synced",
@@ -86,11 +83,6 @@ def append_synced(path: Path, line: bytes, expected_size: int | None = None) -> 
         os.close(fd)
 
 
-def read_bytes(path: Path) -> bytes:
-    with open(path, "rb") as file:
-        return file.read()
-
-
 def read_from(path: Path, offset: int) -> tuple[bytes, int, int]:
     """The bytes of ``path`` from ``offset`` to its end, with the file's inode and size."""
     with open(path, "rb") as file:
@@ -105,10 +97,6 @@ def stat_or_none(path: Path) -> os.stat_result | None:
         return os.stat(path)
     except FileNotFoundError:
         return None
-
-
-def replace(source: Path, target: Path) -> None:
-    os.replace(source, target)
 
 
 def fsync_directory(directory: Path) -> None:

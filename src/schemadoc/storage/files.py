@@ -16,7 +16,7 @@ available.
 
 The modules beside this one hold the other concerns: :mod:`.layout` (names, errors),
 :mod:`.journal` (lines, tail), :mod:`.snapshots` (switching a snapshot and its meta atomically),
-:mod:`.locks` (write locks) and :mod:`.disk` (every OS call, the seam for fault injection).
+:mod:`.locks` (write locks) and :mod:`.disk` (the file operations they share).
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ class CheckpointDirectory:
         except BaseException:
             disk.remove_quietly(temporary)
             raise
-        disk.replace(temporary, self.directory / f"{version}.json")
+        os.replace(temporary, self.directory / f"{version}.json")
         versions = self.versions()
         for stale in set(versions) - set(keep_checkpoints(versions)):
             disk.remove_quietly(self.directory / f"{stale}.json")
@@ -170,7 +170,7 @@ class CheckpointDirectory:
     def read(self, at_most: int) -> tuple[int, bytes] | None:
         for version in sorted((v for v in self.versions() if v <= at_most), reverse=True):
             try:
-                return version, disk.read_bytes(self.directory / f"{version}.json")
+                return version, (self.directory / f"{version}.json").read_bytes()
             except OSError:
                 continue
         return None
@@ -452,8 +452,8 @@ class FileDocumentStore:
                     raise already_exists(doc_id) from None
                 raise write_failed(doc_id, "creating the journal", error) from None
             try:
-                disk.replace(paths.content_tmp, paths.content)
-                disk.replace(paths.meta_tmp, paths.meta)
+                os.replace(paths.content_tmp, paths.content)
+                os.replace(paths.meta_tmp, paths.meta)
                 disk.fsync_directory(self.storage_dir)
             except OSError as error:
                 disk.remove_quietly(paths.meta, paths.content, paths.meta_tmp, paths.content_tmp, paths.journal)
@@ -589,7 +589,7 @@ class FileDocumentStore:
         with self.write_lock(doc_id):
             tail = self._fresh(doc_id, paths)
             try:
-                content = disk.read_bytes(paths.content)
+                content = paths.content.read_bytes()
             except OSError as error:
                 raise read_failed(doc_id, f"cannot read the content file: {reason(error)}",
                                   paths.content.name) from None
@@ -603,7 +603,7 @@ class FileDocumentStore:
                     raise read_failed(doc_id, corrupt.reason, *corrupt.files) from None
                 self._tails.pop(doc_id, None)
                 tail = self._fresh(doc_id, paths)
-                content = disk.read_bytes(paths.content)
+                content = paths.content.read_bytes()
             with self._tails_guard:
                 current, snapshot, snapshot_end = tail.current, tail.snapshot, tail.snapshot_end
             try:

@@ -88,12 +88,12 @@ def publish(paths: Paths, token: str, meta: DocumentMeta, journal_offset: int, *
     disk.write_synced(meta_tmp, meta_bytes(meta, journal_offset))
     retired = _retire(paths) if meta.content_size_bytes >= _RETIRE_ABOVE_BYTES else None
     try:
-        disk.replace(paths.snapshot_tmp(token), paths.content)
+        os.replace(paths.snapshot_tmp(token), paths.content)
     except OSError:
         disk.remove_quietly(meta_tmp, *([retired] if retired else []))
         raise
     try:
-        disk.replace(meta_tmp, paths.meta)
+        os.replace(meta_tmp, paths.meta)
     except OSError as error:
         raise SwitchIncomplete(error.errno, error.strerror) from None
     if retired is not None:
@@ -125,8 +125,8 @@ def finish_or_discard(paths: Paths) -> list[str]:
             disk.remove_quietly(meta_tmp, content_tmp)
         else:  # the content was renamed: its meta must follow
             try:
-                _parse_meta(paths.doc_id, disk.read_bytes(meta_tmp), meta_tmp.name)
-                disk.replace(meta_tmp, paths.meta)
+                _parse_meta(paths.doc_id, meta_tmp.read_bytes(), meta_tmp.name)
+                os.replace(meta_tmp, paths.meta)
                 log.warning("document %s: a snapshot switch interrupted by a crash was completed", paths.doc_id)
             except (OSError, SchemaDocError):
                 disk.remove_quietly(meta_tmp)

@@ -23,8 +23,7 @@ writes, reads and the change feed), :mod:`~.notifications` (LISTEN / NOTIFY and 
 
 from __future__ import annotations
 
-from schemadoc.storage.postgres.connections import redact_url
 from schemadoc.storage.postgres.migrations import MIGRATIONS
-from schemadoc.storage.postgres.store import DEFAULT_SCHEMA, PostgresDocumentStore
+from schemadoc.storage.postgres.store import PostgresDocumentStore
 
-__all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "PostgresDocumentStore", "redact_url"]
+__all__ = ["MIGRATIONS", "PostgresDocumentStore"]
