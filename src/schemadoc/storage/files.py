@@ -339,50 +339,47 @@ class FileDocumentStore:
 
         Raises ``document-not-found``, ``storage-read-failed`` and :class:`Corrupt`.
         """
-        with self._tails_guard:
-            return self._revalidate(doc_id, paths)
-
-    def _revalidate(self, doc_id: str, paths: Paths) -> Tail:
-        tail = self._tails.get(doc_id)
-        meta_status = disk.stat_or_none(paths.meta)
-        journal_status = disk.stat_or_none(paths.journal)
-        if meta_status is None:
-            self._tails.pop(doc_id, None)
-            snapshots.read_meta_file(doc_id, paths)  # raises the right error
-            raise document_not_found(doc_id)
-        if journal_status is None:
-            self._tails.pop(doc_id, None)
-            raise read_failed(doc_id, "the journal is missing", paths.journal.name)
-        meta_key = (meta_status.st_ino, meta_status.st_mtime_ns, meta_status.st_size)
-        if tail is not None and (tail.journal_ino != journal_status.st_ino or journal_status.st_size < tail.offset):
-            tail = None  # the journal was replaced or cut back: start afresh
-        if tail is not None and tail.meta_key == meta_key and journal_status.st_size == tail.offset:
-            return tail
-        if tail is None:
-            snapshot, hint, meta_key = snapshots.read_meta_file(doc_id, paths)
-            try:
-                end = find_line_end(paths.journal, snapshot.version, hint)
-            except OSError as error:
-                raise journal_failed(doc_id, paths, error) from None
-            tail = Tail(snapshot, end, meta_key, journal_status.st_ino, end)
-        if journal_status.st_size > tail.offset:
-            try:
-                data, ino, _ = disk.read_from(paths.journal, tail.offset)
-            except OSError as error:
-                raise journal_failed(doc_id, paths, error) from None
-            if ino != tail.journal_ino:
+        with self._tails_guard:  # re-entrant: a tail whose journal was replaced meanwhile starts afresh here
+            tail = self._tails.get(doc_id)
+            meta_status = disk.stat_or_none(paths.meta)
+            journal_status = disk.stat_or_none(paths.journal)
+            if meta_status is None:
                 self._tails.pop(doc_id, None)
-                return self._revalidate(doc_id, paths)
-            fold(tail, data, paths.journal)
-        if tail.meta_key != meta_key:
-            snapshot, _, meta_key = snapshots.read_meta_file(doc_id, paths)
-            if snapshot.version > tail.version:
-                raise Corrupt(f"the journal ends at version {tail.version}, the meta is at version "
-                              f"{snapshot.version}", paths.journal.name, paths.meta.name)
-            if snapshot.version >= tail.snapshot.version:
-                tail.move_snapshot(snapshot, meta_key)
-        self._tails[doc_id] = tail
-        return tail
+                snapshots.read_meta_file(doc_id, paths)  # raises the right error
+                raise document_not_found(doc_id)
+            if journal_status is None:
+                self._tails.pop(doc_id, None)
+                raise read_failed(doc_id, "the journal is missing", paths.journal.name)
+            meta_key = (meta_status.st_ino, meta_status.st_mtime_ns, meta_status.st_size)
+            if tail is not None and (tail.journal_ino != journal_status.st_ino or journal_status.st_size < tail.offset):
+                tail = None  # the journal was replaced or cut back: start afresh
+            if tail is not None and tail.meta_key == meta_key and journal_status.st_size == tail.offset:
+                return tail
+            if tail is None:
+                snapshot, hint, meta_key = snapshots.read_meta_file(doc_id, paths)
+                try:
+                    end = find_line_end(paths.journal, snapshot.version, hint)
+                except OSError as error:
+                    raise journal_failed(doc_id, paths, error) from None
+                tail = Tail(snapshot, end, meta_key, journal_status.st_ino, end)
+            if journal_status.st_size > tail.offset:
+                try:
+                    data, ino, _ = disk.read_from(paths.journal, tail.offset)
+                except OSError as error:
+                    raise journal_failed(doc_id, paths, error) from None
+                if ino != tail.journal_ino:
+                    self._tails.pop(doc_id, None)
+                    return self._tail(doc_id, paths)
+                fold(tail, data, paths.journal)
+            if tail.meta_key != meta_key:
+                snapshot, _, meta_key = snapshots.read_meta_file(doc_id, paths)
+                if snapshot.version > tail.version:
+                    raise Corrupt(f"the journal ends at version {tail.version}, the meta is at version "
+                                  f"{snapshot.version}", paths.journal.name, paths.meta.name)
+                if snapshot.version >= tail.snapshot.version:
+                    tail.move_snapshot(snapshot, meta_key)
+            self._tails[doc_id] = tail
+            return tail
 
     def _fresh(self, doc_id: str, paths: Paths) -> Tail:
         try:

@@ -22,7 +22,7 @@ from psycopg import sql
 from schemadoc.storage.base import DocumentMeta
 
 __all__ = ["CHANGES", "COMMIT", "KINDS", "META_COLUMNS", "POSITION", "PURGES", "TABLES", "lock_key", "meta",
-           "meta_values", "tables"]
+           "tables"]
 
 TABLES: Final = ("documents", "journal", "snapshots", "checkpoints", "purges", "schema_migrations")
 
@@ -112,12 +112,6 @@ def lock_key(schema: str, doc_id: str) -> tuple[int, int]:
 def meta(doc_id: str, row: tuple[Any, ...]) -> DocumentMeta:
     """The meta of a row that starts with the :data:`META_COLUMNS`."""
     return DocumentMeta(doc_id, *row[:7])
-
-
-def meta_values(meta: DocumentMeta) -> tuple[Any, ...]:
-    """The values of the meta columns but ``snapshot_version`` (the store decides that one)."""
-    return (meta.version, meta.schema_uri, meta.created_at, meta.modified_at, meta.content_size_bytes,
-            meta.deleted_at)
 
 
 def tables(schema: str) -> dict[str, sql.Composable]:

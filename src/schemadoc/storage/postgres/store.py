@@ -46,7 +46,6 @@ from schemadoc.storage.postgres.statements import (
     POSITION,
     PURGES,
     lock_key,
-    meta_values,
     tables,
 )
 from schemadoc.storage.postgres.statements import meta as _meta
@@ -243,7 +242,9 @@ class PostgresDocumentStore:
         with self._transaction(doc_id, 1) as done:
             inserted = done.conn.execute(self._sql(
                 "INSERT INTO {documents} (doc_id, " + META_COLUMNS + ") "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, 1) ON CONFLICT (doc_id) DO NOTHING"), (doc_id, *meta_values(meta)))
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, 1) ON CONFLICT (doc_id) DO NOTHING"),
+                (doc_id, meta.version, meta.schema_uri, meta.created_at, meta.modified_at, meta.content_size_bytes,
+                 meta.deleted_at))
             if inserted.rowcount != 1:
                 raise already_exists(doc_id)
             done.conn.execute(self._sql(_PUT_SNAPSHOT), (doc_id, 1, content))
