@@ -56,7 +56,6 @@ from schemadoc.storage.layout import (
     Corrupt,
     Paths,
     doc_id_of,
-    is_canonical,
     journal_failed,
     read_failed,
     reason,
@@ -631,10 +630,8 @@ class FileDocumentStore:
                                  {"storage_dir": str(self.storage_dir), "reason": why}) from None
         metas: list[DocumentMeta] = []
         for name in names:
-            if not name.endswith(META_SUFFIX):
-                continue
-            doc_id = name[: -len(META_SUFFIX)]
-            if not is_canonical(doc_id) or doc_id in self._corrupt:
+            doc_id = doc_id_of(name) if name.endswith(META_SUFFIX) else None
+            if doc_id is None or doc_id in self._corrupt:
                 continue
             try:
                 metas.append(self.read_meta(doc_id))

@@ -36,11 +36,7 @@ class DocumentLock:
     def acquire(self, timeout: float) -> bool:
         """True once held; False when ``timeout`` seconds passed. Raises :exc:`OSError` (lock file)."""
         deadline = time.monotonic() + max(timeout, 0.0)
-        if timeout > 0:
-            acquired = self._thread_lock.acquire(timeout=timeout)
-        else:
-            acquired = self._thread_lock.acquire(blocking=False)
-        if not acquired:
+        if not (self._thread_lock.acquire(timeout=timeout) if timeout > 0 else self._thread_lock.acquire(False)):
             return False
         if self._depth > 0 or self._path is None:
             self._depth += 1
