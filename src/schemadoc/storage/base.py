@@ -28,27 +28,10 @@ from ulid import ULID
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry
 
-__all__ = [
-    "CHECKPOINTS_KEPT_RECENT",
-    "LOCK_TIMEOUT_SECONDS",
-    "DocumentMeta",
-    "DocumentStore",
-    "RecoveryReport",
-    "SharedStore",
-    "StoreNotice",
-    "StoredChange",
-    "StoredDocument",
-    "StreamedSnapshots",
-    "already_exists",
-    "check_doc_id",
-    "check_write",
-    "document_not_found",
-    "journal_line",
-    "keep_checkpoints",
-    "lock_timeout",
-    "snapshot_due",
-    "version_conflict",
-]
+__all__ = ["CHECKPOINTS_KEPT_RECENT", "LOCK_TIMEOUT_SECONDS", "DocumentMeta", "DocumentStore", "RecoveryReport",
+           "SharedStore", "StoreNotice", "StoredChange", "StoredDocument", "StreamedSnapshots", "already_exists",
+           "check_doc_id", "check_write", "document_not_found", "journal_line", "keep_checkpoints", "lock_timeout",
+           "snapshot_due", "version_conflict"]
 
 LOCK_TIMEOUT_SECONDS = 10.0
 """How long a writer waits for a document's write lock (FR-083: 10 seconds, not configurable)."""

@@ -11,16 +11,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = [
-    "append_synced",
-    "fsync_directory",
-    "read_from",
-    "remove_in_background",
-    "remove_quietly",
-    "stat_or_none",
-    "write_all",
-    "write_synced",
-]
+__all__ = ["append_synced", "fsync_directory", "read_from", "remove_in_background", "remove_quietly", "stat_or_none",
+           "write_all", "write_synced"]
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -119,7 +119,7 @@ def rebuild(paths: Paths, meta: DocumentMeta) -> DocumentMeta:
     last = entries[-1]
     rebuilt = replace(meta, version=last.version, snapshot_version=last.version, content_size_bytes=len(content),
                       deleted_at=deleted_at, modified_at=last.at if last.version > meta.version else meta.modified_at)
-    token = snapshots.new_token()
+    token = secrets.token_hex(8)
     try:
         disk.write_synced(paths.snapshot_tmp(token), content)
         snapshots.publish(paths, token, rebuilt, find_line_end(paths.journal, last.version, 0), sync_directory=True)
@@ -472,7 +472,7 @@ class FileDocumentStore:
             tail = self._fresh(doc_id, paths)
             if tail.version != entry.version - 1:
                 raise version_conflict(doc_id, entry.version - 1, tail.version)
-            token = snapshots.new_token() if content is not None else None
+            token = secrets.token_hex(8) if content is not None else None
             if token is not None and content is not None:
                 try:
                     disk.write_synced(paths.snapshot_tmp(token), content)
@@ -518,7 +518,7 @@ class FileDocumentStore:
         paths = self._paths(doc_id)
         if not snapshot_due(doc_id, version, self.read_meta(doc_id)):
             return False
-        token = snapshots.new_token()
+        token = secrets.token_hex(8)
         try:
             size = disk.write_synced(paths.snapshot_tmp(token), content)
             with self.write_lock(doc_id):

@@ -23,23 +23,15 @@ from schemadoc.storage import disk
 from schemadoc.storage.base import DocumentMeta, document_not_found
 from schemadoc.storage.layout import Paths, read_failed, reason
 
-__all__ = ["MetaFile", "SwitchIncomplete", "finish_or_discard", "meta_bytes", "new_token", "publish",
-           "read_meta_file"]
+__all__ = ["SwitchIncomplete", "finish_or_discard", "meta_bytes", "publish", "read_meta_file"]
 
 log = logging.getLogger("schemadoc.storage.files")
 
 _RETIRE_ABOVE_BYTES = 8 << 20  # snapshots this big are unlinked in the background after a switch
 
-MetaFile = tuple[DocumentMeta, int, tuple[int, int, int]]
-"""The meta file read: the snapshot's meta, the journal offset after its version, the file's key."""
-
 
 class SwitchIncomplete(OSError):
     """The snapshot was renamed into place but its meta was not: they disagree until recovery completes it."""
-
-
-def new_token() -> str:
-    return secrets.token_hex(8)
 
 
 def meta_bytes(meta: DocumentMeta, journal_offset: int) -> bytes:
@@ -61,8 +53,11 @@ def _parse_meta(doc_id: str, data: bytes, name: str) -> tuple[DocumentMeta, int]
     return replace(meta, snapshot_version=meta.version), offset if isinstance(offset, int) else 0
 
 
-def read_meta_file(doc_id: str, paths: Paths) -> MetaFile:
-    """Raises ``document-not-found`` and ``storage-read-failed`` (content without meta, unreadable meta)."""
+def read_meta_file(doc_id: str, paths: Paths) -> tuple[DocumentMeta, int, tuple[int, int, int]]:
+    """The snapshot's meta, the journal offset after its version and the file's key (inode, mtime, size).
+
+    Raises ``document-not-found`` and ``storage-read-failed`` (content without meta, unreadable meta).
+    """
     try:
         with open(paths.meta, "rb") as file:
             status = os.fstat(file.fileno())
