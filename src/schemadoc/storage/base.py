@@ -294,23 +294,21 @@ class DocumentStore(Protocol):
 
         ``meta.version == entry.version`` must be the stored version + 1; ``meta`` gives the new
         version's ``modified_at``, ``content_size_bytes`` and ``deleted_at``. ``content``, when
-        given, is the new version's whole JSON: the store also makes it the snapshot (inline,
-        ``snapshot_version`` becomes ``meta.version``). ``None`` means the snapshot lags: the
-        stored ``snapshot_version`` stays (``meta.snapshot_version`` is ignored) until
-        :meth:`write_snapshot`. Also used to delete or restore the whole document (an
-        empty-patch entry, ``meta.deleted_at`` set or cleared). The caller normally holds
-        :meth:`write_lock`; the store takes it again (re-entrantly) so a commit is never
-        interleaved with another writer's.
+        given, is the new version's whole JSON and becomes the snapshot too (inline); ``None``
+        leaves the stored ``snapshot_version`` (``meta.snapshot_version`` is ignored) until
+        :meth:`write_snapshot`. Also deletes or restores the whole document (an empty-patch
+        entry, ``meta.deleted_at`` set or cleared). The caller normally holds :meth:`write_lock`;
+        the store takes it again (re-entrantly) so a commit never interleaves with another's.
 
-        On success the new version is durable. On failure nothing visible changed: readers
-        see the previous version and no file is ever half-written.
+        On success the new version is durable; on failure nothing visible changed (readers see
+        the previous version, no file is ever half-written).
 
         Raises ``document-not-found``; ``version-conflict`` (details ``{"doc_id",
         "expected_version", "actual_version"}``) when the stored version is not
         ``entry.version - 1`` (another writer, possibly another process, committed first);
-        ``storage-read-failed`` when the stored document is corrupt; ``storage-write-failed``
-        when writing fails; ``lock-timeout``; :exc:`ValueError` when ``meta`` and ``entry``
-        disagree on the version or ``meta.content_size_bytes != len(content)``.
+        ``storage-read-failed`` (a corrupt document); ``storage-write-failed``; ``lock-timeout``;
+        :exc:`ValueError` when ``meta`` and ``entry`` disagree on the version or
+        ``meta.content_size_bytes != len(content)``.
         """
         ...
 

@@ -178,9 +178,6 @@ class CheckpointDirectory:
         return sum(status.st_size for version in self.versions()
                    if (status := disk.stat_or_none(self.directory / f"{version}.json")) is not None)
 
-    def remove(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)
-
 
 class FileDocumentStore:
     """A :class:`~schemadoc.storage.base.DocumentStore` in one flat directory of files (the default).
@@ -212,12 +209,11 @@ class FileDocumentStore:
         """Create the directory if missing, check it is writable, and recover every document.
 
         Recovery, per document and under its write lock (so a process sharing the directory
-        is never disturbed mid-write): take back a creation that never completed (never
-        acknowledged); complete or discard an interrupted snapshot switch; remove temporary
-        files; truncate a torn last journal line (never acknowledged); rebuild a snapshot whose
-        size disagrees with its meta, or whose journal of the older format is ahead of it, by
-        replaying the whole journal (``rolled_forward``). Nothing else needs rolling forward: the
-        journal is the truth, and reading a document replays the entries after its snapshot.
+        is never disturbed mid-write): take back a creation that never completed; complete or
+        discard an interrupted snapshot switch; remove temporary files; truncate a torn last
+        journal line (never acknowledged); rebuild from the whole journal a snapshot whose size
+        disagrees with its meta, or whose journal of the older format is ahead of it
+        (``rolled_forward``). Nothing else needs rolling forward: the journal is the truth.
         Documents that cannot be recovered are reported in ``corrupt`` and raise
         ``storage-read-failed`` when read; the others stay available.
 
@@ -564,7 +560,7 @@ class FileDocumentStore:
                 except OSError as error:
                     raise write_failed(doc_id, f"removing {path.name}", error) from None
             disk.remove_quietly(paths.lock)
-            self._checkpoints(doc_id).remove()
+            shutil.rmtree(paths.checkpoints, ignore_errors=True)
             self._journal_offsets.pop(doc_id, None)
             self._tails.pop(doc_id, None)
             self._corrupt.pop(doc_id, None)

@@ -21,7 +21,7 @@ from pathlib import Path
 from schemadoc.errors import SchemaDocError
 from schemadoc.storage.base import check_doc_id
 
-__all__ = ["META_SUFFIX", "Corrupt", "Paths", "doc_id_of", "is_canonical", "journal_failed", "read_failed",
+__all__ = ["META_SUFFIX", "Corrupt", "Paths", "doc_id_of", "journal_failed", "read_failed",
            "reason", "write_failed"]
 
 META_SUFFIX = ".meta.json"
@@ -90,19 +90,13 @@ class Corrupt(Exception):
         self.files = list(files)
 
 
-def is_canonical(doc_id: str) -> bool:
-    try:
-        return check_doc_id(doc_id) == doc_id
-    except SchemaDocError:
-        return False
-
-
 def doc_id_of(name: str) -> str | None:
     """The doc_id a file of the storage directory belongs to, or None for files that are not ours."""
     match = _NAME.match(name)
-    if match is None or not is_canonical(match.group(1)):
+    try:
+        return match.group(1) if match is not None and check_doc_id(match.group(1)) == match.group(1) else None
+    except SchemaDocError:
         return None
-    return match.group(1)
 
 
 def reason(error: OSError) -> str:

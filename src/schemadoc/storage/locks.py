@@ -89,11 +89,8 @@ class WriteLocks:
 
     @contextmanager
     def hold(self, doc_id: str, timeout: float) -> Iterator[None]:
-        """The document's lock for the block, polled until ``timeout`` (see ``DocumentStore.write_lock``).
-
-        Raises ``lock-timeout``, ``invalid-doc-id``, and ``storage-write-failed`` when the lock
-        file cannot be opened.
-        """
+        """The document's lock for the block, polled until ``timeout`` (``DocumentStore.write_lock``); also
+        ``storage-write-failed`` when the lock file cannot be opened."""
         doc_id = check_doc_id(doc_id)
         with self._guard:
             lock = self._locks.get(doc_id)

@@ -256,9 +256,7 @@ class Connections:
                 try:
                     conn.execute("SELECT 1")
                 except psycopg.Error as error:
-                    if self.failed(error, conn):
-                        return self.unavailable()
-                    raise self.unavailable(self.scrub(error)) from None
+                    return self.unavailable() if self.failed(error, conn) else self.unavailable(self.scrub(error))
         except SchemaDocError as error:
             return error
         return None

@@ -408,12 +408,8 @@ class PostgresDocumentStore:
     # -- the change feed across processes ----------------------------------------------------------
 
     def read_changes(self, since: int, limit: int) -> list[StoredChange]:
-        """Committed versions of every document after cursor ``since``, oldest first, at most ``limit``.
-
-        The cursor is the committing transaction's id. Only transactions below the oldest commit
-        of this store still running are shown, so a commit that lands after a later one was
-        listed is never skipped (:data:`~.statements.CHANGES`).
-        """
+        """The change feed after ``since``: its cursor is the committing transaction's id, and it holds back
+        at the oldest commit of this store still running (:data:`~.statements.CHANGES`)."""
         rows = self._read(None, CHANGES, {"since": str(since), "limit": limit, **self._writer_keys}, many=True)
         return [StoredChange(*row) for row in rows]
 
@@ -429,14 +425,9 @@ class PostgresDocumentStore:
         return int(row[0])
 
     def watch(self, listener: Callable[[StoreNotice], None]) -> Callable[[], None]:
-        """Call ``listener`` (in a listening thread) for each commit or purge made by another process;
-        returns the function that stops the calls.
-
-        The first call starts the listening thread (one connection doing ``LISTEN``, named
-        ``schemadoc-listen-{origin}`` in ``pg_stat_activity``). After a reconnect it calls
-        ``listener`` once for each document committed or purged meanwhile
-        (:meth:`~.notifications.Listener._catch_up`); a call may repeat a notice already made,
-        which is harmless: listeners read the journal by version.
+        """The first call starts the listening thread (one connection doing ``LISTEN``, named
+        ``schemadoc-listen-{origin}`` in ``pg_stat_activity``); after a reconnect it catches up on what
+        was committed or purged meanwhile, possibly repeating a notice (:class:`~.notifications.Listener`).
         """
         return self._listener.watch(listener)
 
