@@ -63,9 +63,9 @@ def empty_tables(url: str) -> None:
     import psycopg
     from psycopg import sql
 
-    from schemadoc.storage.postgres import _split_schema
+    from schemadoc.storage.postgres.connections import split_schema
 
-    plain, schema = _split_schema(url)
+    plain, schema = split_schema(url)
     assert schema is not None
     tables = [sql.SQL(".").join([sql.Identifier(schema), sql.Identifier(name)])
               for name in ("documents", "journal", "snapshots", "checkpoints", "purges")]

@@ -1,4 +1,4 @@
-"""Every store passes the one contract suite (schemadoc.storage.testing)."""
+"""Every store passes the one contract suite (tests/storage_contract)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from pg_support import empty_tables, throwaway_schema
+from storage_contract import DocumentStoreContract
 
 from schemadoc.storage.base import DocumentStore
 from schemadoc.storage.files import FileDocumentStore
 from schemadoc.storage.memory import MemoryDocumentStore
-from schemadoc.storage.testing import DocumentStoreContract
 
 
 class TestMemoryDocumentStore(DocumentStoreContract):

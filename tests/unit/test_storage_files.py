@@ -17,15 +17,15 @@ from typing import Any
 
 import orjson
 import pytest
+from storage_contract import commit_patch, create_document, current_content, new_doc_id
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, replay, utc_now
 from schemadoc.storage import disk
-from schemadoc.storage.base import DocumentMeta
+from schemadoc.storage.base import DocumentMeta, journal_line
 from schemadoc.storage.files import FileDocumentStore
-from schemadoc.storage.journal import Tail, encode_line, fold
+from schemadoc.storage.journal import Tail, fold
 from schemadoc.storage.layout import Corrupt
-from schemadoc.storage.testing import commit_patch, create_document, current_content, new_doc_id
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -495,7 +495,7 @@ HOLD_LOCK = """
 import sys, time
 from schemadoc.storage import disk
 from schemadoc.storage.files import FileDocumentStore
-from schemadoc.storage.journal import Tail, encode_line, fold
+from schemadoc.storage.journal import Tail, fold
 from schemadoc.storage.layout import Corrupt
 store = FileDocumentStore(sys.argv[1])
 with store.write_lock(sys.argv[2]):
@@ -530,9 +530,9 @@ import sys, time
 from pathlib import Path
 from schemadoc.storage import disk
 from schemadoc.storage.files import FileDocumentStore
-from schemadoc.storage.journal import Tail, encode_line, fold
+from schemadoc.storage.journal import Tail, fold
 from schemadoc.storage.layout import Corrupt
-from schemadoc.storage.testing import commit_patch
+from storage_contract import commit_patch
 store = FileDocumentStore(sys.argv[1])
 store.open()
 while not Path(sys.argv[5]).exists():  # start together
@@ -551,7 +551,8 @@ def test_writers_in_several_processes_never_lose_or_repeat_a_version(
     meta = create_document(store, {"log": []})
     processes, rounds = 3, 20
     go = tmp_path / "go"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
+    paths = [str(SRC), str(SRC.parent / "tests"), os.environ.get("PYTHONPATH")]  # tests/: storage_contract
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
     children = [subprocess.Popen([sys.executable, "-c", COMMIT_IN_A_LOOP, str(directory), meta.doc_id,
                                   str(rounds), f"p{i}", str(go)], env=env) for i in range(processes)]
     time.sleep(0.5)
@@ -649,7 +650,7 @@ def _tail_at_1() -> Tail:
 def _line(version: int, value: Any, meta: DocumentMeta, *, info: dict[str, Any] | None = None) -> bytes:
     entry = JournalEntry(version, "update_node", [{"op": "replace", "path": "/a", "value": value}], meta.modified_at,
                          info or {})
-    return encode_line(meta.doc_id, entry, meta)
+    return journal_line(meta.doc_id, entry, meta)
 
 
 @pytest.mark.parametrize("filler", [0, 10_000], ids=["short line", "long line"])
@@ -699,6 +700,6 @@ def test_a_big_file_written_from_pieces_is_synced_as_it_grows(tmp_path: Path, mo
     real = os.fdatasync
     monkeypatch.setattr(os, "fdatasync", lambda fd: (synced.append(os.fstat(fd).st_size), real(fd))[1])
     pieces = [bytes([65 + i % 26]) * (1 << 20) for i in range(20)]
-    assert disk.write_pieces_synced(tmp_path / "big.tmp", iter(pieces)) == 20 << 20
+    assert disk.write_synced(tmp_path / "big.tmp", iter(pieces)) == 20 << 20
     assert (tmp_path / "big.tmp").read_bytes() == b"".join(pieces)
     assert synced == [8 << 20, 16 << 20]

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from pg_cluster import PrivateCluster
 from pg_support import drop_schema, require_postgres, url_with_schema
+from storage_contract import create_document, current_content
 
 from schemadoc.config import load_settings
 from schemadoc.errors import SchemaDocError
@@ -20,7 +21,6 @@ from schemadoc.ops.journal import JournalEntry
 from schemadoc.storage.postgres import PostgresDocumentStore
 from schemadoc.storage.postgres.connections import PROBE_INTERVAL_SECONDS
 from schemadoc.storage.postgres.notifications import channel_name
-from schemadoc.storage.testing import create_document, current_content
 
 pytestmark = pytest.mark.postgres
 
@@ -74,7 +74,7 @@ def test_a_commit_whose_connection_breaks_says_its_outcome_is_unknown(cluster: P
     meta = create_document(store, {"n": 0})
     entry = JournalEntry(2, "patch", [{"op": "replace", "path": "/n", "value": 1}], meta.modified_at)
     with store.write_lock(meta.doc_id):
-        held = store._locks.held()[meta.doc_id].connection
+        held = store._held.locks[meta.doc_id]
         with psycopg.connect(cluster.url(), autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (held.info.backend_pid,))
         with pytest.raises(SchemaDocError) as raised:

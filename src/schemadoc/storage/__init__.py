@@ -4,39 +4,18 @@
 - :mod:`~schemadoc.storage.files`: :class:`FileDocumentStore`, one flat directory (the default);
 - :mod:`~schemadoc.storage.memory`: :class:`MemoryDocumentStore`, for tests and throwaway servers;
 - :mod:`~schemadoc.storage.postgres`: ``PostgresDocumentStore``, one PostgreSQL database shared
-  by several server processes (imported on demand: :func:`store_for`);
-- :mod:`~schemadoc.storage.testing`: the contract suite every store passes (needs pytest; not
-  imported here).
+  by several server processes (imported on demand: :func:`store_for`).
 """
 
 from __future__ import annotations
 
 from os import PathLike
 
-from schemadoc.storage.base import (
-    LOCK_TIMEOUT_SECONDS,
-    DocumentMeta,
-    DocumentStore,
-    RecoveryReport,
-    SharedStore,
-    StoredDocument,
-    check_doc_id,
-)
+from schemadoc.storage.base import DocumentStore
 from schemadoc.storage.files import FileDocumentStore
 from schemadoc.storage.memory import MemoryDocumentStore
 
-__all__ = [
-    "LOCK_TIMEOUT_SECONDS",
-    "DocumentMeta",
-    "DocumentStore",
-    "FileDocumentStore",
-    "MemoryDocumentStore",
-    "RecoveryReport",
-    "SharedStore",
-    "StoredDocument",
-    "check_doc_id",
-    "store_for",
-]
+__all__ = ["FileDocumentStore", "MemoryDocumentStore", "store_for"]
 
 
 def store_for(storage_dir: str | PathLike[str], storage_url: str | None = None) -> DocumentStore:

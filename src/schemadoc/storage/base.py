@@ -11,7 +11,7 @@ to date off the write path with :meth:`DocumentStore.write_snapshot`. The docume
 current version is the snapshot with the journal entries after it replayed
 (:meth:`DocumentStore.load` returns both).
 
-Every store runs the same contract suite, :mod:`schemadoc.storage.testing`.
+Every store runs the same contract suite (``tests/storage_contract``).
 """
 
 from __future__ import annotations
@@ -19,33 +19,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+import orjson
 from ulid import ULID
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry
 
-__all__ = [
-    "CHECKPOINTS_KEPT_RECENT",
-    "LOCK_TIMEOUT_SECONDS",
-    "DocumentMeta",
-    "DocumentStore",
-    "RecoveryReport",
-    "SharedStore",
-    "StoreNotice",
-    "StoredChange",
-    "StoredDocument",
-    "StreamedSnapshots",
-    "check_doc_id",
-    "check_write",
-    "document_not_found",
-    "journal_line",
-    "keep_checkpoints",
-    "lock_timeout",
-    "version_conflict",
-]
+__all__ = ["CHECKPOINTS_KEPT_RECENT", "LOCK_TIMEOUT_SECONDS", "DocumentMeta", "DocumentStore", "RecoveryReport",
+           "SharedStore", "StoreNotice", "StoredChange", "StoredDocument", "StreamedSnapshots", "already_exists",
+           "check_doc_id", "check_write", "document_not_found", "journal_line", "keep_checkpoints", "lock_timeout",
+           "snapshot_due", "version_conflict"]
 
 LOCK_TIMEOUT_SECONDS = 10.0
 """How long a writer waits for a document's write lock (FR-083: 10 seconds, not configurable)."""
@@ -77,13 +63,8 @@ def check_doc_id(doc_id: Any) -> str:
 
 
 def check_write(meta: DocumentMeta, entry: JournalEntry, content: bytes | None, *, new: bool = False) -> str:
-    """The checks every store makes on the arguments of ``create`` (``new``) and ``commit``.
-
-    Returns the doc_id. Raises ``invalid-doc-id`` when ``meta.doc_id`` is not a ULID in
-    canonical (upper-case) form, and :exc:`ValueError` when ``meta.version != entry.version``,
-    ``meta.content_size_bytes != len(content)`` (when content is given), or a new document is
-    not at version 1 or comes without content.
-    """
+    """The checks every store makes on the arguments of ``create`` (``new``) and ``commit`` (see their
+    errors); returns the doc_id, which must be in canonical (upper-case) form."""
     doc_id = check_doc_id(meta.doc_id)
     if doc_id != meta.doc_id:
         raise SchemaDocError("invalid-doc-id", f"{meta.doc_id!r} is not in canonical (upper-case) form.",
@@ -102,14 +83,32 @@ def check_write(meta: DocumentMeta, entry: JournalEntry, content: bytes | None, 
     return doc_id
 
 
-def journal_line(doc_id: str, entry: JournalEntry) -> bytes:
-    """``entry.to_line()``; ``storage-write-failed`` when the entry holds what JSON cannot represent."""
+def journal_line(doc_id: str, entry: JournalEntry, meta: DocumentMeta | None = None) -> bytes:
+    """``entry.to_line()``; ``storage-write-failed`` when the entry holds what JSON cannot represent.
+
+    With ``meta``, the line ends with one more member, ``meta``: the new version's ``modified_at``,
+    ``content_size_bytes`` and ``deleted_at`` (the files store's lines, see :mod:`.journal`).
+    """
+    data = entry.to_dict()
+    if meta is not None:
+        data["meta"] = {"modified_at": meta.modified_at, "content_size_bytes": meta.content_size_bytes,
+                        "deleted_at": meta.deleted_at}
     try:
-        return entry.to_line()
+        return orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError as error:
         reason = f"journal entry not serialisable: {error}"
         raise SchemaDocError("storage-write-failed", f"The journal entry of {doc_id} is not JSON: {error}.",
                              {"doc_id": doc_id, "reason": reason}) from None
+
+
+def snapshot_due(doc_id: str, version: int, stored: DocumentMeta) -> bool:
+    """Whether a snapshot of ``version`` is newer than the ``stored`` one (``write_snapshot``'s first check).
+
+    Raises :exc:`ValueError` when ``version`` is not a version of the document.
+    """
+    if not 1 <= version <= stored.version:
+        raise ValueError(f"version {version} is not a version of document {doc_id} (1 to {stored.version})")
+    return version > stored.snapshot_version
 
 
 CHECKPOINTS_KEPT_RECENT = 4
@@ -136,6 +135,11 @@ def keep_checkpoints(versions: list[int]) -> list[int]:
     return sorted([*kept, *oldest_in_band.values()])
 
 
+def already_exists(doc_id: str) -> SchemaDocError:
+    return SchemaDocError("storage-write-failed", f"Document {doc_id} already exists.",
+                          {"doc_id": doc_id, "reason": "the document already exists"})
+
+
 def document_not_found(doc_id: str) -> SchemaDocError:
     """The ``document-not-found`` error for ``doc_id`` (details ``{"doc_id"}``)."""
     return SchemaDocError("document-not-found", f"No document with doc_id {doc_id} exists.",
@@ -160,13 +164,10 @@ def version_conflict(doc_id: str, expected: int, actual: int) -> SchemaDocError:
     )
 
 
-def _field(data: dict[str, Any], name: str, kind: type, *, optional: bool = False) -> Any:
-    value = data.get(name)
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise ValueError(f"document meta field {name!r} must be a {kind.__name__}, got {value!r}")
-    return value
+_META_FIELDS: dict[str, type] = {"doc_id": str, "version": int, "schema_uri": str, "created_at": str,
+                                  "modified_at": str, "content_size_bytes": int, "deleted_at": str,
+                                  "snapshot_version": int}
+_OPTIONAL_META_FIELDS = ("deleted_at", "snapshot_version")
 
 
 @dataclass(frozen=True)
@@ -196,37 +197,21 @@ class DocumentMeta:
 
     def to_dict(self) -> dict[str, Any]:
         """The meta file's JSON object: every field, ``deleted_at`` included (``null`` when live)."""
-        return {
-            "doc_id": self.doc_id,
-            "version": self.version,
-            "schema_uri": self.schema_uri,
-            "created_at": self.created_at,
-            "modified_at": self.modified_at,
-            "content_size_bytes": self.content_size_bytes,
-            "deleted_at": self.deleted_at,
-            "snapshot_version": self.snapshot_version,
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Any) -> DocumentMeta:
-        """The meta for a JSON object as :meth:`to_dict` makes it (``deleted_at`` may be absent).
-
-        Raises :exc:`ValueError` when it is not an object, or a field is missing or mistyped
-        (``version`` must be >= 1, ``content_size_bytes`` >= 0, ``snapshot_version`` from 1 to
-        ``version``; when absent it is ``version``). Unknown members are ignored.
-        """
+        """The meta for a JSON object as :meth:`to_dict` makes it (``deleted_at`` and ``snapshot_version``
+        may be absent; unknown members are ignored); :exc:`ValueError` when it is not one."""
         if not isinstance(data, dict):
             raise ValueError(f"document meta must be a JSON object, got {type(data).__name__}")
-        meta = cls(
-            doc_id=_field(data, "doc_id", str),
-            version=_field(data, "version", int),
-            schema_uri=_field(data, "schema_uri", str),
-            created_at=_field(data, "created_at", str),
-            modified_at=_field(data, "modified_at", str),
-            content_size_bytes=_field(data, "content_size_bytes", int),
-            deleted_at=_field(data, "deleted_at", str, optional=True),
-            snapshot_version=_field(data, "snapshot_version", int, optional=True) or 0,
-        )
+        values: dict[str, Any] = {name: data.get(name) for name in _META_FIELDS}
+        for name, kind in _META_FIELDS.items():
+            value = values[name]
+            if (value is not None or name not in _OPTIONAL_META_FIELDS) and (
+                    isinstance(value, bool) or not isinstance(value, kind)):
+                raise ValueError(f"document meta field {name!r} must be a {kind.__name__}, got {value!r}")
+        meta = cls(**{**values, "snapshot_version": values["snapshot_version"] or 0})
         if meta.version < 1:
             raise ValueError(f"document meta version must be >= 1, got {meta.version}")
         if meta.content_size_bytes < 0:
@@ -284,13 +269,9 @@ class DocumentStore(Protocol):
     def open(self) -> RecoveryReport:
         """Prepare the store for use; call once before anything else.
 
-        A store on disk creates its directory if missing (its parent must exist), checks it is
-        writable, removes temporary files of interrupted writes, truncates journal lines that
-        were torn by a crash, rolls forward every document whose journal is ahead of its
-        snapshot and reports documents it cannot read (without failing).
-
-        Raises ``storage-write-failed`` (details ``{"storage_dir", "reason"}``) when the store
-        cannot be used at all.
+        A store on disk recovers from a crash here and reports documents it cannot read (without
+        failing). Raises ``storage-write-failed`` (details ``{"storage_dir", "reason"}``) when the
+        store cannot be used at all.
         """
         ...
 
@@ -313,23 +294,21 @@ class DocumentStore(Protocol):
 
         ``meta.version == entry.version`` must be the stored version + 1; ``meta`` gives the new
         version's ``modified_at``, ``content_size_bytes`` and ``deleted_at``. ``content``, when
-        given, is the new version's whole JSON: the store also makes it the snapshot (inline,
-        ``snapshot_version`` becomes ``meta.version``). ``None`` means the snapshot lags: the
-        stored ``snapshot_version`` stays (``meta.snapshot_version`` is ignored) until
-        :meth:`write_snapshot`. Also used to delete or restore the whole document (an
-        empty-patch entry, ``meta.deleted_at`` set or cleared). The caller normally holds
-        :meth:`write_lock`; the store takes it again (re-entrantly) so a commit is never
-        interleaved with another writer's.
+        given, is the new version's whole JSON and becomes the snapshot too (inline); ``None``
+        leaves the stored ``snapshot_version`` (``meta.snapshot_version`` is ignored) until
+        :meth:`write_snapshot`. Also deletes or restores the whole document (an empty-patch
+        entry, ``meta.deleted_at`` set or cleared). The caller normally holds :meth:`write_lock`;
+        the store takes it again (re-entrantly) so a commit never interleaves with another's.
 
-        On success the new version is durable. On failure nothing visible changed: readers
-        see the previous version and no file is ever half-written.
+        On success the new version is durable; on failure nothing visible changed (readers see
+        the previous version, no file is ever half-written).
 
         Raises ``document-not-found``; ``version-conflict`` (details ``{"doc_id",
         "expected_version", "actual_version"}``) when the stored version is not
         ``entry.version - 1`` (another writer, possibly another process, committed first);
-        ``storage-read-failed`` when the stored document is corrupt; ``storage-write-failed``
-        when writing fails; ``lock-timeout``; :exc:`ValueError` when ``meta`` and ``entry``
-        disagree on the version or ``meta.content_size_bytes != len(content)``.
+        ``storage-read-failed`` (a corrupt document); ``storage-write-failed``; ``lock-timeout``;
+        :exc:`ValueError` when ``meta`` and ``entry`` disagree on the version or
+        ``meta.content_size_bytes != len(content)``.
         """
         ...
 

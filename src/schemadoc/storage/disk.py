@@ -1,8 +1,7 @@
-"""Every operating-system call of the files store, in one small module.
+"""The file operations the files store's modules share: synced writes and appends, stat, removal.
 
-The store's modules call these functions (``disk.append_synced(...)``), never :mod:`os`
-directly, so that tests can inject disk faults (a full disk, an I/O error) at exactly one seam.
-Each function raises :exc:`OSError` as the OS reports it.
+Each function raises :exc:`OSError` as the OS reports it (tests inject disk faults at the
+:mod:`os` functions these and the other modules call).
 """
 
 from __future__ import annotations
@@ -12,20 +11,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = [
-    "append_synced",
-    "fsync_directory",
-    "read_bytes",
-    "read_from",
-    "remove_in_background",
-    "remove_quietly",
-    "replace",
-    "stat_or_none",
-    "truncate",
-    "write_all",
-    "write_pieces_synced",
-    "write_synced",
-]
+__all__ = ["append_synced", "fsync_directory", "read_from", "remove_in_background", "remove_quietly", "stat_or_none",
+           "write_all", "write_synced"]
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -35,36 +22,26 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_synced(path: Path, data: bytes, *, exclusive: bool = False) -> None:
-    """Write ``path`` whole and fsync it (``exclusive``: fail if it exists)."""
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
-    fd = os.open(path, flags, 0o644)
-    try:
-        write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 _SYNC_EVERY_BYTES = 8 << 20
 
 
-def write_pieces_synced(path: Path, pieces: Iterable[bytes]) -> int:
-    """Write ``path`` from ``pieces`` as they come (never holding them all), fsync it; returns its size.
+def write_synced(path: Path, data: bytes | Iterable[bytes], *, exclusive: bool = False) -> int:
+    """Write ``path`` whole from ``data`` or its pieces as they come (never holding them all), fsync it;
+    returns its size (``exclusive``: fail if it exists).
 
     Every 8 MiB the data written so far is synced, so the disk never has a whole big file to
     flush at once in front of other files' fsyncs (a journal append waiting behind it).
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC), 0o644)
     try:
         size = unsynced = 0
-        for piece in pieces:
+        for piece in (data,) if isinstance(data, bytes) else data:
+            if unsynced >= _SYNC_EVERY_BYTES:  # before the next piece: the last one is synced by fsync
+                os.fdatasync(fd)
+                unsynced = 0
             write_all(fd, piece)
             size += len(piece)
             unsynced += len(piece)
-            if unsynced >= _SYNC_EVERY_BYTES:
-                os.fdatasync(fd)
-                unsynced = 0
         os.fsync(fd)
         return size
     finally:
@@ -98,20 +75,6 @@ def append_synced(path: Path, line: bytes, expected_size: int | None = None) -> 
         os.close(fd)
 
 
-def truncate(path: Path, size: int) -> None:
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.ftruncate(fd, size)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def read_bytes(path: Path) -> bytes:
-    with open(path, "rb") as file:
-        return file.read()
-
-
 def read_from(path: Path, offset: int) -> tuple[bytes, int, int]:
     """The bytes of ``path`` from ``offset`` to its end, with the file's inode and size."""
     with open(path, "rb") as file:
@@ -126,10 +89,6 @@ def stat_or_none(path: Path) -> os.stat_result | None:
         return os.stat(path)
     except FileNotFoundError:
         return None
-
-
-def replace(source: Path, target: Path) -> None:
-    os.replace(source, target)
 
 
 def fsync_directory(directory: Path) -> None:

@@ -1,7 +1,8 @@
-"""The journal file of the files store: appending lines, folding its tail into the current meta.
+"""The journal file of the files store: reading lines, folding its tail into the current meta.
 
 A line is the :class:`~schemadoc.ops.journal.JournalEntry` with one more member, ``meta``: the
-new version's ``modified_at``, ``content_size_bytes`` and ``deleted_at``. So the journal alone
+new version's ``modified_at``, ``content_size_bytes`` and ``deleted_at``
+(:func:`~schemadoc.storage.base.journal_line` with the meta). So the journal alone
 says what the current meta is, and a commit is one append + fdatasync: the meta file only
 describes the snapshot. Replayers ignore the extra member (RFC 6902 tools read ``patch``).
 Only complete lines (ending in a newline) count; a torn last line was never acknowledged.
@@ -9,6 +10,7 @@ Only complete lines (ending in a newline) count; a torn last line was never ackn
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import mmap
 import os
@@ -18,31 +20,17 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, peek_version
 from schemadoc.storage.base import DocumentMeta
 from schemadoc.storage.layout import Corrupt, reason
 
-__all__ = ["OFFSET_EVERY", "Mark", "Tail", "encode_line", "fold", "read_entries", "repair_tail"]
+__all__ = ["OFFSET_EVERY", "Mark", "Tail", "find_line_end", "fold", "read_entries", "repair_tail"]
 
 log = logging.getLogger("schemadoc.storage.files")
 
 OFFSET_EVERY = 64
 """Byte offsets of every 64th version are remembered, so reads of recent history skip the rest."""
 _NEWLINE = 0x0A
-
-
-def encode_line(doc_id: str, entry: JournalEntry, meta: DocumentMeta) -> bytes:
-    """The journal line of ``entry`` with the new version's meta fields; ``storage-write-failed`` if not JSON."""
-    data: dict[str, Any] = entry.to_dict()
-    data["meta"] = {"modified_at": meta.modified_at, "content_size_bytes": meta.content_size_bytes,
-                    "deleted_at": meta.deleted_at}
-    try:
-        return orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE)
-    except TypeError as error:
-        why = f"journal entry not serialisable: {error}"
-        raise SchemaDocError("storage-write-failed", f"The journal entry of {doc_id} is not JSON: {error}.",
-                             {"doc_id": doc_id, "reason": why}) from None
 
 
 class Mark(NamedTuple):
@@ -107,7 +95,7 @@ _SLICE_ABOVE_BYTES = 4096  # longer lines are read from their ends (their patch 
 
 
 def _line_meta(line: bytes) -> tuple[int, dict[str, Any]] | None:
-    """The version and ``meta`` member of a line as :func:`encode_line` writes it, or ``None``.
+    """The version and ``meta`` member of a line as the files store writes it, or ``None``.
 
     A long line is read from its ends: ``version`` is its first member and ``meta`` its last, and
     the slice from ``,"meta":`` to the line's closing brace parses as one JSON object only for that
@@ -216,14 +204,6 @@ def find_line_end(path: Path, version: int, hint: int) -> int:
     return offsets[version]
 
 
-def _line_version(line: bytes) -> int | None:
-    """The version of a complete journal line, or None when it cannot be read."""
-    try:
-        return JournalEntry.from_line(line).version
-    except ValueError:
-        return None
-
-
 def repair_tail(doc_id: str, path: Path) -> int:
     """Truncate a torn last line (never acknowledged) and return the journal's last version (0 when empty).
 
@@ -246,7 +226,8 @@ def repair_tail(doc_id: str, path: Path) -> int:
                 start = view.rfind(b"\n", 0, cut - 1) + 1
                 found = peek_version(view[start:start + 64])
                 if found is None:
-                    found = _line_version(view[start:cut])
+                    with contextlib.suppress(ValueError):
+                        found = JournalEntry.from_line(view[start:cut]).version
                 if found is not None:
                     version = found
                     break
@@ -306,11 +287,5 @@ def read_entries(path: Path, *, since: int, upto: int | None, start: tuple[int, 
                 if offsets is not None and version % every == 0:
                     offsets[version] = position
     return entries, last
-
-
-def _checkpoint_versions(directory: Path, names: list[str] | None = None) -> list[int]:
-    if names is None:
-        names = os.listdir(directory)
-    return [int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit()]
 
 

@@ -21,23 +21,10 @@ from pathlib import Path
 from schemadoc.errors import SchemaDocError
 from schemadoc.storage.base import check_doc_id
 
-__all__ = [
-    "CHECKPOINT_DIR",
-    "Corrupt",
-    "Paths",
-    "already_exists",
-    "doc_id_of",
-    "is_canonical",
-    "read_failed",
-    "reason",
-    "write_failed",
-]
+__all__ = ["META_SUFFIX", "Corrupt", "Paths", "doc_id_of", "journal_failed", "read_failed",
+           "reason", "write_failed"]
 
-CONTENT_SUFFIX = ".json"
 META_SUFFIX = ".meta.json"
-JOURNAL_SUFFIX = ".journal.jsonl"
-LOCK_SUFFIX = ".lock"
-CHECKPOINT_DIR = "checkpoints"
 _NAME = re.compile(r"^([0-9A-Za-z]{26})(\.meta\.json|\.journal\.jsonl|\.json|\.lock|\.tmp|\.meta\.tmp"
                    r"|\.[0-9a-f]{16}\.tmp|\.[0-9a-f]{16}\.meta\.tmp)$")
 
@@ -51,7 +38,7 @@ class Paths:
 
     @property
     def content(self) -> Path:
-        return self.directory / f"{self.doc_id}{CONTENT_SUFFIX}"
+        return self.directory / f"{self.doc_id}.json"
 
     @property
     def meta(self) -> Path:
@@ -59,11 +46,11 @@ class Paths:
 
     @property
     def journal(self) -> Path:
-        return self.directory / f"{self.doc_id}{JOURNAL_SUFFIX}"
+        return self.directory / f"{self.doc_id}.journal.jsonl"
 
     @property
     def lock(self) -> Path:
-        return self.directory / f"{self.doc_id}{LOCK_SUFFIX}"
+        return self.directory / f"{self.doc_id}.lock"
 
     @property
     def content_tmp(self) -> Path:
@@ -84,11 +71,7 @@ class Paths:
     @property
     def checkpoints(self) -> Path:
         """The directory of this document's history checkpoints."""
-        return self.directory / CHECKPOINT_DIR / self.doc_id
-
-    def checkpoint_temporaries(self) -> list[Path]:
-        """Checkpoints a crash cut short (``checkpoints/{id}/{version}.json.tmp``)."""
-        return sorted(self.checkpoints.glob("*.json.tmp"))
+        return self.directory / "checkpoints" / self.doc_id
 
     def temporaries(self) -> list[Path]:
         """Every temporary file of this document that exists now."""
@@ -107,29 +90,18 @@ class Corrupt(Exception):
         self.files = list(files)
 
 
-def is_canonical(doc_id: str) -> bool:
-    try:
-        return check_doc_id(doc_id) == doc_id
-    except SchemaDocError:
-        return False
-
-
 def doc_id_of(name: str) -> str | None:
     """The doc_id a file of the storage directory belongs to, or None for files that are not ours."""
     match = _NAME.match(name)
-    if match is None or not is_canonical(match.group(1)):
+    try:
+        return match.group(1) if match is not None and check_doc_id(match.group(1)) == match.group(1) else None
+    except SchemaDocError:
         return None
-    return match.group(1)
 
 
 def reason(error: OSError) -> str:
     # strerror, not str(error): the latter embeds the machine's absolute path
     return error.strerror or type(error).__name__
-
-
-def already_exists(doc_id: str) -> SchemaDocError:
-    return SchemaDocError("storage-write-failed", f"Document {doc_id} already exists.",
-                          {"doc_id": doc_id, "reason": "the document already exists"})
 
 
 def write_failed(doc_id: str, action: str, error: OSError) -> SchemaDocError:
@@ -141,3 +113,9 @@ def write_failed(doc_id: str, action: str, error: OSError) -> SchemaDocError:
 def read_failed(doc_id: str, why: str, *files: str) -> SchemaDocError:
     return SchemaDocError("storage-read-failed", f"Document {doc_id} cannot be read: {why}.",
                           {"doc_id": doc_id, "reason": why, "files": list(files)})
+
+
+def journal_failed(doc_id: str, paths: Paths, error: OSError | Corrupt) -> SchemaDocError:
+    """``storage-read-failed`` for a journal that could not be read (``error``) or is damaged (``Corrupt``)."""
+    why = error.reason if isinstance(error, Corrupt) else f"cannot read the journal: {reason(error)}"
+    return read_failed(doc_id, why, paths.journal.name)

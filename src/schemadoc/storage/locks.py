@@ -1,4 +1,4 @@
-"""Per-document write locks of the files store: a thread lock, then ``flock`` for other processes."""
+"""Per-document write locks of the files and memory stores: a thread lock, then ``flock`` for other processes."""
 
 from __future__ import annotations
 
@@ -6,22 +6,28 @@ import fcntl
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["DocumentLock"]
+from schemadoc.storage.base import check_doc_id, lock_timeout
+from schemadoc.storage.layout import write_failed
+
+__all__ = ["DocumentLock", "WriteLocks"]
 
 _POLL_MIN_SECONDS = 0.001
 _POLL_MAX_SECONDS = 0.05
 
 
 class DocumentLock:
-    """Re-entrant per-document lock: an ``RLock`` for threads, then ``flock`` for processes.
+    """Re-entrant per-document lock: an ``RLock`` for threads, then ``flock`` on ``path`` for processes
+    (none without a path: the memory store).
 
     ``flock`` locks belong to an open file description, so the process takes it once (depth 0
     → 1) and re-entry only counts. The OS drops it when the process dies.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | None) -> None:
         self._path = path
         self._thread_lock = threading.RLock()
         self._depth = 0
@@ -30,13 +36,9 @@ class DocumentLock:
     def acquire(self, timeout: float) -> bool:
         """True once held; False when ``timeout`` seconds passed. Raises :exc:`OSError` (lock file)."""
         deadline = time.monotonic() + max(timeout, 0.0)
-        if timeout > 0:
-            acquired = self._thread_lock.acquire(timeout=timeout)
-        else:
-            acquired = self._thread_lock.acquire(blocking=False)
-        if not acquired:
+        if not (self._thread_lock.acquire(timeout=timeout) if timeout > 0 else self._thread_lock.acquire(False)):
             return False
-        if self._depth > 0:
+        if self._depth > 0 or self._path is None:
             self._depth += 1
             return True
         try:
@@ -75,3 +77,32 @@ class DocumentLock:
             finally:
                 os.close(fd)
         self._thread_lock.release()
+
+
+class WriteLocks:
+    """A store's write locks: one :class:`DocumentLock` per document, made on first use."""
+
+    def __init__(self, lock_file: Callable[[str], Path | None]) -> None:
+        self._lock_file = lock_file
+        self._locks: dict[str, DocumentLock] = {}
+        self._guard = threading.Lock()
+
+    @contextmanager
+    def hold(self, doc_id: str, timeout: float) -> Iterator[None]:
+        """The document's lock for the block, polled until ``timeout`` (``DocumentStore.write_lock``); also
+        ``storage-write-failed`` when the lock file cannot be opened."""
+        doc_id = check_doc_id(doc_id)
+        with self._guard:
+            lock = self._locks.get(doc_id)
+            if lock is None:
+                lock = self._locks[doc_id] = DocumentLock(self._lock_file(doc_id))
+        try:
+            acquired = lock.acquire(timeout)
+        except OSError as error:
+            raise write_failed(doc_id, "opening the lock file", error) from None
+        if not acquired:
+            raise lock_timeout(doc_id, timeout)
+        try:
+            yield
+        finally:
+            lock.release()

@@ -8,25 +8,25 @@ so what comes out never aliases what went in.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 
-from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry
 from schemadoc.storage.base import (
     LOCK_TIMEOUT_SECONDS,
     DocumentMeta,
     RecoveryReport,
     StoredDocument,
+    already_exists,
     check_doc_id,
     check_write,
     document_not_found,
     journal_line,
     keep_checkpoints,
-    lock_timeout,
+    snapshot_due,
     version_conflict,
 )
+from schemadoc.storage.locks import WriteLocks
 
 __all__ = ["MemoryDocumentStore"]
 
@@ -44,8 +44,8 @@ class MemoryDocumentStore:
 
     def __init__(self) -> None:
         self._documents: dict[str, _Document] = {}
-        self._locks: dict[str, threading.RLock] = {}
-        self._guard = threading.Lock()  # protects the two dictionaries themselves
+        self._locks = WriteLocks(lambda doc_id: None)
+        self._guard = threading.Lock()  # protects the dictionary itself
 
     def open(self) -> RecoveryReport:
         """Nothing to prepare or recover: an empty report."""
@@ -58,8 +58,7 @@ class MemoryDocumentStore:
         line = journal_line(doc_id, entry)
         with self.write_lock(doc_id), self._guard:
             if doc_id in self._documents:
-                raise SchemaDocError("storage-write-failed", f"Document {doc_id} already exists.",
-                                     {"doc_id": doc_id, "reason": "the document already exists"})
+                raise already_exists(doc_id)
             self._documents[doc_id] = _Document(replace(meta, snapshot_version=1), bytes(content), [line])
 
     def commit(self, meta: DocumentMeta, entry: JournalEntry, content: bytes | None = None) -> None:
@@ -82,10 +81,7 @@ class MemoryDocumentStore:
         doc_id = check_doc_id(doc_id)
         with self.write_lock(doc_id):
             document = self._get(doc_id)
-            if not 1 <= version <= document.meta.version:
-                raise ValueError(f"version {version} is not a version of document {doc_id} "
-                                 f"(1 to {document.meta.version})")
-            if version <= document.meta.snapshot_version:
+            if not snapshot_due(doc_id, version, document.meta):
                 return False
             with self._guard:
                 self._documents[doc_id] = _Document(replace(document.meta, snapshot_version=version),
@@ -131,20 +127,8 @@ class MemoryDocumentStore:
         versions = [version for version in list(checkpoints) if version <= at_most]
         return (max(versions), checkpoints[max(versions)]) if versions else None
 
-    # -- locks ---------------------------------------------------------------------------------
-
-    @contextmanager
-    def write_lock(self, doc_id: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
-        doc_id = check_doc_id(doc_id)
-        with self._guard:
-            lock = self._locks.setdefault(doc_id, threading.RLock())
-        acquired = lock.acquire(timeout=timeout) if timeout > 0 else lock.acquire(blocking=False)
-        if not acquired:
-            raise lock_timeout(doc_id, timeout)
-        try:
-            yield
-        finally:
-            lock.release()
+    def write_lock(self, doc_id: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> AbstractContextManager[None]:
+        return self._locks.hold(doc_id, timeout)
 
     def _get(self, doc_id: str) -> _Document:
         # one dictionary read: a _Document is replaced whole, never changed in place

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,23 +23,15 @@ from schemadoc.storage import disk
 from schemadoc.storage.base import DocumentMeta, document_not_found
 from schemadoc.storage.layout import Paths, read_failed, reason
 
-__all__ = ["MetaFile", "SwitchIncomplete", "finish_or_discard", "meta_bytes", "new_token", "publish",
-           "read_meta_file", "write_content"]
+__all__ = ["SwitchIncomplete", "finish_or_discard", "meta_bytes", "publish", "read_meta_file"]
 
 log = logging.getLogger("schemadoc.storage.files")
 
 _RETIRE_ABOVE_BYTES = 8 << 20  # snapshots this big are unlinked in the background after a switch
 
-MetaFile = tuple[DocumentMeta, int, tuple[int, int, int]]
-"""The meta file read: the snapshot's meta, the journal offset after its version, the file's key."""
-
 
 class SwitchIncomplete(OSError):
     """The snapshot was renamed into place but its meta was not: they disagree until recovery completes it."""
-
-
-def new_token() -> str:
-    return secrets.token_hex(8)
 
 
 def meta_bytes(meta: DocumentMeta, journal_offset: int) -> bytes:
@@ -62,8 +53,11 @@ def _parse_meta(doc_id: str, data: bytes, name: str) -> tuple[DocumentMeta, int]
     return replace(meta, snapshot_version=meta.version), offset if isinstance(offset, int) else 0
 
 
-def read_meta_file(doc_id: str, paths: Paths) -> MetaFile:
-    """Raises ``document-not-found`` and ``storage-read-failed`` (content without meta, unreadable meta)."""
+def read_meta_file(doc_id: str, paths: Paths) -> tuple[DocumentMeta, int, tuple[int, int, int]]:
+    """The snapshot's meta, the journal offset after its version and the file's key (inode, mtime, size).
+
+    Raises ``document-not-found`` and ``storage-read-failed`` (content without meta, unreadable meta).
+    """
     try:
         with open(paths.meta, "rb") as file:
             status = os.fstat(file.fileno())
@@ -79,17 +73,6 @@ def read_meta_file(doc_id: str, paths: Paths) -> MetaFile:
     return meta, offset, (status.st_ino, status.st_mtime_ns, status.st_size)
 
 
-def write_content(path: Path, content: bytes | Iterable[bytes]) -> int:
-    """The snapshot's bytes (or pieces of them, written as they come) in a temporary file, fsynced.
-
-    Returns its size; raises :exc:`OSError`.
-    """
-    if isinstance(content, bytes):
-        disk.write_synced(path, content)
-        return len(content)
-    return disk.write_pieces_synced(path, content)
-
-
 def publish(paths: Paths, token: str, meta: DocumentMeta, journal_offset: int, *, sync_directory: bool) -> None:
     """Switch to the snapshot in ``{id}.{token}.tmp`` described by ``meta``; the caller holds the write lock.
 
@@ -100,12 +83,12 @@ def publish(paths: Paths, token: str, meta: DocumentMeta, journal_offset: int, *
     disk.write_synced(meta_tmp, meta_bytes(meta, journal_offset))
     retired = _retire(paths) if meta.content_size_bytes >= _RETIRE_ABOVE_BYTES else None
     try:
-        disk.replace(paths.snapshot_tmp(token), paths.content)
+        os.replace(paths.snapshot_tmp(token), paths.content)
     except OSError:
         disk.remove_quietly(meta_tmp, *([retired] if retired else []))
         raise
     try:
-        disk.replace(meta_tmp, paths.meta)
+        os.replace(meta_tmp, paths.meta)
     except OSError as error:
         raise SwitchIncomplete(error.errno, error.strerror) from None
     if retired is not None:
@@ -137,8 +120,8 @@ def finish_or_discard(paths: Paths) -> list[str]:
             disk.remove_quietly(meta_tmp, content_tmp)
         else:  # the content was renamed: its meta must follow
             try:
-                _parse_meta(paths.doc_id, disk.read_bytes(meta_tmp), meta_tmp.name)
-                disk.replace(meta_tmp, paths.meta)
+                _parse_meta(paths.doc_id, meta_tmp.read_bytes(), meta_tmp.name)
+                os.replace(meta_tmp, paths.meta)
                 log.warning("document %s: a snapshot switch interrupted by a crash was completed", paths.doc_id)
             except (OSError, SchemaDocError):
                 disk.remove_quietly(meta_tmp)

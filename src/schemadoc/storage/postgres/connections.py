@@ -12,13 +12,12 @@ whatever the outage's length (the pool's own reconnection backs off, doubling it
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
+from typing import Any, Final, TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -26,8 +25,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from schemadoc.errors import SchemaDocError
 
-__all__ = ["PROBE_INTERVAL_SECONDS", "RETRY_AFTER_SECONDS", "Connections", "healing", "is_outage", "redact_url",
-           "split_schema"]
+__all__ = ["PROBE_INTERVAL_SECONDS", "RETRY_AFTER_SECONDS", "Connections", "is_outage", "redact_url", "split_schema"]
 
 log = logging.getLogger("schemadoc.storage.postgres")
 
@@ -38,25 +36,7 @@ PROBE_CONNECT_TIMEOUT_SECONDS: Final = 2
 _OUTAGE_STATES: Final = frozenset({"57P01", "57P02", "57P03", "53300", "3D000"})
 """admin/crash shutdown, cannot connect now, too many connections, the database does not exist."""
 
-
-_P = ParamSpec("_P")
 _R = TypeVar("_R")
-
-
-class _Pooled(Protocol):
-    connections: Connections
-
-
-_S = TypeVar("_S", bound=_Pooled)
-
-
-def healing(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
-    """A store's read, run once more after an outage nobody had noticed (:meth:`Connections.retrying`): under
-    light traffic the first request after the database came back is served, not refused."""
-    @functools.wraps(method)
-    def read(store: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        return store.connections.retrying(lambda: method(store, *args, **kwargs))
-    return read
 
 
 def redact_url(url: str) -> str:
@@ -276,9 +256,7 @@ class Connections:
                 try:
                     conn.execute("SELECT 1")
                 except psycopg.Error as error:
-                    if self.failed(error, conn):
-                        return self.unavailable()
-                    raise self.unavailable(self.scrub(error)) from None
+                    return self.unavailable() if self.failed(error, conn) else self.unavailable(self.scrub(error))
         except SchemaDocError as error:
             return error
         return None

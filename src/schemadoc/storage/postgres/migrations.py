@@ -22,7 +22,7 @@ from schemadoc.errors import SchemaDocError
 if TYPE_CHECKING:
     from schemadoc.storage.postgres.connections import Connections
 
-__all__ = ["LATEST", "MIGRATIONS", "migrate", "migrate_or_explain", "pending"]
+__all__ = ["MIGRATIONS", "migrate", "migrate_or_explain", "pending"]
 
 log = logging.getLogger("schemadoc.storage.postgres")
 
@@ -92,8 +92,6 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     """),
 ]
 """(version, what, SQL with ``{schema}``): applied in order, each once; append, never edit."""
-
-LATEST: Final = MIGRATIONS[-1][0]
 
 
 def _applied(conn: psycopg.Connection[Any], schema: str) -> int | None:

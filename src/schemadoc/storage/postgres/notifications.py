@@ -2,9 +2,7 @@
 
 Every commit sends a notification on the store's channel (:func:`channel_name`: within
 PostgreSQL's 63 bytes whatever the schema's name) at commit. :class:`Listener` runs one thread
-with one connection doing ``LISTEN``; notifications sent while that connection is down are lost
-with it, so after each reconnect it reads the change feed above its *mark* and announces what
-other processes committed or purged meanwhile (:meth:`Listener._listen`).
+with one connection doing ``LISTEN`` (:meth:`Listener._listen`).
 """
 
 from __future__ import annotations
@@ -68,10 +66,6 @@ class Listener:
         self._own_guard = threading.Lock()
         self._mark: int | None = None  # a feed cursor: every commit at or below it was announced
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None
-
     def watch(self, listener: Callable[[StoreNotice], None]) -> Callable[[], None]:
         """See :meth:`PostgresDocumentStore.watch`."""
         with self._watch_guard:
@@ -103,10 +97,7 @@ class Listener:
     def own_commit(self, doc_id: str, version: int) -> Iterator[list[int]]:
         """Remember a commit (``version`` 0: a purge) of this process, from before it starts (so a
         catch-up never mistakes it for another process's) to after the listener's mark passed its
-        cursor; forgotten if it fails.
-
-        The block appends the commit's cursor to the list it is given once the commit succeeded.
-        """
+        cursor, which the block appends to the list it is given once the commit succeeded."""
         key = (doc_id, version)
         cursor: list[int] = []
         if self._thread is None:  # nobody listens, so there is no catch-up to skip it in
@@ -127,8 +118,9 @@ class Listener:
         """Listen, dispatch, and after each reconnect announce what was committed while disconnected.
 
         The listener keeps a *mark*: a feed cursor such that every commit at or below it has had
-        its notification dispatched. After a reconnect, every commit above the mark is read from
-        the change feed (:meth:`_catch_up`). The mark is a feed cursor, not a time: the feed
+        its notification dispatched. Notifications sent while the connection was down are lost
+        with it, so after a reconnect every commit above the mark is read from the change feed
+        (:meth:`_catch_up`). The mark is a feed cursor, not a time: the feed
         holds back behind commits still running, so a commit that was in flight when the
         connection dropped (its transaction started before, its notification lost with the
         connection) is above the mark and found, whereas a timestamp taken before it committed

@@ -1,9 +1,15 @@
-"""The SQL of the PostgreSQL store's writes and reads: the commit in one statement, the meta columns, the
-tables of a schema and the keys of advisory locks (the change feed's SQL is in
-:mod:`~schemadoc.storage.postgres.feed`).
+"""The SQL of the PostgreSQL store: the commit in one statement, the change feed, the meta columns, the
+tables of a schema and the keys of advisory locks.
 
-Texts use ``{documents}``, ``{journal}``, ``{snapshots}``, ``{purges}`` for the tables of a
-schema (:func:`tables`) and ``%(name)s`` for values; nothing in them comes from a document.
+Texts use ``{documents}``, ``{journal}``, ``{snapshots}``, ``{checkpoints}``, ``{purges}`` for the
+tables of a schema (:func:`tables`) and ``%(name)s`` or ``%s`` for values; nothing in them comes
+from a document.
+
+The change feed lists commits in order of their transaction ids, held back at the oldest commit
+of this store still running, so that no reader's cursor ever moves past a commit that lands
+late. Every writing session holds the writers' lock (a shared advisory lock) from before its
+commit has a transaction id until after it; a running transaction whose session lacks it
+(another application or database, autovacuum) does not hold the feed back.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ from psycopg import sql
 
 from schemadoc.storage.base import DocumentMeta
 
-__all__ = ["COMMIT", "KINDS", "META_COLUMNS", "TABLES", "lock_key", "meta", "meta_values", "tables"]
+__all__ = ["CHANGES", "COMMIT", "KINDS", "META_COLUMNS", "POSITION", "PURGES", "TABLES", "lock_key", "meta",
+           "tables"]
 
 TABLES: Final = ("documents", "journal", "snapshots", "checkpoints", "purges", "schema_migrations")
 
@@ -50,6 +57,49 @@ SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM notified),
 version n-1 to n, or nothing happens at all; then the journal row, the snapshot when given, and
 the notification (sent at commit)."""
 
+HORIZON_CTES: Final = """
+WITH snapshot AS (SELECT pg_current_snapshot() AS s),
+writers AS (  -- sessions of this store that may be committing: they hold the writers' lock (shared)
+    SELECT pid FROM pg_locks
+    WHERE locktype = 'advisory' AND objsubid = 2 AND classid::bigint = (%(k1)s::bigint & 4294967295)
+        AND objid::bigint = (%(k2)s::bigint & 4294967295)
+        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())),
+others AS (  -- transactions still running now that are provably not commits of this store
+    SELECT transactionid::text::bigint AS xid FROM pg_locks
+    WHERE locktype = 'transactionid' AND mode = 'ExclusiveLock' AND granted
+        AND pid NOT IN (SELECT pid FROM writers)),
+horizon AS (  -- the oldest transaction, running when the snapshot was taken, that may be one of ours
+    SELECT min(running) AS xid FROM snapshot, pg_snapshot_xip(snapshot.s) AS running
+    WHERE (running::text::bigint %% 4294967296) NOT IN (SELECT xid FROM others))
+"""
+
+CHANGES: Final = HORIZON_CTES + """SELECT txid::text::bigint, doc_id, version, op, at FROM {journal}, horizon
+WHERE txid > %(since)s::text::xid8 AND (horizon.xid IS NULL OR txid < horizon.xid)
+ORDER BY txid, doc_id, version LIMIT %(limit)s
+"""
+"""The change feed after a cursor, held back at the oldest commit of this store still running.
+
+Visible journal rows all belong to finished transactions; a commit running when the snapshot was
+taken is invisible, and a reader that moved past a later one would skip it once it lands. So rows
+are shown only below the oldest transaction in the snapshot's running set that may be a commit of
+this store: every store session takes the writers' lock (shared) before its commit has a
+transaction id and keeps it until after the commit, so a running transaction whose session does
+not hold it is not ours and does not hold the feed back (other databases, other applications,
+autovacuum). A transaction that finished between the snapshot and the look at ``pg_locks`` is
+counted as ours: that only delays the feed by one read."""
+
+POSITION: Final = HORIZON_CTES + """
+SELECT coalesce((SELECT xid FROM horizon), pg_snapshot_xmax(snapshot.s))::text::bigint - 1 FROM snapshot
+"""
+"""The feed's position now: every commit of this store with a cursor at or below it has finished
+(the horizon of :data:`CHANGES`, or the next transaction id when none of ours is running)."""
+
+PURGES: Final = HORIZON_CTES + """SELECT txid::text::bigint, doc_id, version FROM {purges}, horizon
+WHERE txid > %(since)s::text::xid8 AND (horizon.xid IS NULL OR txid < horizon.xid)
+ORDER BY txid, doc_id
+"""
+"""Purges after a cursor, held back like the change feed (a purge holds the writers' lock too)."""
+
 KINDS: Final = {"create": "created", "delete_document": "deleted", "undelete_document": "undeleted"}
 
 
@@ -60,14 +110,8 @@ def lock_key(schema: str, doc_id: str) -> tuple[int, int]:
 
 
 def meta(doc_id: str, row: tuple[Any, ...]) -> DocumentMeta:
-    version, schema_uri, created_at, modified_at, size, deleted_at, snapshot_version = row[:7]
-    return DocumentMeta(doc_id, version, schema_uri, created_at, modified_at, size, deleted_at, snapshot_version)
-
-
-def meta_values(meta: DocumentMeta) -> tuple[Any, ...]:
-    """The values of the meta columns but ``snapshot_version`` (the store decides that one)."""
-    return (meta.version, meta.schema_uri, meta.created_at, meta.modified_at, meta.content_size_bytes,
-            meta.deleted_at)
+    """The meta of a row that starts with the :data:`META_COLUMNS`."""
+    return DocumentMeta(doc_id, *row[:7])
 
 
 def tables(schema: str) -> dict[str, sql.Composable]:

@@ -7,8 +7,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Final
 
 import psycopg
@@ -24,24 +25,27 @@ from schemadoc.storage.base import (
     StoredChange,
     StoredDocument,
     StoreNotice,
+    already_exists,
     check_doc_id,
     check_write,
     document_not_found,
     journal_line,
     keep_checkpoints,
+    lock_timeout,
+    snapshot_due,
     version_conflict,
 )
 from schemadoc.storage.postgres import migrations
-from schemadoc.storage.postgres.connections import RETRY_AFTER_SECONDS, Connections, healing, split_schema
-from schemadoc.storage.postgres.feed import Feed
-from schemadoc.storage.postgres.locks import WriteLocks
+from schemadoc.storage.postgres.connections import RETRY_AFTER_SECONDS, Connections, split_schema
 from schemadoc.storage.postgres.notifications import Listener, channel_name, notice_payload
 from schemadoc.storage.postgres.statements import (
+    CHANGES,
     COMMIT,
     KINDS,
     META_COLUMNS,
+    POSITION,
+    PURGES,
     lock_key,
-    meta_values,
     tables,
 )
 from schemadoc.storage.postgres.statements import meta as _meta
@@ -54,6 +58,35 @@ DEFAULT_SCHEMA: Final = "schemadoc"
 _PURGES_KEPT: Final = "1 day"  # how long a purge is remembered for listeners that were disconnected
 _PG_REMEDIATION: Final = ("The database's message is in details.reason and the server log; check the database "
                           "server and the role's privileges on the schema's tables.")
+_READ_META: Final = "SELECT " + META_COLUMNS + " FROM {documents} WHERE doc_id = %s"
+_PUT_SNAPSHOT: Final = ("INSERT INTO {snapshots} (doc_id, version, content) VALUES (%s, %s, %s) "
+                        "ON CONFLICT (doc_id, version) DO UPDATE SET content = excluded.content")
+_PUT_CHECKPOINT: Final = _PUT_SNAPSHOT.replace("{snapshots}", "{checkpoints}")
+
+
+class _Held(threading.local):
+    """The write locks this thread holds: doc_id -> the connection whose session holds it."""
+
+    def __init__(self) -> None:
+        self.locks: dict[str, psycopg.Connection[Any]] = {}
+
+
+@dataclass
+class _Transaction:
+    """A create's or purge's transaction: its connection, the version it writes (the last one, for a purge)
+    and, once written, the cursor of its row."""
+
+    conn: psycopg.Connection[Any]
+    version: int
+    cursor: int | None = None
+
+
+def _entries(doc_id: str, lines: Iterable[bytes]) -> list[JournalEntry]:
+    try:
+        return [JournalEntry.from_line(bytes(line)) for line in lines]
+    except ValueError as error:
+        raise SchemaDocError("storage-read-failed", f"The journal of {doc_id} is damaged: {error}.",
+                             {"doc_id": doc_id, "reason": str(error)}) from None
 
 
 class PostgresDocumentStore:
@@ -73,12 +106,10 @@ class PostgresDocumentStore:
         self._writer_key = lock_key(self.schema, "#writers")  # held (shared) by every writing session
         self.connections = Connections(self.url, name=f"schemadoc-{self.schema}", pool_size=pool_size)
         self._open_guard = threading.Lock()
-        self._locks = WriteLocks(self, self._writer_key)
+        self._writer_keys = {"k1": self._writer_key[0], "k2": self._writer_key[1]}  # the feed's parameters
+        self._held = _Held()
         self._listener = Listener(self)
-        self._q = tables(self.schema)
-        self._feed = Feed(self, self._writer_key)
-        self._commit_sql = sql.SQL(COMMIT).format(**{name: self._q[name] for name in
-                                                     ("documents", "journal", "snapshots")})
+        self._statements: dict[str, sql.Composed] = {}
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -121,26 +152,44 @@ class PostgresDocumentStore:
         """``storage-unavailable`` with its cause while the database cannot be used, else None (readiness)."""
         return self.connections.problem()
 
-    def migration_versions(self) -> list[int]:
-        """The migration versions applied to this store's schema, in order."""
-        with self._connection(None) as conn:
-            rows = conn.execute(sql.SQL("SELECT version FROM {} ORDER BY version").format(
-                self._q["schema_migrations"])).fetchall()
-        return [row[0] for row in rows]
-
-    # -- connections -----------------------------------------------------------------------------
+    # -- connections and statements ----------------------------------------------------------------
 
     @contextmanager
     def _connection(self, doc_id: str | None, *, timeout: float = LOCK_TIMEOUT_SECONDS,
                     ) -> Iterator[psycopg.Connection[Any]]:
         """The connection holding ``doc_id``'s write lock in this thread, or one from the pool."""
-        if doc_id is not None:
-            held = self._locks.held().get(doc_id)
-            if held is not None:
-                yield held.connection
-                return
+        held = self._held.locks.get(doc_id) if doc_id is not None else None
+        if held is not None:
+            yield held
+            return
         with self.connections.connection(timeout) as conn:
             yield conn
+
+    def _sql(self, statement: str) -> sql.Composed:
+        """``statement`` with the tables of this store's schema in place of ``{documents}``, ``{journal}``, ..."""
+        composed = self._statements.get(statement)
+        if composed is None:
+            composed = self._statements[statement] = sql.SQL(statement).format(**tables(self.schema))
+        return composed
+
+    def _read(self, doc_id: str | None, statement: str, params: Any = None, *, many: bool = False) -> Any:
+        """One reading statement, on :meth:`_connection`: its rows, or (``many`` false) its first row, which
+        must exist for a ``doc_id`` (else ``document-not-found``). Results come in binary format (``bytea`` 4
+        times faster than hex text). Run once more after an outage nobody had noticed
+        (:meth:`~.connections.Connections.retrying`): the first request after the database came back is
+        served, not refused."""
+        def attempt() -> Any:
+            try:
+                with self._connection(doc_id) as conn:
+                    cursor = conn.execute(self._sql(statement), params, binary=True)
+                    return cursor.fetchall() if many else cursor.fetchone()
+            except psycopg.Error as error:
+                raise self._failed(error, doc_id, write=False) from None
+
+        found = self.connections.retrying(attempt)
+        if found is None and doc_id is not None:
+            raise document_not_found(doc_id)
+        return found
 
     def _failed(self, error: psycopg.Error, doc_id: str | None, *, write: bool,
                 conn: psycopg.Connection[Any] | None = None) -> SchemaDocError:
@@ -165,30 +214,46 @@ class PostgresDocumentStore:
             {"doc_id": doc_id, "version": version, "expected_version": version - 1,
              "reason": self.connections.scrub(error), "retry_after_seconds": RETRY_AFTER_SECONDS})
 
+    @contextmanager
+    def _transaction(self, doc_id: str, version: int) -> Iterator[_Transaction]:
+        """A transaction of a create (``version`` 1) or a purge (0) under the write lock, remembered as this
+        process's own (:meth:`~.notifications.Listener.own_commit`). The block sets the cursor of its journal
+        or purges row; a connection lost while COMMIT was sent is ``commit-outcome-unknown``."""
+        with (self.write_lock(doc_id), self._connection(doc_id) as conn,
+              self._listener.own_commit(doc_id, version) as cursor):
+            done = _Transaction(conn, version)
+            committing = False
+            try:
+                with conn.transaction():
+                    yield done
+                    committing = True  # leaving the block sends COMMIT
+                assert done.cursor is not None
+                cursor.append(done.cursor)
+            except psycopg.Error as error:
+                if committing:
+                    raise self._unknown(error, conn, doc_id, done.version) from None
+                raise self._failed(error, doc_id, write=True, conn=conn) from None
+
     # -- writes ----------------------------------------------------------------------------------
 
     def create(self, meta: DocumentMeta, entry: JournalEntry, content: bytes) -> None:
         doc_id = check_write(meta, entry, content, new=True)
         line = journal_line(doc_id, entry)
-        with self.write_lock(doc_id), self._connection(doc_id) as conn, self._listener.own_commit(doc_id, 1) as cursor:
-            committing = False
-            try:
-                with conn.transaction():
-                    inserted = conn.execute(sql.SQL(
-                        "INSERT INTO {} (doc_id, " + META_COLUMNS + ") "
-                        "VALUES (%s, %s, %s, %s, %s, %s, %s, 1) ON CONFLICT (doc_id) DO NOTHING"
-                    ).format(self._q["documents"]), (doc_id, *meta_values(meta)))
-                    if inserted.rowcount != 1:
-                        raise SchemaDocError("storage-write-failed", f"Document {doc_id} already exists.",
-                                             {"doc_id": doc_id, "reason": "the document already exists"})
-                    self._put_snapshot(conn, doc_id, 1, content)
-                    committed = self._append(conn, doc_id, entry, line)
-                    committing = True  # leaving the block sends COMMIT
-                cursor.append(committed)
-            except psycopg.Error as error:
-                if committing:
-                    raise self._unknown(error, conn, doc_id, 1) from None
-                raise self._failed(error, doc_id, write=True, conn=conn) from None
+        with self._transaction(doc_id, 1) as done:
+            inserted = done.conn.execute(self._sql(
+                "INSERT INTO {documents} (doc_id, " + META_COLUMNS + ") "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, 1) ON CONFLICT (doc_id) DO NOTHING"),
+                (doc_id, meta.version, meta.schema_uri, meta.created_at, meta.modified_at, meta.content_size_bytes,
+                 meta.deleted_at))
+            if inserted.rowcount != 1:
+                raise already_exists(doc_id)
+            done.conn.execute(self._sql(_PUT_SNAPSHOT), (doc_id, 1, content))
+            row = done.conn.execute(self._sql(
+                "INSERT INTO {journal} (doc_id, version, op, at, entry) VALUES (%s, %s, %s, %s, %s) "
+                "RETURNING txid::text::bigint"), (doc_id, entry.version, entry.op, entry.at, line)).fetchone()
+            self._notify(done.conn, doc_id, entry.version, KINDS.get(entry.op, "updated"))
+            assert row is not None
+            done.cursor = int(row[0])
 
     def commit(self, meta: DocumentMeta, entry: JournalEntry, content: bytes | None = None) -> None:
         doc_id = check_write(meta, entry, content)
@@ -197,7 +262,7 @@ class PostgresDocumentStore:
         with (self.write_lock(doc_id), self._connection(doc_id) as conn,
               self._listener.own_commit(doc_id, meta.version) as cursor):
             try:
-                row = conn.execute(self._commit_sql, {
+                row = conn.execute(self._sql(COMMIT), {
                     "doc_id": doc_id, "version": meta.version, "schema_uri": meta.schema_uri,
                     "created_at": meta.created_at, "modified_at": meta.modified_at,
                     "size": meta.content_size_bytes, "deleted_at": meta.deleted_at, "inline": content is not None,
@@ -207,8 +272,8 @@ class PostgresDocumentStore:
                 raise self._unknown(error, conn, doc_id, meta.version) from None
             try:
                 if row is None or row[0] != 1:
-                    found = conn.execute(sql.SQL("SELECT version FROM {} WHERE doc_id = %s").format(
-                        self._q["documents"]), (doc_id,)).fetchone()
+                    found = conn.execute(self._sql("SELECT version FROM {documents} WHERE doc_id = %s"),
+                                         (doc_id,)).fetchone()
                     if found is None:
                         raise document_not_found(doc_id)
                     raise version_conflict(doc_id, entry.version - 1, found[0])
@@ -225,50 +290,27 @@ class PostgresDocumentStore:
         doc_id = check_doc_id(doc_id)
         try:
             with self._connection(doc_id) as conn:
-                row = conn.execute(sql.SQL("SELECT version, snapshot_version FROM {} WHERE doc_id = %s").format(
-                    self._q["documents"]), (doc_id,)).fetchone()
+                row = conn.execute(self._sql(_READ_META), (doc_id,)).fetchone()
                 if row is None:
                     raise document_not_found(doc_id)
-                if not 1 <= version <= row[0]:
-                    raise ValueError(f"version {version} is not a version of document {doc_id} (1 to {row[0]})")
-                if version <= row[1]:
+                if not snapshot_due(doc_id, version, _meta(doc_id, row)):
                     return False
-                conn.execute(sql.SQL("INSERT INTO {} (doc_id, version, content) VALUES (%s, %s, %s) "
-                                     "ON CONFLICT (doc_id, version) DO UPDATE SET content = excluded.content")
-                             .format(self._q["snapshots"]), (doc_id, version, content))
+                conn.execute(self._sql(_PUT_SNAPSHOT), (doc_id, version, content))
                 with conn.transaction():
-                    switched = conn.execute(sql.SQL(
-                        "UPDATE {} SET snapshot_version = %s WHERE doc_id = %s AND snapshot_version < %s "
-                        "AND version >= %s").format(self._q["documents"]), (version, doc_id, version, version))
-                    if switched.rowcount == 1:
-                        self._drop_snapshots_but(conn, doc_id, version)
+                    switched = conn.execute(self._sql(
+                        "UPDATE {documents} SET snapshot_version = %s WHERE doc_id = %s AND snapshot_version < %s "
+                        "AND version >= %s"), (version, doc_id, version, version)).rowcount == 1
+                    if switched:
+                        conn.execute(self._sql("DELETE FROM {snapshots} WHERE doc_id = %s AND version <> %s"),
+                                     (doc_id, version))
                     else:  # a newer snapshot came first, or the document was purged meanwhile
-                        conn.execute(sql.SQL("DELETE FROM {} s WHERE doc_id = %s AND version = %s AND NOT EXISTS "
-                                             "(SELECT 1 FROM {} d WHERE d.doc_id = s.doc_id "
-                                             "AND d.snapshot_version = s.version)").format(
-                            self._q["snapshots"], self._q["documents"]), (doc_id, version))
-                    return switched.rowcount == 1
+                        conn.execute(self._sql(
+                            "DELETE FROM {snapshots} s WHERE doc_id = %s AND version = %s AND NOT EXISTS "
+                            "(SELECT 1 FROM {documents} d WHERE d.doc_id = s.doc_id "
+                            "AND d.snapshot_version = s.version)"), (doc_id, version))
+                    return switched
         except psycopg.Error as error:
             raise self._failed(error, doc_id, write=True) from None
-
-    def _put_snapshot(self, conn: psycopg.Connection[Any], doc_id: str, version: int, content: bytes) -> None:
-        conn.execute(sql.SQL("INSERT INTO {} (doc_id, version, content) VALUES (%s, %s, %s) "
-                             "ON CONFLICT (doc_id, version) DO UPDATE SET content = excluded.content")
-                     .format(self._q["snapshots"]), (doc_id, version, content))
-
-    def _drop_snapshots_but(self, conn: psycopg.Connection[Any], doc_id: str, version: int) -> None:
-        conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = %s AND version <> %s").format(self._q["snapshots"]),
-                     (doc_id, version))
-
-
-    def _append(self, conn: psycopg.Connection[Any], doc_id: str, entry: JournalEntry, line: bytes) -> int:
-        """Insert the journal row and the notification, inside the commit's transaction; the row's cursor."""
-        row = conn.execute(sql.SQL("INSERT INTO {} (doc_id, version, op, at, entry) VALUES (%s, %s, %s, %s, %s) "
-                                   "RETURNING txid::text::bigint").format(self._q["journal"]),
-                           (doc_id, entry.version, entry.op, entry.at, line)).fetchone()
-        self._notify(conn, doc_id, entry.version, KINDS.get(entry.op, "updated"))
-        assert row is not None
-        return int(row[0])
 
     def _notify(self, conn: psycopg.Connection[Any], doc_id: str, version: int, kind: str) -> None:
         conn.execute("SELECT pg_notify(%s, %s)", (self.channel, notice_payload(self.origin, doc_id, version, kind)))
@@ -280,122 +322,72 @@ class PostgresDocumentStore:
         disconnected when the notification went out learns of the purge from it.
         """
         doc_id = check_doc_id(doc_id)
-        with self.write_lock(doc_id), self._connection(doc_id) as conn, self._listener.own_commit(doc_id, 0) as cursor:
-            committing, last = False, 0
-            try:
-                with conn.transaction():
-                    row = conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = %s RETURNING version").format(
-                        self._q["documents"]), (doc_id,)).fetchone()
-                    if row is None:
-                        raise document_not_found(doc_id)
-                    last = row[0]
-                    for table in ("journal", "snapshots", "checkpoints"):
-                        conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = %s").format(self._q[table]), (doc_id,))
-                    conn.execute(sql.SQL("DELETE FROM {} WHERE purged_at < now() - %s::interval").format(
-                        self._q["purges"]), (_PURGES_KEPT,))
-                    purged = conn.execute(sql.SQL("INSERT INTO {} (doc_id, version) VALUES (%s, %s) "
-                                                  "RETURNING txid::text::bigint").format(self._q["purges"]),
-                                          (doc_id, row[0])).fetchone()
-                    self._notify(conn, doc_id, row[0], "purged")
-                    committing = True
-                assert purged is not None
-                cursor.append(int(purged[0]))
-            except psycopg.Error as error:
-                if committing:
-                    raise self._unknown(error, conn, doc_id, last) from None
-                raise self._failed(error, doc_id, write=True, conn=conn) from None
+        with self._transaction(doc_id, 0) as done:
+            row = done.conn.execute(self._sql("DELETE FROM {documents} WHERE doc_id = %s RETURNING version"),
+                                    (doc_id,)).fetchone()
+            if row is None:
+                raise document_not_found(doc_id)
+            done.version = row[0]
+            for table in ("journal", "snapshots", "checkpoints"):
+                done.conn.execute(self._sql(f"DELETE FROM {{{table}}} WHERE doc_id = %s"), (doc_id,))
+            done.conn.execute(self._sql("DELETE FROM {purges} WHERE purged_at < now() - %s::interval"),
+                              (_PURGES_KEPT,))
+            purged = done.conn.execute(self._sql("INSERT INTO {purges} (doc_id, version) VALUES (%s, %s) "
+                                                 "RETURNING txid::text::bigint"), (doc_id, row[0])).fetchone()
+            self._notify(done.conn, doc_id, row[0], "purged")
+            assert purged is not None
+            done.cursor = int(purged[0])
 
     # -- reads -----------------------------------------------------------------------------------
 
-    @healing
     def load(self, doc_id: str) -> StoredDocument:
         doc_id = check_doc_id(doc_id)
-        try:
-            with self._connection(doc_id) as conn:
-                row = conn.execute(sql.SQL(
-                    "SELECT " + ", ".join(f"d.{column.strip()}" for column in META_COLUMNS.split(",")) +
-                    ", s.content, array(SELECT j.entry FROM {} j WHERE j.doc_id = d.doc_id "
-                    "AND j.version > d.snapshot_version AND j.version <= d.version ORDER BY j.version) "
-                    "FROM {} d LEFT JOIN {} s ON s.doc_id = d.doc_id AND s.version = d.snapshot_version "
-                    "WHERE d.doc_id = %s").format(self._q["journal"], self._q["documents"], self._q["snapshots"]),
-                    (doc_id,), binary=True).fetchone()
-        except psycopg.Error as error:
-            raise self._failed(error, doc_id, write=False) from None
-        if row is None:
-            raise document_not_found(doc_id)
+        row = self._read(doc_id, (
+            "SELECT " + ", ".join(f"d.{column.strip()}" for column in META_COLUMNS.split(",")) +
+            ", s.content, array(SELECT j.entry FROM {journal} j WHERE j.doc_id = d.doc_id "
+            "AND j.version > d.snapshot_version AND j.version <= d.version ORDER BY j.version) "
+            "FROM {documents} d LEFT JOIN {snapshots} s ON s.doc_id = d.doc_id AND s.version = d.snapshot_version "
+            "WHERE d.doc_id = %s"), (doc_id,))
         meta = _meta(doc_id, row)
         if row[7] is None:
             raise SchemaDocError("storage-read-failed", f"The snapshot of document {doc_id} is missing.",
                                  {"doc_id": doc_id, "reason": f"no snapshot of version {meta.snapshot_version}"})
-        try:
-            entries = tuple(JournalEntry.from_line(bytes(line)) for line in row[8])
-        except ValueError as error:
-            raise SchemaDocError("storage-read-failed", f"The journal of {doc_id} is damaged: {error}.",
-                                 {"doc_id": doc_id, "reason": str(error)}) from None
+        entries = _entries(doc_id, row[8])
         if len(entries) != meta.version - meta.snapshot_version:
             raise SchemaDocError("storage-read-failed", f"The journal of {doc_id} lacks entries after its snapshot.",
                                  {"doc_id": doc_id, "reason": "journal entries missing"})
-        return StoredDocument(meta, bytes(row[7]), entries)
+        return StoredDocument(meta, bytes(row[7]), tuple(entries))
 
-    @healing
     def read_meta(self, doc_id: str) -> DocumentMeta:
         doc_id = check_doc_id(doc_id)
-        return _meta(doc_id, self._one(doc_id, "SELECT " + META_COLUMNS + " FROM {} WHERE doc_id = %s", "documents"))
+        return _meta(doc_id, self._read(doc_id, _READ_META, (doc_id,)))
 
-    def _one(self, doc_id: str, query: str, table: str) -> tuple[Any, ...]:
-        try:
-            with self._connection(doc_id) as conn:
-                row = conn.execute(sql.SQL(query).format(self._q[table]), (doc_id,)).fetchone()
-        except psycopg.Error as error:
-            raise self._failed(error, doc_id, write=False) from None
-        if row is None:
-            raise document_not_found(doc_id)
-        return tuple(row)
-
-    @healing
     def list_metas(self) -> list[DocumentMeta]:
-        try:
-            with self._connection(None) as conn:
-                rows = conn.execute(sql.SQL("SELECT doc_id, " + META_COLUMNS + " FROM {} ORDER BY doc_id").format(
-                    self._q["documents"])).fetchall()
-        except psycopg.Error as error:
-            raise self._failed(error, None, write=False) from None
+        rows = self._read(None, "SELECT doc_id, " + META_COLUMNS + " FROM {documents} ORDER BY doc_id", many=True)
         return [_meta(row[0], row[1:]) for row in rows]
 
-    @healing
     def read_journal(self, doc_id: str, since_version: int = 0,
                      until_version: int | None = None) -> list[JournalEntry]:
         doc_id = check_doc_id(doc_id)
         until = until_version if until_version is not None else 2**31 - 1
-        try:
-            with self._connection(doc_id) as conn:
-                rows = conn.execute(sql.SQL(
-                    "SELECT j.entry FROM {} d LEFT JOIN {} j ON j.doc_id = d.doc_id AND j.version > %s "
-                    "AND j.version <= least(%s, d.version) WHERE d.doc_id = %s ORDER BY j.version"
-                ).format(self._q["documents"], self._q["journal"]),
-                    (max(since_version, 0), min(until, 2**31 - 1), doc_id), binary=True).fetchall()
-        except psycopg.Error as error:
-            raise self._failed(error, doc_id, write=False) from None
+        rows = self._read(doc_id, "SELECT j.entry FROM {documents} d LEFT JOIN {journal} j ON j.doc_id = d.doc_id "
+                                  "AND j.version > %s AND j.version <= least(%s, d.version) WHERE d.doc_id = %s "
+                                  "ORDER BY j.version", (max(since_version, 0), min(until, 2**31 - 1), doc_id),
+                          many=True)
         if not rows:
             raise document_not_found(doc_id)
-        try:
-            return [JournalEntry.from_line(bytes(row[0])) for row in rows if row[0] is not None]
-        except ValueError as error:
-            raise SchemaDocError("storage-read-failed", f"The journal of {doc_id} is damaged: {error}.",
-                                 {"doc_id": doc_id, "reason": str(error)}) from None
+        return _entries(doc_id, [row[0] for row in rows if row[0] is not None])
 
     def write_checkpoint(self, doc_id: str, version: int, content: bytes) -> None:
         doc_id = check_doc_id(doc_id)
         try:
             with self._connection(doc_id) as conn, conn.transaction():
-                conn.execute(sql.SQL("INSERT INTO {} (doc_id, version, content) VALUES (%s, %s, %s) "
-                                     "ON CONFLICT (doc_id, version) DO UPDATE SET content = excluded.content")
-                             .format(self._q["checkpoints"]), (doc_id, version, content))
-                rows = conn.execute(sql.SQL("SELECT version FROM {} WHERE doc_id = %s").format(
-                    self._q["checkpoints"]), (doc_id,)).fetchall()
+                conn.execute(self._sql(_PUT_CHECKPOINT), (doc_id, version, content))
+                rows = conn.execute(self._sql("SELECT version FROM {checkpoints} WHERE doc_id = %s"),
+                                    (doc_id,)).fetchall()
                 kept = keep_checkpoints([row[0] for row in rows])
-                conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = %s AND NOT (version = ANY(%s))").format(
-                    self._q["checkpoints"]), (doc_id, kept))
+                conn.execute(self._sql("DELETE FROM {checkpoints} WHERE doc_id = %s AND NOT (version = ANY(%s))"),
+                             (doc_id, kept))
         except psycopg.Error as error:
             self.connections.failed(error)
             raise OSError(f"checkpoint of {doc_id} v{version} not written: {self.connections.scrub(error)}") from None
@@ -404,8 +396,8 @@ class PostgresDocumentStore:
         doc_id = check_doc_id(doc_id)
         try:
             with self._connection(doc_id) as conn:
-                row = conn.execute(sql.SQL("SELECT version, content FROM {} WHERE doc_id = %s AND version <= %s "
-                                           "ORDER BY version DESC LIMIT 1").format(self._q["checkpoints"]),
+                row = conn.execute(self._sql("SELECT version, content FROM {checkpoints} WHERE doc_id = %s "
+                                             "AND version <= %s ORDER BY version DESC LIMIT 1"),
                                    (doc_id, at_most), binary=True).fetchone()
         except psycopg.Error as error:
             self.connections.failed(error)
@@ -415,34 +407,27 @@ class PostgresDocumentStore:
 
     # -- the change feed across processes ----------------------------------------------------------
 
-    @healing
     def read_changes(self, since: int, limit: int) -> list[StoredChange]:
-        """Committed versions of every document after cursor ``since``, oldest first, at most ``limit``.
-
-        The cursor is the committing transaction's id. Only transactions below the oldest commit
-        of this store still running are shown, so a commit that lands after a later one was
-        listed is never skipped (:mod:`~schemadoc.storage.postgres.feed`).
-        """
-        return self._feed.changes(since, limit)
+        """The change feed after ``since``: its cursor is the committing transaction's id, and it holds back
+        at the oldest commit of this store still running (:data:`~.statements.CHANGES`)."""
+        rows = self._read(None, CHANGES, {"since": str(since), "limit": limit, **self._writer_keys}, many=True)
+        return [StoredChange(*row) for row in rows]
 
     def _purges_since(self, since: int) -> list[tuple[int, str, int]]:
-        return self._feed.purges(since)
+        """Purges after feed cursor ``since``, held back like the feed: (cursor, doc_id, last version)."""
+        rows = self._read(None, PURGES, {"since": str(since), **self._writer_keys}, many=True)
+        return [(int(txid), str(doc_id), int(version)) for txid, doc_id, version in rows]
 
     def _position(self, conn: psycopg.Connection[Any]) -> int:
-        return self._feed.position(conn)
+        """The feed position now (:data:`~.statements.POSITION`), on ``conn``."""
+        row = conn.execute(self._sql(POSITION), self._writer_keys).fetchone()
+        assert row is not None
+        return int(row[0])
 
     def watch(self, listener: Callable[[StoreNotice], None]) -> Callable[[], None]:
-        """Call ``listener`` (in a listening thread) for each commit or purge made by another process.
-
-        Returns the function that stops the calls. The first call starts the listening thread
-        (one connection doing ``LISTEN``, named ``schemadoc-listen-{origin}`` in
-        ``pg_stat_activity``); it reconnects after a lost connection. Notifications sent while it
-        was disconnected are lost with the connection, so after each reconnect (once ``LISTEN``
-        is in force again) the listener reads the change feed from its last mark and calls
-        ``listener`` once for each document another process committed meanwhile, with the newest
-        such version and its kind, and once for each purge (the ``purges`` table remembers them
-        for a day). A call may repeat a notice already made (the catch-up starts a little before
-        the connection was lost); listeners read the journal by version, so that is harmless.
+        """The first call starts the listening thread (one connection doing ``LISTEN``, named
+        ``schemadoc-listen-{origin}`` in ``pg_stat_activity``); after a reconnect it catches up on what
+        was committed or purged meanwhile, possibly repeating a notice (:class:`~.notifications.Listener`).
         """
         return self._listener.watch(listener)
 
@@ -452,6 +437,46 @@ class PostgresDocumentStore:
 
     # -- locks -----------------------------------------------------------------------------------
 
-    def write_lock(self, doc_id: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> contextlib.AbstractContextManager[None]:
-        """The document's write lock (:class:`~schemadoc.storage.postgres.locks.WriteLocks`)."""
-        return self._locks.hold(check_doc_id(doc_id), timeout)
+    @contextmanager
+    def write_lock(self, doc_id: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+        """A session advisory lock on a pooled connection, held for the block (re-entrant in one thread).
+
+        Everything this thread does to the document inside the block uses that connection
+        (:meth:`_connection`). The session also holds the writers' lock (shared), which the change
+        feed reads (:mod:`~.statements`). A dead server's locks go with its connections.
+        """
+        doc_id = check_doc_id(doc_id)
+        held = self._held.locks
+        if doc_id in held:
+            yield
+            return
+        key = lock_key(self.schema, doc_id)
+        started = time.monotonic()
+        with self._connection(None, timeout=max(timeout, 0.5)) as conn:
+            self._acquire(conn, doc_id, key, timeout, max(timeout - (time.monotonic() - started), 0.0))
+            held[doc_id] = conn
+            try:
+                yield
+            finally:
+                del held[doc_id]
+                with contextlib.suppress(psycopg.Error):  # a lost connection has lost its locks too
+                    conn.execute("SELECT pg_advisory_unlock(%s, %s), pg_advisory_unlock_shared(%s, %s)",
+                                 (*key, *self._writer_key))
+
+    def _acquire(self, conn: psycopg.Connection[Any], doc_id: str, key: tuple[int, int], timeout: float,
+                 left: float) -> None:
+        try:
+            if left <= 0:
+                row = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone()
+                if not (row and row[0]):
+                    raise lock_timeout(doc_id, timeout)
+                conn.execute("SELECT pg_advisory_lock_shared(%s, %s)", self._writer_key)
+                return
+            # left to right: the document's lock, then the writers' shared lock (never waits)
+            conn.execute("SELECT set_config('lock_timeout', %s, false), pg_advisory_lock(%s, %s), "
+                         "pg_advisory_lock_shared(%s, %s)", (f"{max(int(left * 1000), 1)}ms", *key,
+                                                             *self._writer_key))
+        except psycopg.errors.LockNotAvailable:
+            raise lock_timeout(doc_id, timeout) from None
+        except psycopg.Error as error:
+            raise self._failed(error, doc_id, write=True, conn=conn) from None

@@ -11,7 +11,7 @@ import pytest
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import replay
 from schemadoc.storage.base import DocumentStore
-from schemadoc.storage.testing.helpers import (
+from storage_contract.helpers import (
     SHORT_TIMEOUT,
     codes,
     commit_patch,

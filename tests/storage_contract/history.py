@@ -11,7 +11,7 @@ import pytest
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, replay, utc_now
 from schemadoc.storage.base import DocumentMeta, DocumentStore
-from schemadoc.storage.testing.helpers import (
+from storage_contract.helpers import (
     BAD_DOC_IDS,
     SCHEMA_URI,
     commit_patch,

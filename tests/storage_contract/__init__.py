@@ -1,4 +1,4 @@
-"""The contract suite every document store passes (Kinto-style: shipped with the package).
+"""The contract suite every document store passes (imported by the store tests as ``storage_contract``).
 
 A store's test module is a few lines::
 
@@ -12,8 +12,6 @@ A store's test module is a few lines::
 The fixture returns an opened, empty store. The helpers (:func:`create_document`,
 :func:`commit_patch`, …) build real documents and real patches, so that every test can also
 check that the journal replays to the stored content.
-
-Needs ``pytest`` (a development dependency); nothing else imports this module.
 """
 
 from __future__ import annotations
@@ -21,8 +19,8 @@ from __future__ import annotations
 import pytest
 
 from schemadoc.storage.base import DocumentStore
-from schemadoc.storage.testing.documents import DocumentsContract
-from schemadoc.storage.testing.helpers import (
+from storage_contract.documents import DocumentsContract
+from storage_contract.helpers import (
     BAD_DOC_IDS,
     SCHEMA_URI,
     commit_patch,
@@ -31,8 +29,8 @@ from schemadoc.storage.testing.helpers import (
     delete_document,
     new_doc_id,
 )
-from schemadoc.storage.testing.history import HistoryContract
-from schemadoc.storage.testing.locks import LocksContract
+from storage_contract.history import HistoryContract
+from storage_contract.locks import LocksContract
 
 __all__ = [
     "BAD_DOC_IDS",

@@ -10,7 +10,7 @@ import pytest
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, replay, utc_now
 from schemadoc.storage.base import DocumentMeta, DocumentStore, RecoveryReport, keep_checkpoints
-from schemadoc.storage.testing.helpers import (
+from storage_contract.helpers import (
     SCHEMA_URI,
     commit_patch,
     create_document,
