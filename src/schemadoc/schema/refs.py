@@ -38,7 +38,8 @@ from referencing.exceptions import InvalidAnchor, NoSuchAnchor, NoSuchResource, 
 from referencing.jsonschema import DRAFT202012
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.schema._keywords import format_pointer, fragment_pointer, iter_subschemas
+from schemadoc.pointer import format_pointer as fragment_pointer
+from schemadoc.schema._keywords import format_pointer, iter_subschemas
 
 if TYPE_CHECKING:
     from referencing._core import Resolver
