@@ -42,7 +42,7 @@ from typing import Any
 
 from schemadoc.schema import LoadedSchema
 from schemadoc.validation.locations import Errors, Locations, PlacedError, Unsupported
-from schemadoc.validation.walk import Hint, check, collect, guided
+from schemadoc.validation.walk import Hint, check, guided
 
 __all__ = ["ChangeChecker", "PlacedError"]
 
@@ -98,7 +98,7 @@ class ChangeChecker:
 
         def errors(hint: Hint | None) -> list[PlacedError]:
             out = Errors(limit)
-            collect(root, after, before, hint, (), out)
+            check(root, after, before, hint, (), out)
             return out
 
         try:

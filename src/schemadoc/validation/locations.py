@@ -76,6 +76,12 @@ class PlacedError:
         self.schema_path = schema_path
 
 
+def _placed(error: Any, path: tuple[str | int, ...], schema_path: tuple[str | int, ...]) -> PlacedError:
+    if error.kind.name in _BRANCHING or getattr(error.kind, "context", None):
+        raise Unsupported  # its alternatives' errors are placed in the validated subtree
+    return PlacedError(error, path, schema_path)
+
+
 class Errors(list[PlacedError]):
     """Errors collected by the walk; more than ``limit`` of them: report the whole document."""
 
@@ -147,36 +153,35 @@ class Node:
             validator for member in members if (validator := checker.shallow_validator(member)) is not None
         ) if self.local else ()
 
-    # -- checks ---------------------------------------------------------------------------
+    # -- checks: the verdict, or with ``out`` the errors placed at ``path`` ------------------
 
-    def validate_whole(self, instance: Any) -> bool:
+    def whole(self, instance: Any, path: tuple[str | int, ...], out: Errors | None = None) -> bool:
         """``instance`` against every schema of this location, as a whole."""
         if self.impossible:
+            if out is not None:
+                raise Unsupported  # a false schema: reported whole
             return False
         whole = self._whole
         if whole is None:
             whole = self._whole = tuple(
                 self._checker.location_validator(located) for located in self.direct if located.schema is not True
             )
-        return all(validator.is_valid(instance) for validator in whole)
-
-    def collect_whole(self, instance: Any, path: tuple[str | int, ...], out: Errors) -> None:
-        """Every error of ``instance`` against the schemas of this location, placed at ``path``."""
-        if self.impossible:
-            raise Unsupported  # a false schema: reported whole
-        whole = self._whole
-        if whole is None:
-            whole = self._whole = tuple(
-                self._checker.location_validator(located) for located in self.direct if located.schema is not True
-            )
+        if out is None:
+            return all(validator.is_valid(instance) for validator in whole)
         for validator in whole:
             for error in validator.iter_errors(instance):
-                if error.kind.name in _BRANCHING or getattr(error.kind, "context", None):
-                    raise Unsupported
-                out.add(PlacedError(error, path, tuple(error.schema_path)))
+                out.add(_placed(error, path, tuple(error.schema_path)))
+        return True
 
-    def collect_shallow(self, instance: Any, path: tuple[str | int, ...], out: Errors) -> None:
-        """The errors of this location's own keywords (see :meth:`Locations.shallow_validator`)."""
+    def own(self, instance: Any, path: tuple[str | int, ...], out: Errors | None = None) -> bool:
+        """This location's own keywords (see :meth:`Locations.shallow_validator`)."""
+        if out is None:
+            for validator in self.shallow:  # noqa: SIM110 - all() over a generator costs more on this hot path
+                if not validator.is_valid(instance):
+                    return False
+            return True
+        if self.merged:
+            raise Unsupported
         checker = self._checker
         for member in self.members:
             validator = checker.shallow_validator(member)
@@ -184,11 +189,8 @@ class Node:
                 continue
             prefix: tuple[str, ...] | None = None
             for error in validator.iter_errors(instance):
-                name = error.kind.name
                 schema_path = tuple(error.schema_path)
-                if name in _BRANCHING or getattr(error.kind, "context", None):
-                    raise Unsupported
-                if name == "propertyNames" and isinstance(member.schema.get("propertyNames"), dict):
+                if error.kind.name == "propertyNames" and isinstance(member.schema.get("propertyNames"), dict):
                     pass  # compiled as a $ref to its own location: the path is the schema's already
                 elif schema_path and schema_path[0] in _SHALLOW_ASSERTED:
                     if prefix is None:
@@ -196,7 +198,8 @@ class Node:
                     schema_path = prefix + schema_path
                 else:
                     raise Unsupported
-                out.add(PlacedError(error, path, schema_path))
+                out.add(_placed(error, path, schema_path))
+        return True
 
     # -- children -------------------------------------------------------------------------
 
