@@ -8,7 +8,7 @@ data and is never walked.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from schemadoc import pointer
@@ -23,6 +23,7 @@ __all__ = [
     "SUBSCHEMA_SINGLE",
     "format_pointer",
     "iter_subschemas",
+    "member_subschemas",
     "type_allows",
 ]
 
@@ -70,6 +71,20 @@ def iter_subschemas(schema: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], A
         if isinstance(value, dict):
             for name, sub in value.items():
                 yield (key, name), sub, key in _IN_PLACE
+
+
+def member_subschemas(schema: dict[str, Any], name: str, matches: Callable[[str, str], Any], *,
+                      additional: bool = True) -> list[Any]:
+    """The subschemas ``schema`` applies to its member ``name``: from ``properties``, every ``patternProperties``
+    entry that ``matches(pattern, name)``, and when neither names it (and ``additional``) ``additionalProperties``."""
+    properties = schema.get("properties")
+    found = [properties[name]] if isinstance(properties, dict) and name in properties else []
+    patterns = schema.get("patternProperties")
+    if isinstance(patterns, dict):
+        found += [subschema for pattern, subschema in patterns.items() if matches(pattern, name)]
+    if additional and not found and "additionalProperties" in schema:
+        found.append(schema["additionalProperties"])
+    return found
 
 
 def type_allows(schema: dict[str, Any], json_type: str) -> bool:

@@ -34,6 +34,7 @@ from schemadoc.schema._keywords import (
     SUBSCHEMA_MAP,
     SUBSCHEMA_SINGLE,
     format_pointer,
+    member_subschemas,
     type_allows,
 )
 from schemadoc.schema.refs import Located, SchemaResources
@@ -252,21 +253,12 @@ class NodeNavigator:
 
     def _member(self, located: Located, name: str) -> list[_Expr]:
         schema: dict[str, Any] = located.schema
-        sub = self._resources.sub
-        matched: list[_Expr] = []
-        properties = schema.get("properties")
-        if isinstance(properties, dict) and name in properties:
-            matched.append(sub(located, properties[name]))
-        patterns = schema.get("patternProperties")
-        if isinstance(patterns, dict):
-            for pattern, subschema in patterns.items():
-                if re.search(pattern, name):
-                    matched.append(sub(located, subschema))
+        matched: list[_Expr] = [self._resources.sub(located, each)
+                                for each in member_subschemas(schema, name, re.search, additional=False)]
         if not matched and "additionalProperties" in schema:
-            additional = schema["additionalProperties"]
-            if additional is False:
+            if schema["additionalProperties"] is False:
                 raise _NotAllowed
-            matched.append(sub(located, additional))
+            matched.append(self._resources.sub(located, schema["additionalProperties"]))
         return matched
 
     def _item(self, located: Located, position: int | str) -> list[_Expr]:

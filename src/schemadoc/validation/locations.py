@@ -17,15 +17,11 @@ import jsonschema_rs
 from schemadoc.errors import SchemaDocError
 from schemadoc.pointer import parse
 from schemadoc.schema import LoadedSchema
+from schemadoc.schema._keywords import member_subschemas
 from schemadoc.schema.refs import Located
 
 __all__ = ["Errors", "Locations", "Node", "PlacedError", "Unsupported"]
 
-# Keywords that say which schemas apply to a child (or to the same node): followed by the walk.
-_CHILDREN: Final = frozenset(
-    {"properties", "patternProperties", "additionalProperties", "prefixItems", "items", "$ref", "allOf",
-     "dependentSchemas"}
-)
 # Keywords asserted on a container itself (looking at its members or items as a whole at most).
 # The others are either annotations, child keywords, or assert only on strings and numbers,
 # which the walk always validates whole.
@@ -234,24 +230,9 @@ class Node:
             node = grown
 
     def _member_schemas(self, name: str) -> list[Located]:
-        sub = self._checker.resources.sub
-        out: list[Located] = []
-        for member in self.members:
-            schema: dict[str, Any] = member.schema
-            matched = False
-            properties = schema.get("properties")
-            if isinstance(properties, dict) and name in properties:
-                out.append(sub(member, properties[name]))
-                matched = True
-            patterns = schema.get("patternProperties")
-            if isinstance(patterns, dict):
-                for pattern, subschema in patterns.items():
-                    if self._checker.matches(pattern, name):
-                        out.append(sub(member, subschema))
-                        matched = True
-            if not matched and "additionalProperties" in schema:
-                out.append(sub(member, schema["additionalProperties"]))
-        return out
+        checker = self._checker
+        return [checker.resources.sub(member, each) for member in self.members
+                for each in member_subschemas(member.schema, name, checker.matches)]
 
     def _item_schemas(self, index: int) -> list[Located]:
         sub = self._checker.resources.sub
