@@ -74,14 +74,10 @@ class _Builder:
 
     def view(self, schemas: Sequence[Located]) -> _View:
         view = _View()
-        seen: set[int] = set()
-        resources = self._resources
-
-        def visit(located: Located) -> None:
+        for located, first in self._resources.in_place(schemas):
             schema = located.schema
-            if not isinstance(schema, dict) or id(schema) in seen:
-                return
-            seen.add(id(schema))
+            if not first:
+                continue
             if "default" in schema and view.default is _MISSING:
                 view.default = schema["default"]
             if "type" in schema:
@@ -91,18 +87,10 @@ class _Builder:
             properties = schema.get("properties")
             if isinstance(properties, dict):
                 for name, subschema in properties.items():
-                    view.properties.setdefault(name, []).append(resources.sub(located, subschema))
+                    view.properties.setdefault(name, []).append(self._resources.sub(located, subschema))
             for name in schema.get("required", ()):
                 if name not in view.required:
                     view.required.append(name)
-            ref = schema.get("$ref")
-            if isinstance(ref, str):
-                visit(resources.resolve(located, ref))
-            for member in schema.get("allOf", ()):
-                visit(resources.sub(located, member))
-
-        for each in schemas:
-            visit(each)
         return view
 
     def key(self, schemas: Sequence[Located]) -> tuple[int, ...]:

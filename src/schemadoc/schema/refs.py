@@ -24,7 +24,7 @@ import functools
 import json
 import os
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -317,6 +317,24 @@ class SchemaResources:
             resolver = parent.resolver.in_subresource(DRAFT202012.create_resource(schema))
             return Located(schema, resolver, urldefrag(urljoin(parent.base_uri, schema["$id"])).url)
         return Located(schema, parent.resolver, parent.base_uri)
+
+    def in_place(self, starts: Iterable[Located], keywords: tuple[str, ...] = ("allOf",)
+                 ) -> Iterator[tuple[Located, bool]]:
+        """``starts`` and every schema they reach through ``$ref`` and ``keywords``, depth first, each with whether it
+        is met for the first time (an object schema met again, or a boolean one, is not followed)."""
+        seen: set[int] = set()
+        stack = list(starts)[::-1]
+        while stack:
+            located = stack.pop()
+            schema = located.schema
+            first = isinstance(schema, dict) and id(schema) not in seen
+            yield located, first
+            if first:
+                seen.add(id(schema))
+                ref = schema.get("$ref")
+                below = [self.resolve(located, ref)] if isinstance(ref, str) else []
+                below += [self.sub(located, each) for keyword in keywords for each in schema.get(keyword, ())]
+                stack += reversed(below)
 
     def ref_uri(self, at: Located, ref: str) -> str:
         """The absolute URI a ``$ref`` written in ``at`` points to."""

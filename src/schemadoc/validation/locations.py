@@ -115,28 +115,18 @@ class Node:
         self.impossible = False
         self.local = True
         self.merged = False  # a schema reached twice here: whole validation evaluates it twice
-        seen: set[int] = set()
-        pending = list(direct)
-        while pending:
-            located = pending.pop(0)
+        for located, first in checker.resources.in_place(direct):
             schema = located.schema
             if schema is True:
                 continue
             if not isinstance(schema, dict):
                 self.impossible = True
-                continue
-            if id(schema) in seen:
+            elif not first:
                 self.merged = True
-                continue
-            seen.add(id(schema))
-            members.append(located)
-            if any(keyword in _NON_LOCAL for keyword in schema):
-                self.local = False
-            ref = schema.get("$ref")
-            if isinstance(ref, str):
-                pending.append(checker.resources.resolve(located, ref))
-            for member in schema.get("allOf", ()):
-                pending.append(checker.resources.sub(located, member))
+            else:
+                members.append(located)
+                if any(keyword in _NON_LOCAL for keyword in schema):
+                    self.local = False
         self.members = tuple(members)
         self.unconstrained = not members and not self.impossible
         self.dependent: tuple[tuple[str, Located], ...] = tuple(
