@@ -105,31 +105,19 @@ def read_schema_file(path: Path) -> Any:
 def meta_problems(contents: Any) -> list[dict[str, Any]]:
     """Every way ``contents`` is not a Draft 2020-12 schema, as ``{"path", "message"}`` entries.
 
-    The verdict depends on the schema alone, so it is kept per process for the last few schema texts
-    (every server built on one schema file meta-validates it once: ~6 ms for the bundled book schema).
-    See :func:`_meta_problems`.
-    """
-    try:
-        text = json.dumps(contents, separators=(",", ":"))
-    except (TypeError, ValueError):  # pragma: no cover - parsed JSON always serialises
-        return _meta_problems(contents)
-    return [dict(problem) for problem in _meta_verdict(text)]
-
-
-@functools.lru_cache(maxsize=64)
-def _meta_verdict(text: str) -> tuple[dict[str, Any], ...]:
-    return tuple(_meta_problems(json.loads(text)))
-
-
-def _meta_problems(contents: Any) -> list[dict[str, Any]]:
-    """:func:`meta_problems`, computed.
-
     ``path`` is a JSON Pointer into the schema document. Problems come from python
     ``jsonschema`` validating against the 2020-12 meta-schema (with format checks, so a
     ``pattern`` must be a valid regular expression), then from ``jsonschema_rs`` doing the same
     (it reads patterns as ECMA-262, like the runtime validator), plus a ``$schema`` naming
-    another draft.
+    another draft. The verdict depends on the schema alone, so it is kept per process for the last few
+    schema texts (every server built on one schema file meta-validates it once: ~6 ms for the bundled book schema).
     """
+    return [dict(problem) for problem in _meta_problems(json.dumps(contents, separators=(",", ":")))]
+
+
+@functools.lru_cache(maxsize=64)
+def _meta_problems(text: str) -> tuple[dict[str, Any], ...]:
+    contents = json.loads(text)
     problems: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for error in _META_VALIDATOR.iter_errors(contents):
@@ -149,13 +137,9 @@ def _meta_problems(contents: Any) -> list[dict[str, Any]]:
     if isinstance(contents, dict):
         declared = contents.get("$schema")
         if isinstance(declared, str) and declared not in _DRAFT_2020_12_SPELLINGS:
-            problems.append(
-                {
-                    "path": "/$schema",
-                    "message": f"only Draft 2020-12 ({DRAFT_2020_12}) is supported, not {declared!r}",
-                }
-            )
-    return problems
+            problems.append({"path": "/$schema",
+                             "message": f"only Draft 2020-12 ({DRAFT_2020_12}) is supported, not {declared!r}"})
+    return tuple(problems)
 
 
 def normalize_uri(uri: str) -> str:
@@ -433,21 +417,15 @@ class SchemaResources:
                     yield _label(label, relative), self.sub(located, sub), None
 
         state: dict[int, int] = {}  # 1: on the current path, 2: done
+        path: list[tuple[int, str, str | None]] = []  # (id, label, the $ref that led there) down the current path
         for start_label, start in order:
-            if not isinstance(start.schema, dict) or id(start.schema) in state:
-                continue
-            state[id(start.schema)] = 1
-            path_ids = [id(start.schema)]
-            path_labels = [start_label]
-            path_refs: list[str | None] = [None]
-            stack = [successors(start_label, start)]
+            stack: list[Iterator[tuple[str, Located, str | None]]] = [iter([(start_label, start, None)])]
             while stack:
                 step = next(stack[-1], None)
                 if step is None:
-                    state[path_ids.pop()] = 2
-                    path_labels.pop()
-                    path_refs.pop()
                     stack.pop()
+                    if stack:
+                        state[path.pop()[0]] = 2
                     continue
                 label, located, ref = step
                 if not isinstance(located.schema, dict):
@@ -457,9 +435,9 @@ class SchemaResources:
                 if seen == 2:
                     continue
                 if seen == 1:
-                    at = path_ids.index(key)
-                    chain = [*path_labels[at:], label]
-                    refs = [each for each in [*path_refs[at + 1 :], ref] if each is not None]
+                    at = [each[0] for each in path].index(key)
+                    chain = [*(each[1] for each in path[at:]), label]
+                    refs = [each for each in [*(each[2] for each in path[at + 1 :]), ref] if each is not None]
                     closing = ref if ref is not None else (refs[-1] if refs else "")
                     raise SchemaDocError(
                         "schema-resolution-failed",
@@ -467,9 +445,7 @@ class SchemaResources:
                         {"ref": closing, "chain": chain},
                     )
                 state[key] = 1
-                path_ids.append(key)
-                path_labels.append(label)
-                path_refs.append(ref)
+                path.append((key, label, ref))
                 stack.append(successors(label, located))
 
 
