@@ -33,16 +33,8 @@ IN_PLACE_SINGLE = ("not", "if", "then", "else")
 IN_PLACE_MAP = ("dependentSchemas",)
 
 # Every keyword whose value is one subschema, a list of subschemas, or a map of subschemas.
-SUBSCHEMA_SINGLE = (
-    *IN_PLACE_SINGLE,
-    "items",
-    "additionalProperties",
-    "contains",
-    "propertyNames",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "contentSchema",
-)
+SUBSCHEMA_SINGLE = (*IN_PLACE_SINGLE, "items", "additionalProperties", "contains", "propertyNames", "unevaluatedItems",
+                    "unevaluatedProperties", "contentSchema")
 SUBSCHEMA_LIST = (*IN_PLACE_LIST, "prefixItems")
 SUBSCHEMA_MAP = (*IN_PLACE_MAP, "properties", "patternProperties", "$defs", "definitions")
 

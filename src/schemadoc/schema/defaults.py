@@ -37,11 +37,7 @@ from schemadoc.schema.refs import Located, SchemaResources
 __all__ = ["build_defaults"]
 
 
-class _Missing:
-    __slots__ = ()
-
-
-_MISSING: Final = _Missing()
+_MISSING: Final = object()
 
 _ANNOTATIONS = frozenset({"$ref", "default", "title", "description", "$comment", "examples", "deprecated"})
 """A schema holding only these is a plain reference: it describes what its target describes."""

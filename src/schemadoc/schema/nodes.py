@@ -400,25 +400,13 @@ def _nullable(schema: Any) -> Any:
 
 
 # Keywords that say what a whole object must contain; a merge patch carries only the changes.
-_WHOLE_OBJECT_ONLY = frozenset(
-    {
-        "required",
-        "minProperties",
-        "maxProperties",
-        "dependentRequired",
-        "dependentSchemas",
-        "if",
-        "then",
-        "else",
-    }
-)
+_WHOLE_OBJECT_ONLY = frozenset({"required", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas",
+                                "if", "then", "else"})
 
 
 def _is_object_schema(schema: dict[str, Any]) -> bool:
-    declared = schema.get("type")
-    if declared == "object" or (isinstance(declared, list) and "object" in declared):
-        return True
-    return declared is None and any(keyword in schema for keyword in _OBJECT_KEYWORDS)
+    return type_allows(schema, "object") and ("type" in schema
+                                              or any(keyword in schema for keyword in _OBJECT_KEYWORDS))
 
 
 def merge_patch_schema_for(schema: Any) -> Any:

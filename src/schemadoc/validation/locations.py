@@ -25,22 +25,15 @@ __all__ = ["Errors", "Locations", "Node", "PlacedError", "Unsupported"]
 # Keywords asserted on a container itself (looking at its members or items as a whole at most).
 # The others are either annotations, child keywords, or assert only on strings and numbers,
 # which the walk always validates whole.
-_SHALLOW: Final = frozenset(
-    {
-        "type", "enum", "const", "required", "minProperties", "maxProperties", "dependentRequired",
-        "minItems", "maxItems", "uniqueItems", "minContains", "maxContains",
-    }
-)
+_SHALLOW: Final = frozenset({"type", "enum", "const", "required", "minProperties", "maxProperties", "dependentRequired",
+                             "minItems", "maxItems", "uniqueItems", "minContains", "maxContains"})
 _SHALLOW_SUBSCHEMAS: Final = ("contains", "propertyNames")
 # Keywords whose verdict can change when something below them changes, in ways no local check
 # sees, or that some draft gave a meaning the runtime validator may still honour. Any other
 # keyword is an annotation to the runtime validator (it asserts nothing it does not know).
-_NON_LOCAL: Final = frozenset(
-    {
-        "oneOf", "anyOf", "not", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems",
-        "$dynamicRef", "$recursiveRef", "$recursiveAnchor", "dependencies", "additionalItems", "$vocabulary",
-    }
-)
+_NON_LOCAL: Final = frozenset({"oneOf", "anyOf", "not", "if", "then", "else", "unevaluatedProperties",
+                               "unevaluatedItems", "$dynamicRef", "$recursiveRef", "$recursiveAnchor", "dependencies",
+                               "additionalItems", "$vocabulary"})
 _SHALLOW_ASSERTED: Final = _SHALLOW | frozenset(_SHALLOW_SUBSCHEMAS)
 # Errors carrying their alternatives' errors, whose paths are relative to the validated subtree.
 _BRANCHING: Final = frozenset({"oneOf", "anyOf", "anyOfMultipleErrors", "oneOfMultipleValid", "oneOfNotValid"})

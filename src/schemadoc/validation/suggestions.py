@@ -187,24 +187,20 @@ def combined_fix(violations: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     A member moved to a corrected name (a misspelling) is not also added with an example value; one path is
     written once (the first violation's fix wins); a removal is not followed by writes below what it removed.
     """
+    fixes = [op for violation in violations for op in violation.get("suggested_fix") or ()]
+    moved_to = {op["path"] for op in fixes if op.get("op") == "move"}
     ops: list[dict[str, Any]] = []
     written: set[str] = set()
-    moved_to: set[str] = set()
-    for violation in violations:
-        for op in violation.get("suggested_fix") or ():
-            if op.get("op") == "move":
-                moved_to.add(op["path"])
-    for violation in violations:
-        for op in violation.get("suggested_fix") or ():
-            path = op.get("path")
-            if not isinstance(path, str):
-                continue
-            if op.get("op") == "add" and any(path == t or path.startswith(t + "/") for t in moved_to):
-                continue  # the renamed member already brings a value
-            if path in written or any(path.startswith(w + "/") for w in written):
-                continue
-            written.add(path)
-            ops.append(op)
+    for op in fixes:
+        path = op.get("path")
+        if not isinstance(path, str):
+            continue
+        if op.get("op") == "add" and any(path == t or path.startswith(t + "/") for t in moved_to):
+            continue  # the renamed member already brings a value
+        if path in written or any(path.startswith(w + "/") for w in written):
+            continue
+        written.add(path)
+        ops.append(op)
     return ops
 
 
