@@ -248,7 +248,7 @@ def _check_access(settings: Settings) -> None:
 
 def _warn_if_create_fails(service: DocumentService) -> None:
     """A loud warning on stderr when ``document_create`` can never succeed on the served schema."""
-    from schemadoc.validation.creation import creation_problems
+    from schemadoc.validation import creation_problems
 
     problems = creation_problems(service.schema)
     if not problems:
@@ -352,7 +352,7 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     schema = load_schema(schema_path)
     validator = DocumentValidator(schema)
     if args.file is None:
-        from schemadoc.validation.creation import creation_problems
+        from schemadoc.validation import creation_problems
 
         problems = creation_problems(schema)
         if args.json:
