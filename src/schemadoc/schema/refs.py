@@ -155,13 +155,6 @@ def _own_id(contents: Any) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class _RefEdge:
-    target: Located
-    uri: str
-    ref: str
-
-
 class SchemaResources:
     """The root schema document and every sibling document reachable from it through ``$ref``."""
 
@@ -356,7 +349,7 @@ class SchemaResources:
     def check(self) -> None:
         """Meta-validate every sibling, resolve every ``$ref``, reject in-place cycles."""
         order: list[tuple[str, Located]] = []
-        edges: dict[int, _RefEdge] = {}
+        edges: dict[int, tuple[str, Located, str]] = {}  # id of a schema with a $ref -> (uri, target, ref)
         unresolved: list[dict[str, str]] = []
         queue: list[tuple[str, Located]] = [(self.file_uri, self.root)]
         walked: set[int] = set()
@@ -388,7 +381,7 @@ class SchemaResources:
                         raise load_error from error
                     unresolved.append({"ref": ref, "at": label, "uri": uri, "reason": _reason(error, uri)})
                 else:
-                    edges[id(schema)] = _RefEdge(target, uri, ref)
+                    edges[id(schema)] = (uri, target, ref)
                 while self._pending:
                     new_uri = self._pending.pop(0)
                     _, contents = self.documents[new_uri]
@@ -404,14 +397,13 @@ class SchemaResources:
             )
         self._check_cycles(order, edges)
 
-    def _check_cycles(self, order: list[tuple[str, Located]], edges: dict[int, _RefEdge]) -> None:
+    def _check_cycles(self, order: list[tuple[str, Located]], edges: dict[int, tuple[str, Located, str]]) -> None:
         def successors(label: str, located: Located) -> Iterator[tuple[str, Located, str | None]]:
             schema = located.schema
             if not isinstance(schema, dict):
                 return
-            edge = edges.get(id(schema))
-            if edge is not None:
-                yield edge.uri, edge.target, edge.ref
+            if id(schema) in edges:
+                yield edges[id(schema)]
             for relative, sub, in_place in iter_subschemas(schema):
                 if in_place:
                     yield _label(label, relative), self.sub(located, sub), None
