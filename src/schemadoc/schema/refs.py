@@ -263,8 +263,9 @@ class SchemaResources:
         """``(uri, contents)`` for every document, each under every URI it is known by."""
         return [(uri, contents) for uri, (_, contents) in self.documents.items()]
 
-    def location_uris(self) -> dict[int, str]:
-        """``id(subschema) -> "document-uri#/json/pointer"`` for every object subschema of every document.
+    def locations(self) -> dict[int, tuple[str, tuple[str, ...]]]:
+        """``id(subschema) -> ("document-uri#/json/pointer", pointer tokens)`` for every object subschema of every
+        document.
 
         The pointer runs from the document's root (also across an embedded ``$id``), percent-encoded
         as a URI fragment, so ``{"$ref": uri}`` compiled against the registry of every document is
@@ -274,14 +275,14 @@ class SchemaResources:
         preferred: dict[int, tuple[str, Any]] = {}
         for uri, (_, contents) in self.documents.items():  # a document's $id comes after its file URI
             preferred[id(contents)] = (uri, contents)
-        index: dict[int, str] = {}
+        index: dict[int, tuple[str, tuple[str, ...]]] = {}
         for uri, contents in preferred.values():
             stack: list[tuple[tuple[str, ...], Any]] = [((), contents)]
             while stack:
                 tokens, schema = stack.pop()
                 if not isinstance(schema, dict) or id(schema) in index:
                     continue
-                index[id(schema)] = uri + "#" + quote(fragment_pointer(tokens), safe="/~!$&'()*+,;=:@")
+                index[id(schema)] = (uri + "#" + quote(fragment_pointer(tokens), safe="/~!$&'()*+,;=:@"), tokens)
                 for relative, sub, _ in iter_subschemas(schema):
                     stack.append(((*tokens, *relative), sub))
         return index

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import threading
 from typing import Any, Final
-from urllib.parse import unquote, urldefrag
 
 import jsonschema_rs
 
-from schemadoc.errors import SchemaDocError
-from schemadoc.pointer import parse
 from schemadoc.schema import LoadedSchema
 from schemadoc.schema._keywords import member_subschemas
 from schemadoc.schema.refs import Located
@@ -243,7 +240,7 @@ class Locations:
         self.resources = schema.resources
         self.whole = schema.make_validator()
         """The whole schema's validator (the root location's, and the walk's fallback)."""
-        self._uris = self.resources.location_uris()
+        self._locations = self.resources.locations()
         self._lock = threading.Lock()
         self._nodes: dict[tuple[int, ...], Node] = {}
         self._location_validators: dict[str, Any] = {}
@@ -259,17 +256,16 @@ class Locations:
 
     def pointer(self, schema: dict[str, Any]) -> tuple[str, ...]:
         """The tokens of a subschema's location in its schema document."""
-        uri = self._uris.get(id(schema))
-        if uri is None:
-            raise Unsupported
-        fragment = unquote(urldefrag(uri).fragment)
-        try:
-            tokens = tuple(parse(fragment))
-        except SchemaDocError as error:
-            raise Unsupported from error
+        tokens = self._locate(schema)[1]
         if tokens and tokens[0] in _SHALLOW_ASSERTED:
             raise Unsupported  # its keywords' own paths could not be told from this prefix
         return tokens
+
+    def _locate(self, schema: Any) -> tuple[str, tuple[str, ...]]:
+        location = self._locations.get(id(schema))
+        if location is None:
+            raise Unsupported
+        return location
 
     def node(self, direct: tuple[Located, ...]) -> Node:
         key = tuple(id(located.schema) if isinstance(located.schema, dict) else int(bool(located.schema))
@@ -291,9 +287,7 @@ class Locations:
             return self.whole
         if not isinstance(located.schema, dict):
             return _BOOLEAN_VALIDATORS[bool(located.schema)]
-        uri = self._uris.get(id(located.schema))
-        if uri is None:
-            raise Unsupported
+        uri = self._locate(located.schema)[0]
         return self._compiled(uri, {"$ref": uri})
 
     def shallow_validator(self, located: Located) -> Any | None:
@@ -306,13 +300,7 @@ class Locations:
         for keyword in _SHALLOW_SUBSCHEMAS:
             if keyword in schema:
                 value = schema[keyword]
-                if isinstance(value, bool):
-                    shallow[keyword] = value
-                else:
-                    uri = self._uris.get(id(value))
-                    if uri is None:
-                        raise Unsupported
-                    shallow[keyword] = {"$ref": uri}
+                shallow[keyword] = value if isinstance(value, bool) else {"$ref": self._locate(value)[0]}
         validator = self._compiled(f"shallow:{key}", shallow) if shallow else None
         with self._lock:
             self._shallow[key] = validator
