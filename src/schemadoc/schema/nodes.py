@@ -259,29 +259,23 @@ class NodeNavigator:
     def _item(self, located: Located, position: int | str) -> list[_Expr]:
         schema: dict[str, Any] = located.schema
         sub = self._resources.sub
-        prefix = schema.get("prefixItems")
+        prefix = schema.get("prefixItems") or []
         items = schema.get("items")
-        if not isinstance(prefix, list) or not prefix:
-            if items is False:
-                raise _NotAllowed
-            return [] if items is None else [sub(located, items)]
-        if isinstance(position, int) and position >= 0:
-            if position < len(prefix):
-                return [sub(located, prefix[position])]
-            if items is False:
-                raise _NotAllowed
-            return [] if items is None else [sub(located, items)]
-        # "-" or counted from the end: any tuple position, or the rest.
-        candidates: list[_Expr] = [sub(located, each) for each in prefix]
-        if items is not False:
-            candidates.append(_ANYTHING if items is None else sub(located, items))
-        return [_Of("anyOf", tuple(candidates))]
+        if prefix and not (isinstance(position, int) and position >= 0):
+            # "-" or counted from the end: any tuple position, or the rest.
+            candidates: list[_Expr] = [sub(located, each) for each in prefix]
+            if items is not False:
+                candidates.append(_ANYTHING if items is None else sub(located, items))
+            return [_Of("anyOf", tuple(candidates))]
+        if isinstance(position, int) and 0 <= position < len(prefix):
+            return [sub(located, prefix[position])]
+        if items is False:
+            raise _NotAllowed
+        return [] if items is None else [sub(located, items)]
 
     def _unevaluated(self, located: Located, token: str) -> _Expr:
         """``unevaluatedProperties``/``unevaluatedItems`` apply when nothing else constrained the child."""
-        schema = located.schema
-        if not isinstance(schema, dict):
-            return _ANYTHING
+        schema: dict[str, Any] = located.schema
         for keyword, json_type in (("unevaluatedProperties", "object"), ("unevaluatedItems", "array")):
             if keyword not in schema or not type_allows(schema, json_type):
                 continue
