@@ -27,7 +27,6 @@ from schemadoc.validation.violations import Violation
 __all__ = ["NodeSchemaSource", "combined_fix", "placeholders", "suggest"]
 
 _EXCERPT_KEYWORDS = {
-    "dependentRequired": ("dependentRequired",),
     "additionalProperties": ("additionalProperties", "properties"),
     "unevaluatedProperties": ("unevaluatedProperties", "properties"),
     "minimum": ("minimum", "exclusiveMinimum"),
@@ -56,12 +55,9 @@ def suggest(violation: Violation, instance: Any, schemas: NodeSchemaSource) -> V
 
 def _excerpt(violation: Violation, node_schema: dict[str, Any] | None) -> dict[str, Any] | None:
     keyword = violation.constraint
-    if node_schema is None:
-        return {keyword: violation.expected} if violation.expected is not None else None
-    names = _EXCERPT_KEYWORDS.get(keyword, (keyword,))
     excerpt: dict[str, Any] = {}
-    for name in names:
-        if name in node_schema:
+    for name in _EXCERPT_KEYWORDS.get(keyword, (keyword,)):
+        if node_schema is not None and name in node_schema:
             value = node_schema[name]
             if name == "properties" and isinstance(value, dict):
                 value = sorted(value)[:_MAX_EXCERPT_NAMES]  # the allowed names, not their schemas
