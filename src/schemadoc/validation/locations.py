@@ -53,6 +53,8 @@ class PlacedError:
     __slots__ = ("instance", "instance_path", "kind", "message", "schema_path")
 
     def __init__(self, error: Any, path: tuple[str | int, ...], schema_path: tuple[str | int, ...]) -> None:
+        if error.kind.name in _BRANCHING or getattr(error.kind, "context", None):
+            raise Unsupported  # its alternatives' errors are placed in the validated subtree
         self.kind = error.kind
         self.message: str = error.message
         self.instance = error.instance
@@ -60,12 +62,6 @@ class PlacedError:
         # in {"": {"a": 1}} at "/a"): whole-document reports say so, and so must this one
         self.instance_path = (*(token for token in path if token != ""), *error.instance_path)
         self.schema_path = schema_path
-
-
-def _placed(error: Any, path: tuple[str | int, ...], schema_path: tuple[str | int, ...]) -> PlacedError:
-    if error.kind.name in _BRANCHING or getattr(error.kind, "context", None):
-        raise Unsupported  # its alternatives' errors are placed in the validated subtree
-    return PlacedError(error, path, schema_path)
 
 
 class Errors(list[PlacedError]):
@@ -146,7 +142,7 @@ class Node:
             return all(validator.is_valid(instance) for validator in whole)
         for validator in whole:
             for error in validator.iter_errors(instance):
-                out.add(_placed(error, path, tuple(error.schema_path)))
+                out.add(PlacedError(error, path, tuple(error.schema_path)))
         return True
 
     def own(self, instance: Any, path: tuple[str | int, ...], out: Errors | None = None) -> bool:
@@ -174,7 +170,7 @@ class Node:
                     schema_path = prefix + schema_path
                 else:
                     raise Unsupported
-                out.add(_placed(error, path, schema_path))
+                out.add(PlacedError(error, path, schema_path))
         return True
 
     # -- children -------------------------------------------------------------------------
