@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.schema._keywords import format_pointer
+from schemadoc.schema._keywords import format_pointer, type_allows
 from schemadoc.schema.refs import Located, SchemaResources
 
 __all__ = ["build_defaults"]
@@ -55,11 +55,8 @@ class _View:
     object_hints: bool = False
 
     def is_buildable_object(self) -> bool:
-        for declared in self.types:
-            if isinstance(declared, str) and declared != "object":
-                return False
-            if isinstance(declared, list) and "object" not in declared:
-                return False
+        if not all(type_allows({"type": declared}, "object") for declared in self.types):
+            return False
         return bool(self.types) or self.object_hints
 
 

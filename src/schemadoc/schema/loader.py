@@ -136,12 +136,13 @@ class LoadedSchema:
         root: the root schema exactly as loaded; do not modify it.
         schema_version: the root's ``version``, ``x-version`` or ``$comment``, else None.
         resource_uris: the URIs of every schema document in play (root and siblings).
+        resources: those documents and ``$ref`` resolution (frozen: nothing is read any more).
 
     Methods returning schemas or documents return fresh objects the caller may keep or change.
     """
 
     def __init__(self, resources: SchemaResources) -> None:
-        self._resources = resources
+        self.resources = resources
         self.path: Path = resources.path
         self.uri: str = resources.file_uri
         self.base_uri: str = resources.base_uri
@@ -164,11 +165,6 @@ class LoadedSchema:
 
     def __repr__(self) -> str:
         return f"LoadedSchema(uri={self.uri!r}, base_uri={self.base_uri!r})"
-
-    @property
-    def resources(self) -> SchemaResources:
-        """The loaded schema documents and ``$ref`` resolution (frozen: nothing is read any more)."""
-        return self._resources
 
     # -- validators -------------------------------------------------------------------
 
@@ -203,7 +199,7 @@ class LoadedSchema:
                 schema = {**schema, "$id": self.uri}
         validator: Validator = Draft202012Validator(
             schema,
-            registry=self._resources.registry,
+            registry=self.resources.registry,
             format_checker=Draft202012Validator.FORMAT_CHECKER,
         )
         return validator
@@ -257,7 +253,7 @@ class LoadedSchema:
     @functools.cached_property
     def _defaults(self) -> tuple[Any, SchemaDocError | None]:
         try:
-            return build_defaults(self._resources), None
+            return build_defaults(self.resources), None
         except SchemaDocError as error:
             return None, error
 
