@@ -148,11 +148,14 @@ def normalize_uri(uri: str) -> str:
 
 
 def _own_id(contents: Any) -> str | None:
-    if isinstance(contents, dict):
-        declared = contents.get("$id")
-        if isinstance(declared, str):
-            return declared
-    return None
+    declared = contents.get("$id") if isinstance(contents, dict) else None
+    return declared if isinstance(declared, str) else None
+
+
+def _base(uri: str, contents: Any) -> str:
+    """What relative references in a document read from ``uri`` resolve against: its ``$id``, else ``uri``."""
+    own_id = _own_id(contents)
+    return urldefrag(urljoin(uri, own_id)).url if own_id else uri
 
 
 class SchemaResources:
@@ -161,8 +164,7 @@ class SchemaResources:
     def __init__(self, path: Path, root: Any) -> None:
         self.path = path
         self.file_uri = path.as_uri()
-        own_id = _own_id(root)
-        self.base_uri = urldefrag(urljoin(self.file_uri, own_id)).url if own_id else self.file_uri
+        self.base_uri = _base(self.file_uri, root)
         self.root_contents = root
         # uri -> (file, contents) of every document read, the root included.
         self.documents: dict[str, tuple[Path, Any]] = {}
@@ -183,10 +185,7 @@ class SchemaResources:
 
     def _add_document(self, uri: str, path: Path, contents: Any) -> Resource[Any]:
         resource = DRAFT202012.create_resource(contents)
-        uris = [uri]
-        own_id = _own_id(contents)
-        if own_id:
-            uris.append(urldefrag(urljoin(uri, own_id)).url)
+        uris = [uri, _base(uri, contents)] if _own_id(contents) else [uri]
         for each in uris:
             self.documents.setdefault(each, (path, contents))
             self._resources[each] = resource
@@ -386,8 +385,7 @@ class SchemaResources:
                 while self._pending:
                     new_uri = self._pending.pop(0)
                     _, contents = self.documents[new_uri]
-                    own_id = _own_id(contents)
-                    base = urldefrag(urljoin(new_uri, own_id)).url if own_id else new_uri
+                    base = _base(new_uri, contents)
                     queue.append((new_uri, Located(contents, self.registry.resolver(base), base)))
         if unresolved:
             first = unresolved[0]

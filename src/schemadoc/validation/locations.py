@@ -270,9 +270,7 @@ class Locations:
         if node is None:
             try:
                 node = Node(self, direct)
-            except Unsupported:
-                raise
-            except Exception as error:  # an unresolvable reference the loader did not see
+            except Exception as error:  # an unresolvable reference the loader did not see (or Unsupported)
                 raise Unsupported from error
             with self._lock:
                 node = self._nodes.setdefault(key, node)
