@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,52 +44,6 @@ DEFAULT_CONFIG_FILE = "./config.json"
 TRANSPORTS = ("http", "stdio")
 SNAPSHOT_POLICIES = ("every-write", "lazy")
 LOG_LEVELS = ("debug", "info", "warning", "error")
-_LEVEL_ALIASES = {"warn": "warning"}
-
-ENVIRONMENT: dict[str, str] = {
-    "SCHEMA_PATH": "schema_path",
-    "STORAGE_DIR": "storage_dir",
-    "STORAGE_URL": "storage_url",
-    "LOG_LEVEL": "log_level",
-    "CONFIG_FILE": "config_file",
-    "HOST": "host",
-    "PORT": "port",
-    "CORS_ORIGINS": "cors_origins",
-    "TRANSPORT": "transport",
-    "MAX_BODY_BYTES": "max_body_bytes",
-    "MAX_JSON_DEPTH": "max_json_depth",
-    "MAX_STRING_LENGTH": "max_string_length",
-    "MAX_PATCH_OPERATIONS": "max_patch_operations",
-    "MAX_SUBSCRIBERS_PER_DOCUMENT": "max_subscribers_per_document",
-    "MAX_SUBSCRIBERS_TOTAL": "max_subscribers_total",
-    "MAX_MCP_SESSIONS": "max_mcp_sessions",
-    "MCP_SESSION_IDLE_SECONDS": "mcp_session_idle_seconds",
-    "SNAPSHOT_POLICY": "snapshot_policy",
-    "SNAPSHOT_INLINE_BELOW_BYTES": "snapshot_inline_below_bytes",
-    "SNAPSHOT_LAG_VERSIONS": "snapshot_lag_versions",
-    "SNAPSHOT_LAG_BYTES": "snapshot_lag_bytes",
-    "SNAPSHOT_INTERVAL_SECONDS": "snapshot_interval_seconds",
-    "ALLOWED_HOSTS": "allowed_hosts",
-    "TOKENS_FILE": "tokens_file",
-    "UNSAFE_NO_AUTH": "unsafe_no_auth",
-    "MEMORY_BUDGET": "memory_budget",
-}
-"""Environment variable -> setting name."""
-
-_FLAGS: dict[str, str] = {
-    "schema_path": "--schema",
-    "storage_dir": "--storage-dir",
-    "storage_url": "--storage-url",
-    "log_level": "--log-level",
-    "config_file": "--config",
-    "host": "--host",
-    "port": "--port",
-    "transport": "--transport",
-    "allowed_hosts": "--allowed-hosts",
-    "tokens_file": "--tokens-file",
-    "unsafe_no_auth": "--unsafe-no-auth",
-    "memory_budget": "--memory-budget",
-}
 
 
 @dataclass(frozen=True)
@@ -134,9 +88,6 @@ class Settings:
         return {"debug": 10, "info": 20, "warning": 30, "error": 40}[self.log_level]
 
 
-_NAMES = frozenset(Settings.__dataclass_fields__)
-
-
 def _invalid(name: str, source: str, message: str, value: Any = None) -> SchemaDocError:
     details: dict[str, Any] = {"setting": name, "source": source}
     if value is not None:
@@ -144,20 +95,8 @@ def _invalid(name: str, source: str, message: str, value: Any = None) -> SchemaD
     return SchemaDocError("config-invalid", f"{name} ({source}): {message}", details)
 
 
-def _source_name(name: str, source: str) -> str:
-    if source == "flag":
-        return f"flag {_FLAGS.get(name, name)}"
-    if source == "environment":
-        env = next((key for key, value in ENVIRONMENT.items() if value == name), name)
-        return f"environment variable {env}"
-    return source
-
-
 def _as_int(name: str, source: str, value: Any, low: int, high: int | None = None) -> int:
-    number: int
-    if isinstance(value, bool):
-        raise _invalid(name, source, f"must be an integer, got {value!r}", value)
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         number = value
     elif isinstance(value, str) and value.strip().lstrip("+").isdigit():
         number = int(value.strip())
@@ -186,13 +125,13 @@ def parse_size(value: Any) -> int:
     return int(float(match.group(1)) * _SIZE_UNITS[unit])
 
 
-def _as_size(name: str, source: str, value: Any, low: int) -> int:
+def _as_size(name: str, source: str, value: Any) -> int:
     try:
         size = parse_size(value)
     except ValueError as error:
         raise _invalid(name, source, str(error), value) from None
-    if size < low:
-        raise _invalid(name, source, f"must be at least {low} bytes (1MiB), got {size}", value)
+    if size < 1 << 20:
+        raise _invalid(name, source, f"must be at least {1 << 20} bytes (1MiB), got {size}", value)
     return size
 
 
@@ -202,11 +141,8 @@ def _as_str(name: str, source: str, value: Any) -> str:
     return value.strip()
 
 
-def _as_path(name: str, source: str, value: Any, base: Path | None) -> Path:
-    path = value if isinstance(value, Path) else Path(_as_str(name, source, value)).expanduser()
-    if base is not None and not path.is_absolute():
-        path = base / path
-    return path
+def _as_path(name: str, source: str, value: Any) -> Path:
+    return value if isinstance(value, Path) else Path(_as_str(name, source, value)).expanduser()
 
 
 def redacted_url(text: str) -> str:
@@ -274,107 +210,98 @@ def _as_origins(name: str, source: str, value: Any) -> tuple[str, ...]:
     return tuple(items)
 
 
-_POSITIVE_INTS = frozenset({"max_string_length", "max_patch_operations", "max_subscribers_per_document",
-                            "max_subscribers_total", "max_mcp_sessions", "mcp_session_idle_seconds"})
+_Convert = Callable[[str, str, Any], Any]
+"""One raw value (a string from flags or the environment, any JSON from the file) as its setting's type,
+from the setting's name, where the value came from and the value."""
 
 
-def _convert(name: str, source: str, value: Any, base: Path | None) -> Any:
-    """One raw value (a string from flags/environment, any JSON from the file) as its setting's type."""
-    where = _source_name(name, source)
-    if name in ("schema_path", "storage_dir", "config_file"):
-        return _as_path(name, where, value, base)
-    if name == "transport":
-        text = _as_str(name, where, value).lower()
-        if text not in TRANSPORTS:
-            raise _invalid(name, where, f"must be one of {', '.join(TRANSPORTS)}, got {value!r}", value)
+def _int(low: int, high: int | None = None) -> _Convert:
+    return lambda name, source, value: _as_int(name, source, value, low, high)
+
+
+def _choice(choices: tuple[str, ...], shown: str, aliases: Mapping[str, str] | None = None) -> _Convert:
+    def convert(name: str, source: str, value: Any) -> str:
+        text = _as_str(name, source, value).lower()
+        text = (aliases or {}).get(text, text)
+        if text not in choices:
+            raise _invalid(name, source, f"must be one of {shown}, got {value!r}", value)
         return text
-    if name == "log_level":
-        text = _as_str(name, where, value).lower()
-        text = _LEVEL_ALIASES.get(text, text)
-        if text not in LOG_LEVELS:
-            raise _invalid(name, where, f"must be one of debug, info, warn, warning, error, got {value!r}", value)
-        return text
-    if name == "storage_url":
-        return _as_storage_url(name, where, value)
-    if name == "host":
-        return _as_str(name, where, value)
-    if name == "port":
-        return _as_int(name, where, value, 0, 65535)
-    if name == "cors_origins":
-        return _as_origins(name, where, value)
-    if name == "allowed_hosts":
-        return _as_hosts(name, where, value)
-    if name == "tokens_file":
-        return _as_path(name, where, value, base)
-    if name == "unsafe_no_auth":
-        return _as_bool(name, where, value)
-    if name == "max_body_bytes":
-        return _as_int(name, where, value, 1)
-    if name == "max_json_depth":
-        return _as_int(name, where, value, 1, 250)  # orjson stores at most 255 levels
-    if name in _POSITIVE_INTS:
-        return _as_int(name, where, value, 1)
-    if name == "snapshot_policy":
-        text = _as_str(name, where, value).lower()
-        if text not in SNAPSHOT_POLICIES:
-            raise _invalid(name, where, f"must be one of {', '.join(SNAPSHOT_POLICIES)}, got {value!r}", value)
-        return text
-    if name in ("snapshot_inline_below_bytes", "snapshot_lag_bytes"):
-        return _as_int(name, where, value, 0)
-    if name in ("snapshot_lag_versions", "snapshot_interval_seconds"):
-        return _as_int(name, where, value, 1)
-    if name == "memory_budget":
-        return _as_size(name, where, value, 1 << 20)
-    raise _invalid(name, where, "is not a setting")  # pragma: no cover - guarded by the callers
+
+    return convert
 
 
-def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for env, name in ENVIRONMENT.items():
-        raw = environ.get(env)
-        if raw is not None and raw != "":
-            values[name] = _convert(name, "environment", raw, None)
-    return values
+_SETTINGS: dict[str, tuple[_Convert, str | None]] = {
+    "schema_path": (_as_path, "--schema"),
+    "storage_dir": (_as_path, "--storage-dir"),
+    "storage_url": (_as_storage_url, "--storage-url"),
+    "log_level": (_choice(LOG_LEVELS, "debug, info, warn, warning, error", {"warn": "warning"}), "--log-level"),
+    "config_file": (_as_path, "--config"),
+    "host": (_as_str, "--host"),
+    "port": (_int(0, 65535), "--port"),
+    "cors_origins": (_as_origins, None),
+    "transport": (_choice(TRANSPORTS, ", ".join(TRANSPORTS)), "--transport"),
+    "max_body_bytes": (_int(1), None),
+    "max_json_depth": (_int(1, 250), None),  # orjson stores at most 255 levels
+    "max_string_length": (_int(1), None),
+    "max_patch_operations": (_int(1), None),
+    "max_subscribers_per_document": (_int(1), None),
+    "max_subscribers_total": (_int(1), None),
+    "max_mcp_sessions": (_int(1), None),
+    "mcp_session_idle_seconds": (_int(1), None),
+    "snapshot_policy": (_choice(SNAPSHOT_POLICIES, ", ".join(SNAPSHOT_POLICIES)), None),
+    "snapshot_inline_below_bytes": (_int(0), None),
+    "snapshot_lag_versions": (_int(1), None),
+    "snapshot_lag_bytes": (_int(0), None),
+    "snapshot_interval_seconds": (_int(1), None),
+    "allowed_hosts": (_as_hosts, "--allowed-hosts"),
+    "tokens_file": (_as_path, "--tokens-file"),
+    "unsafe_no_auth": (_as_bool, "--unsafe-no-auth"),
+    "memory_budget": (_as_size, "--memory-budget"),
+}
+"""Every setting (a field of :class:`Settings`): how its value is read, and its command-line flag if it has one.
+Its environment variable is its name in capitals."""
+
+ENVIRONMENT: dict[str, str] = {name.upper(): name for name in _SETTINGS}
+"""Environment variable -> setting name."""
 
 
-def _from_flags(cli_overrides: Mapping[str, Any]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for name, raw in cli_overrides.items():
-        if raw is None:
-            continue
-        if name not in _NAMES:
-            raise _invalid(name, "flag", "is not a setting")
-        values[name] = _convert(name, "flag", raw, None)
-    return values
+def _convert(name: str, source: str, value: Any) -> Any:
+    if source == "flag":
+        if name not in _SETTINGS:
+            raise _invalid(name, source, "is not a setting")
+        source = f"flag {_SETTINGS[name][1] or name}"
+    elif source == "environment":
+        source = f"environment variable {name.upper()}"
+    return _SETTINGS[name][0](name, source, value)
 
 
 def _read_file(path: Path, explicit: bool) -> dict[str, Any]:
-    where = f"config file {path}"
+    def unusable(problem: str, remediation: str | None = None) -> SchemaDocError:
+        return SchemaDocError("config-invalid", f"The config file {path} {problem}",
+                              {"setting": "config_file", "path": str(path)}, remediation=remediation)
+
     if not path.exists():
         if explicit:
-            raise SchemaDocError("config-invalid", f"The config file {path} does not exist.",
-                                 {"setting": "config_file", "path": str(path)},
-                                 remediation="Create the file, or name an existing one with --config / CONFIG_FILE.")
+            raise unusable("does not exist.", "Create the file, or name an existing one with --config / CONFIG_FILE.")
         return {}
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
-        raise SchemaDocError("config-invalid", f"The config file {path} cannot be read: {error}.",
-                             {"setting": "config_file", "path": str(path)}) from None
+        raise unusable(f"cannot be read: {error}.") from None
     except json.JSONDecodeError as error:
-        raise SchemaDocError("config-invalid", f"The config file {path} is not JSON: {error}.",
-                             {"setting": "config_file", "path": str(path)}) from None
+        raise unusable(f"is not JSON: {error}.") from None
     if not isinstance(raw, dict):
-        raise SchemaDocError("config-invalid", f"The config file {path} must hold a JSON object.",
-                             {"setting": "config_file", "path": str(path)})
-    unknown = sorted(key for key in raw if key not in _NAMES or key == "config_file")
+        raise unusable("must hold a JSON object.")
+    where = f"config file {path}"
+    known = sorted(_SETTINGS.keys() - {"config_file"})
+    unknown = sorted(key for key in raw if key not in known)
     if unknown:
         raise SchemaDocError("config-invalid",
                              f"The config file {path} has unknown settings: {', '.join(unknown)}.",
-                             {"setting": unknown[0], "source": where, "unknown": unknown,
-                              "known": sorted(_NAMES - {"config_file"})})
-    base = path.parent
-    return {name: _convert(name, where, value, base) for name, value in raw.items() if value is not None}
+                             {"setting": unknown[0], "source": where, "unknown": unknown, "known": known})
+    values = {name: _convert(name, where, value) for name, value in raw.items() if value is not None}
+    # relative paths in the file are relative to the file's own directory
+    return {name: path.parent / value if isinstance(value, Path) else value for name, value in values.items()}
 
 
 def load_settings(cli_overrides: Mapping[str, Any], environ: Mapping[str, str], *,
@@ -384,8 +311,8 @@ def load_settings(cli_overrides: Mapping[str, Any], environ: Mapping[str, str], 
     Raises ``config-invalid`` for any bad value or an unreadable config file, and
     ``schema-load-failed`` when ``require_schema`` and no source names a schema.
     """
-    flags = _from_flags(cli_overrides)
-    env = _from_environment(environ)
+    flags = {name: _convert(name, "flag", raw) for name, raw in cli_overrides.items() if raw is not None}
+    env = {name: _convert(name, "environment", environ[key]) for key, name in ENVIRONMENT.items() if environ.get(key)}
     if "config_file" in flags:
         config_file, explicit = flags["config_file"], True
     elif "config_file" in env:

@@ -101,25 +101,17 @@ class SnapshotPolicy:
         return self.mode == "every-write" or size < self.inline_below_bytes
 
 
-def _no_pause() -> None:
-    pass
-
-
 def dumps_chunked(value: Any, pause: Callable[[], None] = lambda: time.sleep(0)) -> bytes:
-    """``orjson.dumps(value)``, byte for byte, in pieces, calling ``pause`` between them.
-
-    Big containers (and the top levels) are serialised member by member, the rest whole; after
-    every ~256 KiB ``pause`` runs (by default ``time.sleep(0)``, which hands the GIL to any thread
-    waiting for it). Raises ``orjson.JSONEncodeError`` as ``orjson.dumps`` would.
-    """
+    """``orjson.dumps(value)``, byte for byte: the pieces of :func:`iter_chunked` joined."""
     return b"".join(iter_chunked(value, pause))
 
 
 def iter_chunked(value: Any, pause: Callable[[], None] = lambda: time.sleep(0)) -> Iterator[bytes]:
-    """The bytes of ``orjson.dumps(value)`` as pieces of about 256 KiB, calling ``pause`` after each.
+    """The bytes of ``orjson.dumps(value)`` as pieces of about 256 KiB, calling ``pause`` after each (by default
+    ``time.sleep(0)``, which hands the GIL to any thread waiting for it).
 
-    Their concatenation is ``orjson.dumps(value)``; a consumer that writes each piece as it
-    comes never holds the whole serialisation. Raises ``orjson.JSONEncodeError`` as
+    Big containers (and the top levels) are serialised member by member, the rest whole. A consumer that
+    writes each piece as it comes never holds the whole serialisation. Raises ``orjson.JSONEncodeError`` as
     ``orjson.dumps`` would (possibly after some pieces were produced).
     """
     parts: list[bytes] = []
@@ -205,8 +197,7 @@ class Snapshotter:
             lag.journal_bytes += journal_bytes
             if lag.versions >= self.policy.lag_versions or lag.journal_bytes >= self.policy.lag_bytes:
                 self._due.add(doc_id)
-            self._start()
-            self._condition.notify_all()
+            self._wake()
 
     def lagging(self, doc_id: str, versions: int) -> None:
         """A document was loaded with ``versions`` journal entries after its snapshot."""
@@ -216,15 +207,13 @@ class Snapshotter:
                 lag.versions = max(lag.versions, versions)
                 if lag.versions >= self.policy.lag_versions:
                     self._due.add(doc_id)
-                self._start()
-                self._condition.notify_all()
+                self._wake()
 
     def checkpoint(self, doc_id: str, version: int, content: Any) -> None:
         """Persist ``content`` (immutable) as the history checkpoint of ``version``, in the background."""
         with self._condition:
             self._checkpoints.append((doc_id, version, content))
-            self._start()
-            self._condition.notify_all()
+            self._wake()
 
     def forget(self, doc_id: str) -> None:
         """The document was purged."""
@@ -247,7 +236,7 @@ class Snapshotter:
             self._due.clear()
         try:
             for job in jobs:
-                self._write_checkpoint(*job)
+                self._write("checkpoint", *job, hand_over)
             for doc_id in lagging:
                 self._snapshot(doc_id, chunked=False)
         finally:
@@ -284,10 +273,12 @@ class Snapshotter:
         with self._condition:
             return len(self._lags) + len(self._checkpoints) + (1 if self._busy else 0)
 
-    def _start(self) -> None:
+    def _wake(self) -> None:
+        """Start the thread if it is not running, and tell it there is work (with the condition held)."""
         if self._thread is None and not self._closed:
             self._thread = threading.Thread(target=self._run, name="schemadoc-snapshots", daemon=True)
             self._thread.start()
+        self._condition.notify_all()
 
     # -- the thread ---------------------------------------------------------------------------------
 
@@ -320,7 +311,8 @@ class Snapshotter:
                 self._busy = True
             try:
                 if job[0] == "checkpoint":
-                    self._write_checkpoint(*job[1])
+                    doc_id, version, content = job[1]
+                    self._write("checkpoint", doc_id, version, content, hand_over)
                 else:
                     self._snapshot(job[1], chunked=True)
             except Exception:  # never let the thread die: the journal is the truth
@@ -332,28 +324,24 @@ class Snapshotter:
 
     def _snapshot(self, doc_id: str, *, chunked: bool) -> None:
         state = self._current(doc_id)
-        if state is None:
-            return
-        version, content = state
-        try:
-            if isinstance(self.store, StreamedSnapshots):
-                # written as serialised, so no second copy of a big document is held (also at
-                # shutdown); the background thread hands the GIL over between pieces
-                pause = hand_over if chunked else _no_pause
-                written = self.store.write_snapshot_pieces(doc_id, version, iter_chunked(content, pause))
-            else:
-                data = dumps_chunked(content, hand_over) if chunked else orjson.dumps(content)
-                written = self.store.write_snapshot(doc_id, version, data)
-            if written:
-                self.written += 1
-        except (SchemaDocError, ValueError, OSError) as error:
-            log.warning("document %s: snapshot of version %d not written: %s", doc_id, version, error)
+        if state is not None and self._write("snapshot", doc_id, *state, hand_over if chunked else None):
+            self.written += 1
 
-    def _write_checkpoint(self, doc_id: str, version: int, content: Any) -> None:
+    def _write(self, what: str, doc_id: str, version: int, content: Any, pause: Callable[[], None] | None) -> bool:
+        """Write the snapshot or the history checkpoint (``what``) of ``version``; False when none was written
+        (a newer snapshot is there, or it failed and is logged: the journal is the truth, a checkpoint a cache).
+
+        A store that streams takes the pieces as they are serialised, so no second copy of a big document is held
+        (also at shutdown); ``pause`` runs between pieces (the background thread hands the GIL over); None: at
+        once (in one ``orjson.dumps`` when the store takes whole bytes).
+        """
+        snapshot = what == "snapshot"
         try:
             if isinstance(self.store, StreamedSnapshots):
-                self.store.write_checkpoint_pieces(doc_id, version, iter_chunked(content, hand_over))
-            else:
-                self.store.write_checkpoint(doc_id, version, dumps_chunked(content, hand_over))
-        except (OSError, SchemaDocError) as error:  # a cache: losing one only makes old reads replay more
-            log.warning("document %s: checkpoint of version %d not written: %s", doc_id, version, error)
+                write_pieces = self.store.write_snapshot_pieces if snapshot else self.store.write_checkpoint_pieces
+                return bool(write_pieces(doc_id, version, iter_chunked(content, pause or (lambda: None))))
+            data = orjson.dumps(content) if pause is None else dumps_chunked(content, pause)
+            return bool((self.store.write_snapshot if snapshot else self.store.write_checkpoint)(doc_id, version, data))
+        except (SchemaDocError, ValueError, OSError) as error:
+            log.warning("document %s: %s of version %d not written: %s", doc_id, what, version, error)
+            return False

@@ -130,3 +130,33 @@ def test_the_lane_takes_every_route_of_the_catalogue(tmp_path: Path) -> None:
     taken = [binding for routes in lane.routes.values() for _pattern, binding in routes]
     assert sorted(binding.operation_id for binding in taken) == sorted(binding.operation_id for binding in BINDINGS)
     assert len(taken) == 25
+
+
+# -- FastAPI's own OpenTelemetry: off where nothing records it ------------------------------------------
+
+
+class _SdkTracerProvider:
+    """Stands for an SDK's provider: a class outside the OpenTelemetry API's placeholders."""
+
+
+def test_fastapi_telemetry_is_off_when_no_provider_is_set(tmp_path: Path) -> None:
+    from opentelemetry import trace
+
+    from schemadoc.interfaces.http_guards import telemetry
+
+    assert type(trace.get_tracer_provider()).__module__.startswith("opentelemetry.")  # nothing set in tests
+    assert telemetry() == {"tracing": False, "metrics": False, "logs": False}
+    app = _app(tmp_path, lane=True)
+    assert app._native_telemetry.enabled() is False
+
+
+def test_fastapi_telemetry_stays_on_when_a_provider_is_set_or_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry import trace
+
+    from schemadoc.interfaces.http_guards import telemetry
+
+    monkeypatch.setenv("FASTAPI_OTEL_AUTO_CONFIGURE", "true")
+    assert telemetry() == {}
+    monkeypatch.delenv("FASTAPI_OTEL_AUTO_CONFIGURE")
+    monkeypatch.setattr(trace, "get_tracer_provider", _SdkTracerProvider)
+    assert telemetry() == {}

@@ -11,9 +11,8 @@ walks the ``/changes`` feed and :meth:`Client.events` follows a document's event
 
 from __future__ import annotations
 
-from schemadoc.client._async import AsyncClient
+from schemadoc.client._clients import AsyncClient, Client
 from schemadoc.client._sse import Event
-from schemadoc.client._sync import Client
 from schemadoc.client.errors import ClientError, VersionConflictError
 
 __all__ = ["AsyncClient", "Client", "ClientError", "Event", "VersionConflictError"]

@@ -9,7 +9,7 @@ from typing import Any
 from schemadoc.client.errors import ClientError, error_for
 from schemadoc.client.models import JournalEntryBody
 
-__all__ = ["Event", "EventParser"]
+__all__ = ["Event", "EventStream"]
 
 
 @dataclass(frozen=True)
@@ -39,26 +39,31 @@ class Event:
 
 
 @dataclass
-class EventParser:
-    """Feed it the stream's lines; it returns an :class:`Event` at each blank line that ends one."""
+class EventStream:
+    """One document's event stream across reconnections, apart from the transport that reads it: what the next
+    connection asks for (resuming after the last event seen), the event each blank line ends, and whether a
+    dropped connection is tried again (up to ``max_retries`` failures in a row)."""
 
+    since: int | None
+    last_event_id: str | None
+    max_retries: int
+    failures: int = 0
+    ended: bool = False
     _event: str = "message"
     _data: list[str] = field(default_factory=list)
     _id: str | None = None
 
+    def connect(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """The query and the headers of the next connection."""
+        self._event, self._data, self._id = "message", [], None
+        headers = {"Last-Event-ID": self.last_event_id} if self.last_event_id else {}
+        query = {"since": self.since} if self.last_event_id is None and self.since is not None else {}
+        return query, headers
+
     def feed(self, line: str) -> Event | None:
+        """The event a line ends, if any; an ``error`` event is raised. After ``purged`` the stream has ``ended``."""
         if line == "":
-            if not self._data:
-                self._event, self._id = "message", None
-                return None
-            text = "\n".join(self._data)
-            try:
-                data: Any = json.loads(text)
-            except ValueError:
-                data = text
-            event = Event(self._event, data, self._id)
-            self._event, self._data, self._id = "message", [], None
-            return event
+            return self._dispatch()
         if line.startswith(":"):  # a comment: keep-alive
             return None
         name, _, value = line.partition(":")
@@ -70,3 +75,30 @@ class EventParser:
         elif name == "id":
             self._id = value
         return None
+
+    def _dispatch(self) -> Event | None:
+        text = "\n".join(self._data)
+        event = Event(self._event, _json_or_text(text), self._id) if self._data else None
+        self._event, self._data, self._id = "message", [], None
+        if event is None:
+            return None
+        self.failures = 0
+        error = event.error()
+        if error is not None:
+            raise error
+        if event.id is not None:
+            self.last_event_id = event.id
+        self.ended = event.event == "purged"
+        return event
+
+    def retry(self) -> bool:
+        """Whether to connect again after a dropped connection."""
+        self.failures += 1
+        return self.failures <= self.max_retries
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from schemadoc.operations.reading_results import (
-    BoundedReadNodeResult,
-    MoveNodeResult,
-    NextIncompleteResult,
-    OutlineResult,
-    RenderResult,
-    SearchResult,
-    StatsResult,
-    ValidateNodeResult,
-)
 from schemadoc.operations.results import (
     ApplyPatchResult,
+    BoundedReadNodeResult,
     ChangeBody,
     ChangesResult,
     CreateDocumentResult,
@@ -26,12 +17,19 @@ from schemadoc.operations.results import (
     JournalEntryBody,
     ListDocumentsResult,
     MergePatchResult,
+    MoveNodeResult,
+    NextIncompleteResult,
     NodeSchemaResult,
+    OutlineResult,
     PurgeResult,
     ReadNodeResult,
+    RenderResult,
     RevertResult,
     RootSchemaResult,
+    SearchResult,
+    StatsResult,
     UpdateNodeResult,
+    ValidateNodeResult,
 )
 
 __all__ = [

@@ -3,37 +3,8 @@
 :class:`AccessGuard` wraps the whole application (REST, its event streams, MCP over streamable
 HTTP at ``/mcp``, the API docs and the page at ``/ui``), so every door refuses the same requests
 with the same catalogued error and status. MCP over stdio never passes here: it is local.
-
-**Host and Origin** (against DNS rebinding and cross-site requests from browsers):
-
-- ``allowed_hosts`` lists the names the server answers for (``name``, ``name:port``,
-  ``*.domain`` for its subdomains, ``*`` for any). Unset, a server on a loopback address
-  answers only for ``localhost``, ``127.0.0.1`` and ``[::1]`` (any port), a server on another
-  address for any name. Any other ``Host`` gets ``host-not-allowed`` (421).
-- A request with an ``Origin`` header (browsers send it on cross-site and most same-site
-  requests) is admitted when the origin is the server's own (its host and port equal the
-  ``Host`` header), when its host is one of ``allowed_hosts`` (not ``*``), or when it is one of
-  ``cors_origins``; any other gets ``origin-not-allowed`` (403).
-
-**Tokens** (``tokens_file``; off when unset): every request but the health checks and the
-static pages (``/health``, ``/docs``, ``/redoc``, ``/openapi.json``, ``/ui``, read with GET or
-HEAD) carries ``Authorization: Bearer <token>``. No token is ``token-missing`` (401), an unknown
-or revoked one ``token-invalid`` (401), a read-only token on a write ``token-read-only`` (403),
-each with a ``WWW-Authenticate`` header (RFC 6750). A request writes when its method is not
-GET, HEAD or OPTIONS, except at ``/mcp``, where ``DELETE`` (ending one's own session) reads and
-a POST writes when one of its JSON-RPC messages calls a tool that is not read-only
-(``readOnlyHint``) or a method not known to read; ``tools/list``, ``resources/read``,
-``prompts/get`` and the other listing methods read. Tokens are compared by their SHA-256
-digests with :func:`hmac.compare_digest` against every entry, never logged, and the file is
-re-read when it changes (revoking a token needs no restart; a file that becomes unreadable or
-invalid refuses every token until it is fixed).
-
-The tokens file is JSON::
-
-    {"tokens": [
-        {"name": "ci", "token": "a long random string", "access": "read-write"},
-        {"name": "dashboard", "sha256": "<hex SHA-256 of the token>", "access": "read-only"}
-    ]}
+docs/security.md is the contract: which hosts, origins and tokens are admitted, which requests
+write, the tokens file and its reloading.
 """
 
 from __future__ import annotations
@@ -52,6 +23,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import orjson
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
@@ -81,6 +53,11 @@ _MCP_READ_METHODS: Final = frozenset({
     "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete",
     "logging/setLevel", "subscriptions/listen", "server/discover"})
 _REALM: Final = 'Bearer realm="schemadoc"'
+_CHALLENGES: Final = {  # the WWW-Authenticate header of each token refusal (RFC 6750)
+    "token-missing": _REALM.encode(),
+    "token-invalid": f'{_REALM}, error="invalid_token"'.encode(),
+    "token-read-only": f'{_REALM}, error="insufficient_scope", scope="read-write"'.encode(),
+}
 
 
 def is_loopback(host: str) -> bool:
@@ -104,10 +81,7 @@ def _split_host(value: str) -> tuple[str, int | None] | None:
         port = parts.port
     except ValueError:
         return None
-    name = parts.hostname
-    if not name:
-        return None
-    return name, port
+    return (parts.hostname, port) if parts.hostname else None
 
 
 @dataclass(frozen=True)
@@ -131,13 +105,8 @@ class _HostRule:
         return cls(*split)
 
     def admits(self, name: str, port: int | None) -> bool:
-        if self.port is not None and port != self.port:
-            return False
-        if self.name == "*":
-            return True
-        if self.name.startswith("."):
-            return name.endswith(self.name)
-        return name == self.name
+        return (self.port is None or port == self.port) and (
+            self.name in ("*", name) or (self.name.startswith(".") and name.endswith(self.name)))
 
 
 class HostPolicy:
@@ -150,21 +119,19 @@ class HostPolicy:
         self._rules = tuple(_HostRule.parse(host) for host in self.allowed_hosts)
         self.any_host = any(rule.name == "*" and rule.port is None for rule in self._rules)
         self.cors_origins = frozenset(origin.rstrip("/").lower() for origin in cors_origins)
-        self._verdicts: dict[tuple[str | None, str | None], bool] = {}  # (host, origin) -> admitted
+        self._verdicts: dict[tuple[str | None, str | None], tuple[bool, bool]] = {}
 
     def admits(self, host: str | None, origin: str | None) -> tuple[bool, bool]:
         """(host allowed, origin allowed or absent), remembered for the few pairs a server sees."""
         key = (host, origin)
         verdict = self._verdicts.get(key)
         if verdict is None:
-            verdict = self.host_allowed(host) and (origin is None or self.origin_allowed(origin, host))
+            host_ok = self.host_allowed(host)
+            verdict = host_ok, not host_ok or origin is None or self.origin_allowed(origin, host)
             if len(self._verdicts) >= 1024:
                 self._verdicts.clear()
             self._verdicts[key] = verdict
-        if verdict:
-            return True, True
-        host_ok = self.host_allowed(host)
-        return host_ok, not host_ok or origin is None or self.origin_allowed(origin, host)
+        return verdict
 
     def host_allowed(self, host: str | None) -> bool:
         if self.any_host:
@@ -183,7 +150,7 @@ class HostPolicy:
             return False
         if parts.scheme not in ("http", "https") or not name:
             return False  # "null" (sandboxed frames, file pages) and other schemes
-        if host is not None and _split_host(host) == (name, port if port is not None else None):
+        if host is not None and _split_host(host) == (name, port):
             return True  # the server's own origin: the page was served by this host and port
         return any(rule.name != "*" and rule.admits(name, port) for rule in self._rules)
 
@@ -363,37 +330,28 @@ class AccessGuard:
             elif name == b"access-control-request-method":
                 preflight = value
         host_ok, origin_ok = self.hosts.admits(host, origin)
+        method: str = scope.get("method", "GET")
         if not host_ok:
             await self._refuse(send, path, SchemaDocError(
                 "host-not-allowed", f"This server does not answer for the host {host!r}." if host
                 else "The request has no Host header, and this server answers only for named hosts.",
                 {"host": host, "allowed_hosts": list(self.hosts.allowed_hosts)}))
-            return
-        if not origin_ok:
+        elif not origin_ok:
             await self._refuse(send, path, SchemaDocError(
                 "origin-not-allowed", f"Requests from the web origin {origin!r} are not admitted.",
                 {"origin": origin, "allowed_hosts": list(self.hosts.allowed_hosts)}))
-            return
-        method: str = scope.get("method", "GET")
-        if self.tokens is None or (method in ("GET", "HEAD") and _is_open(path)) or (
+        elif self.tokens is None or (method in ("GET", "HEAD") and _is_open(path)) or (
                 method == "OPTIONS" and preflight is not None):
             await self.app(scope, receive, send)  # no tokens, an open page, or a CORS preflight (never carries one)
-            return
-        token = self._token(authorization)
-        if isinstance(token, SchemaDocError):
+        elif isinstance(token := self._token(authorization), SchemaDocError):
             await self._refuse(send, path, token)
-            return
-        if token.writes:
-            await self.app(scope, receive, send)
-            return
-        if path == self.mcp_path and method == "POST":
+        elif not token.writes and path == self.mcp_path and method == "POST":
             await self._read_only_mcp(scope, receive, send, token)
-            return
-        if method not in _READ_METHODS and not (path == self.mcp_path and method == "DELETE") and not (
+        elif token.writes or method in _READ_METHODS or (path == self.mcp_path and method == "DELETE") or (
                 self.reads is not None and self.reads(method, path)):
+            await self.app(scope, receive, send)
+        else:
             await self._refuse(send, path, _read_only(token, f"{method} {path}"))
-            return
-        await self.app(scope, receive, send)
 
     def _token(self, authorization: str | None) -> Token | SchemaDocError:
         assert self.tokens is not None
@@ -411,15 +369,10 @@ class AccessGuard:
 
     async def _read_only_mcp(self, scope: Scope, receive: Receive, send: Send, token: Token) -> None:
         """A POST to MCP with a read-only token: read the body, refuse it if a message writes, else replay it."""
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        try:
+            body = await Request(scope, receive).body()
+        except ClientDisconnect:
+            return
         try:
             parsed: Any = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -434,12 +387,8 @@ class AccessGuard:
     async def _refuse(self, send: Send, path: str, error: SchemaDocError, message_id: Any = None) -> None:
         log.info("refused %s: %s", path, error.code)  # never the token
         headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
-        if error.code == "token-missing":
-            headers.append((b"www-authenticate", _REALM.encode()))
-        elif error.code == "token-invalid":
-            headers.append((b"www-authenticate", f'{_REALM}, error="invalid_token"'.encode()))
-        elif error.code == "token-read-only":
-            headers.append((b"www-authenticate", f'{_REALM}, error="insufficient_scope", scope="read-write"'.encode()))
+        if error.code in _CHALLENGES:
+            headers.append((b"www-authenticate", _CHALLENGES[error.code]))
         if path == self.mcp_path:
             body = orjson.dumps({"jsonrpc": "2.0", "id": message_id,
                                  "error": {"code": -32600, "message": error.message, "data": error.to_dict()}})

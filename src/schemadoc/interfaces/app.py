@@ -1,29 +1,16 @@
 """One ASGI application: REST under ``/api/v1``, MCP (streamable HTTP) at ``/mcp``, docs and health.
 
-- ``/api/v1/...``: :func:`schemadoc.interfaces.rest.rest_router`;
+- ``/api/v1/...``: :func:`schemadoc.interfaces.rest.rest_router`; the most frequent requests are answered
+  by :class:`~schemadoc.interfaces.rest_lane.RestLane` without FastAPI's per-request routing;
 - ``/mcp``: the MCP server of :func:`schemadoc.interfaces.mcp.build_mcp_server`, both protocol
   eras on one URL. Its route is added to the FastAPI router itself (not ``Mount("/")``), so that
   unknown URLs and wrong methods still get the catalogued ``route-not-found`` and
   ``method-not-allowed``; the session manager runs in this application's lifespan;
-- ``/health``, ``/openapi.json`` (OpenAPI 3.1), and ``/docs`` (Swagger UI) and ``/redoc`` (ReDoc) with
-  their assets served by this application (:mod:`schemadoc.interfaces.apidocs`: no CDN, so they
-  render offline).
+- ``/health``, ``/openapi.json`` (OpenAPI 3.1), ``/docs`` and ``/redoc`` (:mod:`~schemadoc.interfaces.apidocs`).
 
-The most frequent REST requests (reading a node, the node writes, a patch) are answered by
-:class:`~schemadoc.interfaces.rest_lane.RestLane` calling their endpoints directly, without
-FastAPI's per-request routing and parameter machinery; everything else goes through FastAPI.
-
-Every error leaves as the catalog's error object with the catalog's status: SchemaDocError,
-FastAPI's request validation (``invalid-request``), unknown routes and methods, bodies over
-``max_body_bytes`` (``request-too-large``, checked from Content-Length and by counting the bytes
-actually received), and anything unexpected (``internal-error``, logged with its traceback,
-which never reaches the client). On ``/mcp`` the two size/depth limits answer with a JSON-RPC
-error whose ``data`` is the error object, and so does the session limit (``too-many-sessions``,
-503: an ``initialize`` beyond ``max_mcp_sessions`` open handshake-era sessions).
-
-REST event streams and MCP resource subscriptions take their slots from one
-:class:`~schemadoc.interfaces.subscribers.SubscriberSlots` (``max_subscribers_per_document``,
-``max_subscribers_total``).
+Every error leaves as the catalog's error object with the catalog's status (the handlers here, the layers of
+:mod:`~schemadoc.interfaces.http_guards` around them). REST event streams and MCP resource subscriptions take
+their slots from one :class:`~schemadoc.interfaces.subscribers.SubscriberSlots`.
 """
 
 from __future__ import annotations
@@ -38,6 +25,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -48,9 +36,16 @@ from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.access import AccessGuard, HostPolicy, TokensFile
 from schemadoc.interfaces.apidocs import add_api_docs
+from schemadoc.interfaces.cli_common import create_service
 from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
-from schemadoc.interfaces.http_guards import MCP_PATH, ErrorGuard, RequestLimits, SessionLimit, open_sessions
-from schemadoc.interfaces.index import add_index
+from schemadoc.interfaces.http_guards import (
+    MCP_PATH,
+    ErrorGuard,
+    RequestLimits,
+    SessionLimit,
+    open_sessions,
+    telemetry,
+)
 from schemadoc.interfaces.mcp import build_mcp_server
 from schemadoc.interfaces.rest import (
     BINDINGS,
@@ -90,34 +85,6 @@ from the error catalog (`GET /api/v1/errors`, or the MCP resource `schema://erro
 """
 
 
-def create_service(settings: Settings) -> DocumentService:
-    """Load the schema, open the store (PostgreSQL at ``settings.storage_url``, else files in
-    ``settings.storage_dir``) and return the ready service.
-
-    Raises the catalogued start-up errors: ``schema-load-failed``, ``schema-resolution-failed``,
-    ``storage-write-failed`` (a storage directory that cannot be created or written).
-    """
-    from schemadoc.schema import load_schema
-    from schemadoc.snapshotter import SnapshotPolicy
-    from schemadoc.storage import store_for
-
-    if settings.schema_path is None:
-        raise SchemaDocError("schema-load-failed", "No schema is configured.", {"setting": "schema_path"},
-                             remediation="Give one with --schema PATH, the SCHEMA_PATH environment variable, "
-                                         "or \"schema_path\" in the config file.")
-    schema = load_schema(settings.schema_path)
-    service = DocumentService(schema, store_for(settings.storage_dir, settings.storage_url),
-                              snapshot_policy=SnapshotPolicy.from_settings(settings),
-                              max_json_depth=settings.max_json_depth, max_string_length=settings.max_string_length,
-                              max_patch_operations=settings.max_patch_operations,
-                              memory_budget=settings.memory_budget)
-    service.open()
-    return service
-
-
-# -- error mapping ---------------------------------------------------------------------------
-
-
 class HealthResult(BaseModel):
     status: Literal["healthy"]
 
@@ -140,10 +107,8 @@ def retry_after(error: SchemaDocError) -> dict[str, str] | None:
 
 
 def _log_error(error: SchemaDocError, request: Request) -> None:
-    if error.status >= 500:
-        log.error("%s %s -> %s: %s", request.method, request.url.path, error.code, error.message)
-    else:
-        log.debug("%s %s -> %s: %s", request.method, request.url.path, error.code, error.message)
+    log.log(logging.ERROR if error.status >= 500 else logging.DEBUG, "%s %s -> %s: %s", request.method,
+            request.url.path, error.code, error.message)
 
 
 async def _on_schemadoc_error(request: Request, exc: Exception) -> JSONBody:
@@ -173,12 +138,9 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONBody:
 
 def _allowed_methods(request: Request) -> list[str]:
     """Every method some route accepts at this URL (Starlette's Allow names only the first route's)."""
-    allowed: list[str] = []
-    for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):
-        probe = {**request.scope, "method": method}
-        if any(route.matches(probe)[0] == Match.FULL for route in request.app.router.routes):
-            allowed.append(method)
-    return allowed
+    return [method for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+            if any(route.matches({**request.scope, "method": method})[0] == Match.FULL
+                   for route in request.app.router.routes)]
 
 
 async def _on_http_error(request: Request, exc: Exception) -> JSONBody:
@@ -204,9 +166,6 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONBody:
         error = SchemaDocError("internal-error", "An unexpected error happened in the server.", details)
     _log_error(error, request)
     return error_response(error, headers={k: v for k, v in headers.items() if k.lower() == "allow"} or None)
-
-
-# -- the application -------------------------------------------------------------------------
 
 
 _FASTAPI_VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError")
@@ -240,12 +199,6 @@ def _openapi_without_fastapi_422(app: FastAPI) -> Callable[[], dict[str, Any]]:
     return openapi
 
 
-def _transport_security() -> TransportSecuritySettings:
-    """The SDK's own Host/Origin checks, off: :class:`~schemadoc.interfaces.access.AccessGuard` makes them for
-    every door, so MCP refuses exactly what REST refuses, with the same catalogued errors."""
-    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-
-
 _READ_ONLY_TOOLS = frozenset(operation.name for operation in CATALOGUE if not operation.writes)
 """The tools a read-only token may call: the operations of the catalogue that only read."""
 
@@ -259,6 +212,26 @@ _BODY_READS = tuple((binding, route_pattern(API_PREFIX, binding.route.path)) for
                     if binding.route.method not in ("GET", "HEAD") and not binding.operation.writes)
 
 
+def _add_index(app: FastAPI, schema_uri: str) -> None:
+    """``GET /`` and ``GET /api/v1`` (and with a trailing slash): what this server is and where everything is, as
+    links under the ASGI ``root_path`` when the application is mounted under a prefix."""
+    paths = {"docs": "/docs", "redoc": "/redoc", "openapi": "/openapi.json", "health": "/health", "api": API_PREFIX,
+             "schema": f"{API_PREFIX}/schema", "documents": f"{API_PREFIX}/documents",
+             "changes": f"{API_PREFIX}/changes", "errors": f"{API_PREFIX}/errors", "mcp": MCP_PATH, "ui": "/ui"}
+
+    async def index(request: Request) -> JSONResponse:
+        root = str(request.scope.get("root_path", "")).rstrip("/")
+        return JSONResponse({
+            "name": "schemadoc", "version": schemadoc.__version__, "schema_uri": schema_uri,
+            "description": "JSON documents kept valid against one JSON Schema: REST under the api link, MCP at the "
+                           "mcp link (streamable HTTP), the API described at docs, redoc and openapi.",
+            "links": {name: root + path for name, path in paths.items()},
+        })
+
+    for path in ("/", API_PREFIX, f"{API_PREFIX}/"):
+        app.add_api_route(path, index, methods=["GET"], include_in_schema=False, name=f"index {path}")
+
+
 def build_app(service: DocumentService, settings: Settings, *,
               heartbeat_seconds: float = HEARTBEAT_SECONDS) -> FastAPI:
     """The combined ASGI application for ``service`` (see the module docstring).
@@ -269,7 +242,10 @@ def build_app(service: DocumentService, settings: Settings, *,
     server = build_mcp_server(service, subscribers=subscribers)
     # build before the lifespan touches server.session_manager
     mcp_app = server.streamable_http_app(streamable_http_path=MCP_PATH, max_request_body_size=settings.max_body_bytes,
-                                         host=settings.host, transport_security=_transport_security(),
+                                         host=settings.host,
+                                         # AccessGuard checks Host and Origin for every door, with catalogued errors
+                                         transport_security=TransportSecuritySettings(
+                                             enable_dns_rebinding_protection=False),
                                          max_sessions=settings.max_mcp_sessions,
                                          session_idle_timeout=settings.mcp_session_idle_seconds)
 
@@ -284,7 +260,7 @@ def build_app(service: DocumentService, settings: Settings, *,
 
     app = FastAPI(title="schemadoc", version=schemadoc.__version__, description=_DESCRIPTION,
                   docs_url=None, redoc_url=None, openapi_url=_OPENAPI_URL, lifespan=lifespan,
-                  default_response_class=JSONBody)
+                  default_response_class=JSONBody, telemetry=telemetry())
     app.openapi = _openapi_without_fastapi_422(app)  # type: ignore[method-assign]
     # request examples built from the served schema (operationIds are the MCP tool names)
     app.openapi = with_request_examples(app.openapi, service.schema)  # type: ignore[method-assign]
@@ -298,17 +274,14 @@ def build_app(service: DocumentService, settings: Settings, *,
     setattr(app.state, REST_STATE, state)
     rest = rest_router(API_PREFIX)
     app.router.routes.extend(rest.routes)  # as they are: include_router would analyse them again (rest_router)
-    add_index(app, api_prefix=API_PREFIX, mcp_path=MCP_PATH, schema_uri=service.schema_uri)  # GET / and /api/v1
+    _add_index(app, service.schema_uri)
 
-    @app.get("/health", tags=["health"], summary="Liveness (the process answers)", operation_id="health",
-             response_model=HealthResult)
     async def health() -> JSONBody:
         return JSONBody({"status": "healthy"})
 
-    @app.get("/health/live", tags=["health"], summary="Liveness (the process answers)", operation_id="health_live",
-             response_model=HealthResult)
-    async def health_live() -> JSONBody:
-        return JSONBody({"status": "healthy"})
+    for path, operation_id in (("/health", "health"), ("/health/live", "health_live")):
+        app.get(path, tags=["health"], summary="Liveness (the process answers)", operation_id=operation_id,
+                response_model=HealthResult)(health)
 
     @app.get("/health/ready", tags=["health"], summary="Readiness (the document store answers)",
              operation_id="health_ready", response_model=ReadyResult,

@@ -9,13 +9,7 @@ but MCP messages.
 A schema that cannot be loaded is followed by one indented line per problem (file, JSON Pointer,
 keyword, reason); ``--json`` prints the error object with ``problems`` as JSON on stderr instead.
 
-Exit codes, one per kind of failure and the same for every command (the README's table):
-0 success; 1 what was checked is not right (``validate``: the document is invalid; ``replay``:
-journal and snapshot differ); 2 usage: bad arguments or settings, an unreadable input, an unknown
-document (``config-invalid``, ``invalid-request``, ``document-not-found``); 3 the schema cannot be
-used (``schema-load-failed``, ``schema-resolution-failed``); 4 storage (``storage-*``); 5 anything
-else (``internal-error``).
-``migrate`` exits 0 when the schema is migrated or up to date, else by the same table.
+Exit codes, one per kind of failure and the same for every command: :mod:`~schemadoc.interfaces.cli_common`.
 
 Heavy imports (FastAPI, uvicorn, mcp, the schema machinery) happen only in the subcommand
 that needs them, so failures are reported quickly.
@@ -35,6 +29,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from schemadoc import __version__
 from schemadoc.config import TRANSPORTS, Settings, load_settings
 from schemadoc.errors import SchemaDocError
@@ -44,6 +40,7 @@ from schemadoc.interfaces.cli_common import (
     EXIT_OK,
     EXIT_USAGE,
     configure_logging,
+    create_service,
     exit_code_for,
     overrides,
     problem_line,
@@ -57,8 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 log = logging.getLogger("schemadoc")
-
-# -- argument parsing ------------------------------------------------------------------------
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -133,9 +128,6 @@ def _use_example(args: argparse.Namespace) -> bool:
     return False
 
 
-# -- serve -----------------------------------------------------------------------------------
-
-
 def _listen(settings: Settings) -> socket.socket:
     """A listening socket on the configured address, or ``config-invalid`` naming the problem."""
     try:
@@ -195,36 +187,13 @@ def _check_schema_file(settings: Settings) -> Path:
     return path
 
 
-def _open_service(settings: Settings) -> DocumentService:
-    """Load the schema, open the files store and return the service (as ``app.create_service``,
-    without importing FastAPI and mcp first, so that start-up failures are reported sooner)."""
-    _check_schema_file(settings)
-    from schemadoc.schema import load_schema
-    from schemadoc.service import DocumentService
-    from schemadoc.snapshotter import SnapshotPolicy
-    from schemadoc.storage import store_for
-
-    assert settings.schema_path is not None
-    service = DocumentService(load_schema(settings.schema_path), store_for(settings.storage_dir, settings.storage_url),
-                              snapshot_policy=SnapshotPolicy.from_settings(settings),
-                              max_json_depth=settings.max_json_depth, max_string_length=settings.max_string_length,
-                              max_patch_operations=settings.max_patch_operations,
-                              memory_budget=settings.memory_budget)
-    service.open()
-    return service
-
-
 def _storage_shown(settings: Settings) -> str:
     """Where documents are stored, for the log (a URL without its password)."""
     if settings.storage_url is None:
         return str(settings.storage_dir)
-    from urllib.parse import urlsplit, urlunsplit
+    from schemadoc.storage.postgres.connections import redact_url
 
-    parts = urlsplit(settings.storage_url)
-    if parts.password is None:
-        return settings.storage_url
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+    return redact_url(settings.storage_url)
 
 
 def _check_access(settings: Settings) -> None:
@@ -234,14 +203,14 @@ def _check_access(settings: Settings) -> None:
 
     if settings.tokens_file is not None:
         TokensFile(settings.tokens_file)
-    elif not is_loopback(settings.host) and not settings.unsafe_no_auth:
-        raise SchemaDocError(
-            "config-invalid", f"Serving {settings.host}, an address other machines can reach, without access "
-            "tokens would let anyone who reaches the port read and change every document.",
-            {"setting": "tokens_file", "host": settings.host},
-            remediation="Give --tokens-file FILE (docs/security.md), or listen on 127.0.0.1, or say "
-                        "--unsafe-no-auth (UNSAFE_NO_AUTH=1) if another layer controls access.")
-    if settings.tokens_file is None and not is_loopback(settings.host):
+    elif not is_loopback(settings.host):
+        if not settings.unsafe_no_auth:
+            raise SchemaDocError(
+                "config-invalid", f"Serving {settings.host}, an address other machines can reach, without access "
+                "tokens would let anyone who reaches the port read and change every document.",
+                {"setting": "tokens_file", "host": settings.host},
+                remediation="Give --tokens-file FILE (docs/security.md), or listen on 127.0.0.1, or say "
+                            "--unsafe-no-auth (UNSAFE_NO_AUTH=1) if another layer controls access.")
         log.warning("serving %s without access tokens (unsafe_no_auth): anyone who reaches it may write",
                     settings.host)
 
@@ -263,16 +232,11 @@ def _warn_if_create_fails(service: DocumentService) -> None:
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if _use_example(args):
         return EXIT_OK
-    settings = load_settings(overrides(args, "schema_path", "storage_dir", "storage_url", "transport", "host",
-                                        "port", "config_file", "log_level", "allowed_hosts", "tokens_file",
-                                        "unsafe_no_auth", "memory_budget"), environ)
+    settings = load_settings(overrides(args), environ)
     configure_logging(settings.log_level_number)
     _check_schema_file(settings)
-    if settings.transport == "http":
-        _check_access(settings)
-
     if settings.transport == "stdio":
-        service = _open_service(settings)
+        service = create_service(settings)
         _warn_if_create_fails(service)
         from schemadoc.interfaces.mcp import build_mcp_server
         from schemadoc.interfaces.subscribers import SubscriberSlots
@@ -286,15 +250,14 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         finally:
             service.close()
         return EXIT_OK
-
+    _check_access(settings)
     sock = _listen(settings)
     try:
-        service = _open_service(settings)
+        service = create_service(settings)
         _warn_if_create_fails(service)
         import uvicorn
 
         from schemadoc.interfaces.app import build_app
-
 
         app = build_app(service, settings)
         # httptools parses HTTP in C; "auto" takes uvloop wherever it is installed (not on Windows)
@@ -320,12 +283,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     return EXIT_OK
 
 
-# -- validate --------------------------------------------------------------------------------
-
-
 def _read_json_file(name: str) -> Any:
-    import orjson
-
     try:
         data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
     except OSError as error:
@@ -342,25 +300,21 @@ def _read_json_file(name: str) -> Any:
 
 def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     _use_example(args)
-    settings = load_settings(overrides(args, "schema_path", "config_file"), environ)
+    settings = load_settings(overrides(args), environ)
     configure_logging(logging.WARNING)
     schema_path = _check_schema_file(settings)
     document = _read_json_file(args.file) if args.file is not None else None  # before the slow schema load
     from schemadoc.schema import load_schema
-    from schemadoc.validation import DocumentValidator
+    from schemadoc.validation import DocumentValidator, creation_problems
 
     schema = load_schema(schema_path)
     validator = DocumentValidator(schema)
     if args.file is None:
-        from schemadoc.validation import creation_problems
-
         problems = creation_problems(schema)
         if args.json:
-            import orjson
-
-            verdict = {"schema": str(settings.schema_path), "uri": schema.uri, "valid": True,
-                       "document_create": {"succeeds": not problems, "problems": problems}}
-            print(orjson.dumps(verdict, option=orjson.OPT_INDENT_2).decode())
+            print(orjson.dumps({"schema": str(settings.schema_path), "uri": schema.uri, "valid": True,
+                                "document_create": {"succeeds": not problems, "problems": problems}},
+                               option=orjson.OPT_INDENT_2).decode())
             return EXIT_OK
         print(f"schema ok: {settings.schema_path} ({schema.uri})")
         if not problems:
@@ -373,23 +327,16 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         return EXIT_OK
     report = validator.validate(document)
     if args.json:
-        import orjson
-
         print(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode())
-        return EXIT_OK if report.valid else EXIT_FAILED
-    if report.valid:
+    elif report.valid:
         print(f"{args.file}: valid")
-        return EXIT_OK
-    for violation in report.violations:
-        item = violation.to_dict()
-        print(f"{item.get('path') or '/'}\t{item.get('code')}\t{item.get('message')}")
-    count = len(report.violations)
-    more = "+" if report.truncated else ""
-    print(f"{args.file}: invalid, {count}{more} violation{'s' if count != 1 else ''}")
-    return EXIT_FAILED
-
-
-# -- entry point -----------------------------------------------------------------------------
+    else:
+        for violation in report.violations:
+            item = violation.to_dict()
+            print(f"{item.get('path') or '/'}\t{item.get('code')}\t{item.get('message')}")
+        count = len(report.violations)
+        print(f"{args.file}: invalid, {count}{'+' if report.truncated else ''} violation{'s' if count != 1 else ''}")
+    return EXIT_OK if report.valid else EXIT_FAILED
 
 
 _COMMANDS = {"serve": _serve, "validate": _validate, "replay": replay, "migrate": migrate}

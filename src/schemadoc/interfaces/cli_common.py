@@ -1,19 +1,33 @@
 """What every ``schemadoc`` command shares: the exit codes (one per kind of failure), how a failure is
-reported on stderr, logging, and the settings a command's flags override."""
+reported on stderr, logging, the settings a command's flags override, and the service the settings describe
+(without importing FastAPI or mcp, so that start-up failures are reported sooner).
+
+Exit codes, one per kind of failure and the same for every command (the README's table):
+0 success; 1 what was checked is not right (``validate``: the document is invalid; ``replay``:
+journal and snapshot differ); 2 usage: bad arguments or settings, an unreadable input, an unknown
+document (``config-invalid``, ``invalid-request``, ``document-not-found``); 3 the schema cannot be
+used (``schema-load-failed``, ``schema-resolution-failed``); 4 storage (``storage-*``); 5 anything
+else (``internal-error``). ``migrate`` exits 0 when the schema is migrated or up to date, else by the same table.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
 
+if TYPE_CHECKING:
+    from schemadoc.service import DocumentService
+
 __all__ = ["EXIT_FAILED", "EXIT_INTERNAL", "EXIT_OK", "EXIT_SCHEMA", "EXIT_STORAGE", "EXIT_USAGE", "configure_logging",
-           "exit_code_for", "fail_line", "overrides", "problem_line", "report"]
+           "create_service", "exit_code_for", "fail_line", "overrides", "problem_line", "report"]
 
 
 EXIT_OK = 0
@@ -77,5 +91,33 @@ def configure_logging(level: int) -> None:
         logging.getLogger(name).setLevel(level if level <= logging.DEBUG else quiet)
 
 
-def overrides(args: argparse.Namespace, *names: str) -> dict[str, Any]:
-    return {name: getattr(args, name, None) for name in names}
+def overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings a command's flags give (``None``: not given); its other arguments are not settings."""
+    names = {field.name for field in dataclasses.fields(Settings)}
+    return {name: value for name, value in vars(args).items() if name in names}
+
+
+def create_service(settings: Settings) -> DocumentService:
+    """Load the schema, open the store (PostgreSQL at ``settings.storage_url``, else files in
+    ``settings.storage_dir``) and return the ready service.
+
+    Raises the catalogued start-up errors: ``schema-load-failed``, ``schema-resolution-failed``,
+    ``storage-write-failed`` (a storage directory that cannot be created or written).
+    """
+    from schemadoc.schema import load_schema
+    from schemadoc.service import DocumentService
+    from schemadoc.snapshotter import SnapshotPolicy
+    from schemadoc.storage import store_for
+
+    if settings.schema_path is None:
+        raise SchemaDocError("schema-load-failed", "No schema is configured.", {"setting": "schema_path"},
+                             remediation="Give one with --schema PATH, the SCHEMA_PATH environment variable, "
+                                         "or \"schema_path\" in the config file.")
+    schema = load_schema(settings.schema_path)
+    service = DocumentService(schema, store_for(settings.storage_dir, settings.storage_url),
+                              snapshot_policy=SnapshotPolicy.from_settings(settings),
+                              max_json_depth=settings.max_json_depth, max_string_length=settings.max_string_length,
+                              max_patch_operations=settings.max_patch_operations,
+                              memory_budget=settings.memory_budget)
+    service.open()
+    return service

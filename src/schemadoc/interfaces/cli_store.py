@@ -15,9 +15,6 @@ from schemadoc.interfaces.cli_common import EXIT_FAILED, EXIT_OK, configure_logg
 __all__ = ["migrate", "replay"]
 
 
-# -- replay ----------------------------------------------------------------------------------
-
-
 def _differences(left: Any, right: Any, path: str = "", limit: int = 10) -> list[str]:
     """JSON Pointers where two JSON values differ (types included: 1, 1.0 and true all differ)."""
     out: list[str] = []
@@ -50,8 +47,7 @@ def _differences(left: Any, right: Any, path: str = "", limit: int = 10) -> list
 
 
 def replay(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    settings = load_settings(overrides(args, "storage_dir", "storage_url", "schema_path", "config_file"), environ,
-                             require_schema=False)
+    settings = load_settings(overrides(args), environ, require_schema=False)
     configure_logging(logging.WARNING)
     import orjson
 
@@ -103,11 +99,8 @@ def replay(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     return EXIT_OK if same else EXIT_FAILED
 
 
-# -- migrate -------------------------------------------------------------------------------
-
-
 def migrate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    settings = load_settings(overrides(args, "storage_url", "config_file"), environ, require_schema=False)
+    settings = load_settings(overrides(args), environ, require_schema=False)
     configure_logging(logging.INFO)
     if settings.storage_url is None:
         raise SchemaDocError("config-invalid", "migrate needs a PostgreSQL database: files need no migration.",

@@ -111,9 +111,6 @@ class _Overflow:
     """Marker: events were dropped because the reader fell behind."""
 
 
-_OVERFLOW: Final = _Overflow()
-
-
 class _Inbox:
     """Change events of one document, handed from writer threads to the event loop."""
 
@@ -121,8 +118,7 @@ class _Inbox:
         self.doc_id = doc_id
         self.loop = loop
         self.max_pending = max_pending
-        self.pending: deque[ChangeEvent] = deque()
-        self.overflowed = False
+        self.pending: deque[ChangeEvent | _Overflow] = deque()
         self.wake = asyncio.Event()
 
     def listener(self, event: ChangeEvent) -> None:
@@ -135,26 +131,24 @@ class _Inbox:
     def _put(self, event: ChangeEvent) -> None:
         if len(self.pending) >= self.max_pending:
             log.info("feed of %s fell %d events behind; reading the journal instead", self.doc_id, self.max_pending)
-            self.overflowed = True
             self.pending.clear()
+            self.pending.append(_Overflow())
         self.pending.append(event)
         self.wake.set()
 
     async def get(self, timeout: float) -> ChangeEvent | _Overflow | None:
-        """The next event, :data:`_OVERFLOW` after a drop, or ``None`` when ``timeout`` passed idle."""
-        if not self.pending and not self.overflowed:
+        """The next event, an :class:`_Overflow` after a drop, or ``None`` when ``timeout`` passed idle."""
+        if not self.pending:
             self.wake.clear()
             try:
                 await asyncio.wait_for(self.wake.wait(), timeout)
             except TimeoutError:
                 return None
-        if self.overflowed:
-            self.overflowed = False
-            return _OVERFLOW
         return self.pending.popleft()
 
     def purge_pending(self) -> ChangeEvent | None:
-        return next((event for event in self.pending if event.kind == "purged"), None)
+        return next((event for event in self.pending if isinstance(event, ChangeEvent) and event.kind == "purged"),
+                    None)
 
 
 async def _history(service: DocumentService, doc_id: str, since: int, limit: int) -> HistoryPage:
@@ -164,7 +158,7 @@ async def _history(service: DocumentService, doc_id: str, since: int, limit: int
 
 
 def _purged(event: ChangeEvent) -> FeedEvent:
-    return FeedEvent("purged", None, results.purge_result(event.doc_id))
+    return FeedEvent("purged", None, results.PurgeResult(doc_id=event.doc_id))
 
 
 async def document_events(service: DocumentService, doc_id: str, since: int, *,

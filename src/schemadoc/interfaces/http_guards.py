@@ -8,18 +8,21 @@ Each answers with the catalog's error object: a REST error body, or at ``/mcp`` 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
 import orjson
+from fastapi.telemetry import TelemetryConfig
 from mcp.types import INTERNAL_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.mcp import SchemaDocMCPServer
 from schemadoc.interfaces.rest import check_depth, dump_body
+from schemadoc.interfaces.rest_wire import READ_BODY
 
-__all__ = ["MCP_PATH", "ErrorGuard", "RequestLimits", "SessionLimit", "open_sessions", "replaying"]
+__all__ = ["MCP_PATH", "ErrorGuard", "RequestLimits", "SessionLimit", "open_sessions", "replaying", "telemetry"]
 
 log = logging.getLogger("schemadoc.http")
 
@@ -55,6 +58,31 @@ def replaying(body: bytes, receive: Receive, disconnect: Message | None = None) 
         return await receive()
 
     return replay
+
+
+def telemetry() -> TelemetryConfig:
+    """FastAPI's own OpenTelemetry, switched off where nothing would record it.
+
+    Left on, FastAPI asks the three OpenTelemetry providers on every request whether one was set
+    (three environment lookups, about 5 µs: a tenth of a small read). It stays on when a provider
+    is set before the application is built (``opentelemetry-instrument``, or an SDK set up by the
+    program that embeds the application) or when FastAPI is asked to set one up itself
+    (``FASTAPI_OTEL_AUTO_CONFIGURE=true``).
+    """
+    if os.environ.get("FASTAPI_OTEL_AUTO_CONFIGURE", "").lower() == "true" or _otel_configured():
+        return {}
+    return {"tracing": False, "metrics": False, "logs": False}
+
+
+def _otel_configured() -> bool:
+    from opentelemetry import _logs, metrics, trace
+
+    providers = (trace.get_tracer_provider(), metrics.get_meter_provider(), _logs.get_logger_provider())
+    # the API's placeholders (proxies, no-ops) live in its own modules; an SDK's or a vendor's elsewhere
+    return any(not type(provider).__module__.startswith(_OTEL_PLACEHOLDERS) for provider in providers)
+
+
+_OTEL_PLACEHOLDERS = ("opentelemetry.trace", "opentelemetry.metrics", "opentelemetry._logs")
 
 
 class ErrorGuard:
@@ -142,9 +170,9 @@ class RequestLimits:
             if problem is not None:
                 await _send_json(send, problem[0].status, _error_bytes(problem[0], path, problem[1]))
                 return
-        replay = replaying(body, receive, disconnect)
-
-        await self.app(scope, replay, send)
+        if disconnect is None:
+            scope[READ_BODY] = body
+        await self.app(scope, replaying(body, receive, disconnect), send)
 
     def _mcp_depth_problem(self, body: bytes) -> tuple[SchemaDocError, Any] | None:
         limit = self.max_depth + _MCP_ENVELOPE_DEPTH

@@ -12,11 +12,6 @@ strictly and without the SDK's JSON-string pre-parsing (which would turn the str
 ``"[1]"`` meant for a string field into a list), so the same request behaves the same way
 through MCP and REST; a missing, unknown or wrongly typed argument is ``invalid-request``.
 
-Besides the node tools, the journal is open to agents: ``document_history``,
-``document_read_node`` with ``at_version``, ``document_diff``, ``document_revert`` (undo),
-``document_merge_patch`` (RFC 7396), ``document_delete``/``document_undelete``/``document_purge``
-and the cross-document ``document_changes`` feed.
-
 Resources: ``schema://{doc_id}`` (every document; listed by ``resources/list``),
 ``schema://{doc_id}/versions/{n}`` (version n of a document), ``schema://schema`` (the
 configured schema) and ``schema://errors`` (the error catalog). Change notifications reach
@@ -28,9 +23,9 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Any
 
 import anyio.to_thread
 import orjson
@@ -49,14 +44,14 @@ from mcp.types import (
     Resource,
     TextContent,
 )
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from schemadoc import __version__
 from schemadoc.errors import CATALOG, SchemaDocError
 from schemadoc.interfaces.mcp_notify import ChangeNotifier, document_uri
-from schemadoc.interfaces.mcp_prompts import PromptArgumentError, fill_document_text, fix_validation_errors_text
+from schemadoc.interfaces.mcp_prompts import add_prompts
 from schemadoc.interfaces.mcp_tools import bound_tools
-from schemadoc.interfaces.subscribers import SubscriberSlots
+from schemadoc.interfaces.subscribers import SubscriberSlots, document_of_uri
 from schemadoc.operations.budget import (
     MCP_RESULT_BUDGET_BYTES,
     body_budget,
@@ -72,7 +67,7 @@ from schemadoc.operations.operation import Call, invoke
 from schemadoc.ops.limits import ArgumentScan
 from schemadoc.service import DocumentService
 
-__all__ = ["SchemaDocMCPServer", "build_mcp_server", "error_result", "success_result", "version_uri"]
+__all__ = ["SchemaDocMCPServer", "build_mcp_server", "error_result", "success_result"]
 
 log = logging.getLogger("schemadoc.mcp")
 
@@ -92,8 +87,6 @@ INSTRUCTIONS = (
     "them, document_read_node with at_version and schema://{doc_id}/versions/{n} read them, document_diff "
     "compares two, and document_revert undoes changes by making a new version equal to an old one."
 )
-
-# -- results -----------------------------------------------------------------------------------
 
 
 def _dumps(value: Any) -> str:
@@ -119,9 +112,6 @@ def success_result(body: BaseModel) -> CallToolResult:
 def error_result(error: SchemaDocError) -> CallToolResult:
     """``isError`` with the full error object as text and no structured content."""
     return CallToolResult(content=[TextContent(type="text", text=_dumps(error.to_dict()))], is_error=True)
-
-
-# -- the server --------------------------------------------------------------------------------
 
 
 class SchemaDocMCPServer(MCPServer[Any]):
@@ -155,21 +145,20 @@ class SchemaDocMCPServer(MCPServer[Any]):
             scans = check_unicode(arguments, self.service)
         except SchemaDocError as error:
             return error_result(error)
+
         def run() -> BaseModel:
             """The body, fitted until the whole result (text and structured content) is within the budget:
             a read is made again with a smaller budget, a write's result is fitted again (never rerun)."""
             budget = body_budget()
-            body = self._within_budget(invoke(Call(self.service, self.max_json_depth, budget, scans, document_uri),
-                                              operation, arguments), arguments, budget)
-            for _ in range(4):
-                whole = result_size(body.model_dump(mode="json"))
-                if whole <= MCP_RESULT_BUDGET_BYTES:
+            body = invoke(Call(self.service, self.max_json_depth, budget, scans, document_uri), operation, arguments)
+            for attempt in range(5):
+                body = self._within_budget(body, arguments, budget)
+                if attempt == 4 or (whole := result_size(body.model_dump(mode="json"))) <= MCP_RESULT_BUDGET_BYTES:
                     break
                 budget = max(budget * MCP_RESULT_BUDGET_BYTES // whole - 512, 1024)
                 if operation.kind == "read":
                     body = invoke(Call(self.service, self.max_json_depth, budget, scans, document_uri),
                                   operation, arguments)
-                body = self._within_budget(body, arguments, budget)
             return body
 
         try:
@@ -200,10 +189,10 @@ class SchemaDocMCPServer(MCPServer[Any]):
     async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
         """A document's resource carries its ``version`` (and ``modified_at``) in ``_meta``, read with the content
         in one step, so an agent can write after reading it; everything else as the SDK reads it."""
-        match = _DOCUMENT_URI.fullmatch(str(uri))
-        if match is not None:
+        doc_id = document_of_uri(str(uri))
+        if doc_id is not None:
             try:
-                content, meta = await anyio.to_thread.run_sync(self.service.read_document, match.group(1))
+                content, meta = await anyio.to_thread.run_sync(self.service.read_document, doc_id)
             except SchemaDocError:
                 pass  # the SDK's path answers with the catalogued not-found
             else:
@@ -327,45 +316,45 @@ def build_mcp_server(service: DocumentService, *, bus: SubscriptionBus | None = 
                                 max_json_depth=service.max_json_depth if max_json_depth is None else max_json_depth,
                                 subscribers=subscribers, tools=bound_tools(service.schema))
     _add_resources(server, service)
-    _add_prompts(server, service)
+    add_prompts(server, service)
     server.notifier.install(server)
     server.notifier.connect(service)
     return server
-
-
-def _not_found(uri: str, error: SchemaDocError) -> MCPError:
-    return MCPError(code=INVALID_PARAMS, message=f"Resource not found: {uri} ({error.message})",
-                    data={"uri": uri, "error": error.to_dict()["error"]})
 
 
 _USER_FIELDS = ("code", "status", "description", "causes", "remediation")
 _ERROR_CATALOG = _dumps([{name: entry.as_dict()[name] for name in _USER_FIELDS} for entry in CATALOG.values()])
 """The error catalog for the agent calling the tools: what each code means and what to do (the notes on where a
 code comes from, spec or extension, are in docs/errors.md and GET /api/v1/errors)."""
-_DOCUMENT_URI = re.compile(r"schema://([0-9A-Za-z]{26})")
 _VERSION_NUMBER = re.compile(r"0|[1-9][0-9]{0,17}")  # the service says which versions exist
+_NOT_FOUND = frozenset({"invalid-doc-id", "document-not-found", "version-not-found"})
 
 
-def version_uri(doc_id: str, version: int | str) -> str:
-    """The MCP resource URI of one version of a document."""
-    return f"{document_uri(doc_id)}/versions/{version}"
+async def _read_json(uri: str, read: Callable[[], Any]) -> str:
+    """The JSON of what ``read`` returns (in a worker thread); a missing resource is INVALID_PARAMS."""
+    try:
+        return _dumps(await anyio.to_thread.run_sync(read))
+    except SchemaDocError as error:
+        if error.code in _NOT_FOUND:
+            raise MCPError(code=INVALID_PARAMS, message=f"Resource not found: {uri} ({error.message})",
+                           data={"uri": uri, "error": error.to_dict()["error"]}) from None
+        raise ResourceError(f"{uri}: {error.message}") from error
 
 
 def _add_resources(server: MCPServer[Any], service: DocumentService) -> None:
-    @server.resource("schema://schema", name="schema", title="The document schema", mime_type="application/json",
-                     description="The JSON Schema (Draft 2020-12) every document on this server satisfies, as "
-                                 "configured ($ref not resolved; schema_get_root can dereference it).")
-    def schema_resource() -> str:
+    def schema_text() -> str:
         return _dumps(service.root_schema(dereferenced=False))
 
+    server.resource("schema://schema", name="schema", title="The document schema", mime_type="application/json",
+                    description="The JSON Schema (Draft 2020-12) every document on this server satisfies, as "
+                                "configured ($ref not resolved; schema_get_root can dereference it).")(schema_text)
     schema_id = service.root_schema(dereferenced=False).get("$id")
     if isinstance(schema_id, str) and "://" in schema_id and schema_id != "schema://schema":
         # results name the schema by its $id (schema_uri): that name is a resource too
-        @server.resource(schema_id, name="schema-by-id", title="The document schema (by its $id)",
-                         mime_type="application/json",
-                         description="The same schema as schema://schema, at the name results give as schema_uri.")
-        def schema_by_id() -> str:
-            return _dumps(service.root_schema(dereferenced=False))
+        server.resource(schema_id, name="schema-by-id", title="The document schema (by its $id)",
+                        mime_type="application/json",
+                        description="The same schema as schema://schema, at the name results give as schema_uri."
+                        )(schema_text)
 
     @server.resource("schema://errors", name="errors", title="The error catalog", mime_type="application/json",
                      description="Every error code a tool can return: what it means, its HTTP status over REST, "
@@ -377,50 +366,17 @@ def _add_resources(server: MCPServer[Any], service: DocumentService) -> None:
                      description="The whole current document (validated) as JSON. resources/list lists every "
                                  "document; read nodes with document_read_node.")
     async def document_resource(doc_id: str) -> str:
-        uri = document_uri(doc_id)
-        try:
-            content, _meta = await anyio.to_thread.run_sync(service.read_document, doc_id)
-        except SchemaDocError as error:
-            if error.code in ("invalid-doc-id", "document-not-found"):
-                raise _not_found(uri, error) from None
-            raise ResourceError(f"{uri}: {error.message}") from error
-        return _dumps(content)
+        return await _read_json(document_uri(doc_id), lambda: service.read_document(doc_id)[0])
 
     @server.resource("schema://{doc_id}/versions/{n}", name="document-version", title="A version of a document",
                      mime_type="application/json",
                      description="The whole document as it was at version n (1 = as created), as JSON. "
                                  "document_history lists the versions; document_diff compares two.")
     async def document_version_resource(doc_id: str, n: str) -> str:
-        uri = version_uri(doc_id, n)
-        try:
+        def read() -> Any:
             if not _VERSION_NUMBER.fullmatch(n):
                 raise SchemaDocError("version-not-found", f"{n!r} is not a version number (1, 2, ...).",
                                      {"doc_id": doc_id, "version": n})
-            content = await anyio.to_thread.run_sync(service.read_version, doc_id, int(n))
-        except SchemaDocError as error:
-            if error.code in ("invalid-doc-id", "document-not-found", "version-not-found"):
-                raise _not_found(uri, error) from None
-            raise ResourceError(f"{uri}: {error.message}") from error
-        return _dumps(content)
+            return service.read_version(doc_id, int(n))
 
-
-def _add_prompts(server: MCPServer[Any], service: DocumentService) -> None:
-    @server.prompt(name="fill-document", title="Fill a document from its schema")
-    def fill_document(doc_id: Annotated[str, Field(description="The document to populate.")]) -> str:
-        """Step-by-step guidance to populate a document from the schema, node by node, top-down."""
-        try:
-            return fill_document_text(service, doc_id)
-        except PromptArgumentError as error:
-            raise MCPError(code=INVALID_PARAMS, message=str(error)) from None
-
-    @server.prompt(name="fix-validation-errors", title="Fix validation errors")
-    def fix_validation_errors(
-        doc_id: Annotated[str, Field(description="The document the refused write targeted.")],
-        violations: Annotated[str, Field(description="JSON of error.details.violations, or of the whole error "
-                                                     "object or validation_report.")],
-    ) -> str:
-        """Turn a validation report into an ordered plan of edits, one tool call per violation."""
-        try:
-            return fix_validation_errors_text(service, doc_id, violations)
-        except PromptArgumentError as error:
-            raise MCPError(code=INVALID_PARAMS, message=str(error)) from None
+        return await _read_json(f"{document_uri(doc_id)}/versions/{n}", read)

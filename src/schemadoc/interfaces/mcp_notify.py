@@ -26,6 +26,7 @@ stream ends, and when the peer is dropped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from collections import OrderedDict, deque
@@ -62,7 +63,8 @@ LIST_CHANGING_KINDS = frozenset({"created", "deleted", "undeleted", "purged"})
 """Change kinds that add a document to, or remove one from, ``resources/list``."""
 
 SEND_TIMEOUT_SECONDS = 5.0
-"""A legacy connection that does not take a notification within this time is dropped."""
+"""A legacy connection that does not take a notification within this time is dropped (a stuck client cannot hold
+the others up for long)."""
 
 
 def document_uri(doc_id: str) -> str:
@@ -72,16 +74,14 @@ def document_uri(doc_id: str) -> str:
 
 @dataclass
 class _LegacyPeer:
-    """A handshake-era connection: the latest session seen on it and the URIs it subscribed to."""
+    """A handshake-era connection: the latest session seen on it and the URIs it subscribed to, each with the
+    release of the subscriber slot it holds (``None`` for a URI that is not a document's)."""
 
     session: ServerSession
-    uris: set[str] = field(default_factory=set)
-    releases: dict[str, Callable[[], None]] = field(default_factory=dict)
-    """The subscriber slot each document URI holds."""
+    uris: dict[str, Callable[[], None] | None] = field(default_factory=dict)
 
     def discard(self, uri: str) -> None:
-        self.uris.discard(uri)
-        release = self.releases.pop(uri, None)
+        release = self.uris.pop(uri, None)
         if release is not None:
             release()
 
@@ -96,11 +96,7 @@ def limit_error(error: SchemaDocError) -> MCPError:
 
 
 class ChangeNotifier:
-    """Fans committed changes out to MCP clients; one per MCP server.
-
-    Events are published one at a time by a single worker task, in the order the service
-    reported them (a legacy connection that does not take a notification within
-    :data:`SEND_TIMEOUT_SECONDS` is dropped, so a stuck client cannot hold the others up for long).
+    """Fans committed changes out to MCP clients (one worker task publishes them in order); one per MCP server.
 
     Every method except :meth:`on_change` runs on the server's event loop. The loop is
     attached when the server starts (its lifespan), lazily on each inbound message, or
@@ -237,35 +233,27 @@ class ChangeNotifier:
             if uri in peer.uris:
                 return EmptyResult()
             doc_id = document_of_uri(uri)
-            if doc_id is not None:
-                try:
-                    peer.releases[uri] = self.slots.acquire(doc_id)
-                except SchemaDocError as error:
-                    raise limit_error(error) from None
+            try:
+                release = None if doc_id is None else self.slots.acquire(doc_id)
+            except SchemaDocError as error:
+                raise limit_error(error) from None
             if len(peer.uris) >= self.max_uris_per_peer:
                 peer.discard(next(iter(peer.uris)))
-            peer.uris.add(uri)
+            peer.uris[uri] = release
         return EmptyResult()
 
     async def on_listen(self, handler: Callable[..., Any], ctx: ServerRequestContext[Any, Any],
                         params: SubscriptionsListenRequestParams) -> SubscriptionsListenResult:
         """``subscriptions/listen``, holding a subscriber slot per document URI while the stream lasts."""
-        releases: list[Callable[[], None]] = []
-        try:
-            for uri in dict.fromkeys(params.notifications.resource_subscriptions or ()):
-                doc_id = document_of_uri(uri)
-                if doc_id is not None:
-                    releases.append(self.slots.acquire(doc_id))
-        except SchemaDocError as error:
-            for release in releases:
-                release()
-            raise limit_error(error) from None
-        try:
+        with contextlib.ExitStack() as slots:
+            try:
+                for uri in dict.fromkeys(params.notifications.resource_subscriptions or ()):
+                    if (doc_id := document_of_uri(uri)) is not None:
+                        slots.callback(self.slots.acquire(doc_id))
+            except SchemaDocError as error:
+                raise limit_error(error) from None
             result: SubscriptionsListenResult = await handler(ctx, params)
             return result
-        finally:
-            for release in releases:
-                release()
 
     async def on_unsubscribe(self, ctx: ServerRequestContext[Any, Any],
                              params: UnsubscribeRequestParams) -> EmptyResult:

@@ -2,27 +2,32 @@
 
 ``fill-document`` walks an agent through populating a document node by node;
 ``fix-validation-errors`` turns a validation report into an ordered list of tool calls.
-Both are plain text builders over the service, so they are easy to test without MCP.
+Both are plain text builders over the service; an argument they cannot use is INVALID_PARAMS.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
+from mcp import MCPError
+from mcp.server.mcpserver import MCPServer
+from mcp.types import INVALID_PARAMS
+from pydantic import Field
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.pointer import escape
 from schemadoc.service import DocumentService, check_doc_id
 
-__all__ = ["PromptArgumentError", "fill_document_text", "fix_validation_errors_text", "parse_violations"]
+__all__ = ["add_prompts", "fill_document_text", "fix_validation_errors_text", "parse_violations"]
 
 _MAX_MEMBERS = 60
 
 
-class PromptArgumentError(ValueError):
-    """A prompt argument that cannot be used (the MCP door turns it into INVALID_PARAMS)."""
+def _invalid(message: str) -> MCPError:
+    """A prompt argument that cannot be used."""
+    return MCPError(code=INVALID_PARAMS, message=message)
 
 
 class _Slot:
@@ -57,7 +62,7 @@ def _document_version(service: DocumentService, doc_id: str) -> tuple[str, int]:
         canonical = check_doc_id(doc_id)
         return canonical, service.version_of(canonical)
     except SchemaDocError as error:
-        raise PromptArgumentError(f"doc_id {doc_id!r}: {error.message}") from None
+        raise _invalid(f"doc_id {doc_id!r}: {error.message}") from None
 
 
 def _type_of(schema: Any) -> str:
@@ -153,7 +158,7 @@ def parse_violations(text: str) -> list[dict[str, Any]]:
     try:
         data = orjson.loads(text)
     except orjson.JSONDecodeError as error:
-        raise PromptArgumentError(f"violations is not JSON: {error}") from None
+        raise _invalid(f"violations is not JSON: {error}") from None
     if isinstance(data, dict) and isinstance(data.get("error"), dict):
         data = data["error"]
     if isinstance(data, dict) and isinstance(data.get("details"), dict):
@@ -167,7 +172,7 @@ def parse_violations(text: str) -> list[dict[str, Any]]:
             if "code" in data and "path" in data:
                 data = [data]
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
-        raise PromptArgumentError(
+        raise _invalid(
             "violations must be the JSON of error.details.violations (a list of objects with code, path, "
             "message), of the whole error object, or of a validation_report.")
     return list(data)
@@ -260,3 +265,19 @@ def fix_validation_errors_text(service: DocumentService, doc_id: str, violations
     if not steps:
         lines.append("(The report lists no violations: re-run the write with dry_run: true to see its report.)")
     return "\n".join(lines)
+
+
+def add_prompts(server: MCPServer[Any], service: DocumentService) -> None:
+    @server.prompt(name="fill-document", title="Fill a document from its schema")
+    def fill_document(doc_id: Annotated[str, Field(description="The document to populate.")]) -> str:
+        """Step-by-step guidance to populate a document from the schema, node by node, top-down."""
+        return fill_document_text(service, doc_id)
+
+    @server.prompt(name="fix-validation-errors", title="Fix validation errors")
+    def fix_validation_errors(
+        doc_id: Annotated[str, Field(description="The document the refused write targeted.")],
+        violations: Annotated[str, Field(description="JSON of error.details.violations, or of the whole error "
+                                                     "object or validation_report.")],
+    ) -> str:
+        """Turn a validation report into an ordered plan of edits, one tool call per violation."""
+        return fix_validation_errors_text(service, doc_id, violations)

@@ -36,6 +36,7 @@ from pydantic import BaseModel
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.rest_feeds import add_feed_routes
 from schemadoc.interfaces.rest_wire import (
+    READ_BODY,
     REST_STATE,
     ErrorBody,
     ErrorObject,
@@ -295,7 +296,10 @@ def _run(binding: Binding, request: Request, body: bytes, rest: RestState) -> Ba
 
 async def answer(binding: Binding, request: Request, rest: RestState) -> Response:
     """Answer ``request`` with ``binding``'s operation: on the event loop when the service holds what it needs."""
-    body = await request.body() if binding.reads_body else b""
+    body = b""
+    if binding.reads_body:
+        read = request.scope.get(READ_BODY)  # read by the body limits already
+        body = read if read is not None else await request.body()
     local = binding.operation.local
     if local is None:
         result = await anyio.to_thread.run_sync(_run, binding, request, body, rest)

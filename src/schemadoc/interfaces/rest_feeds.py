@@ -88,7 +88,6 @@ async def _server_sent(events: AsyncIterator[feeds.FeedEvent]) -> AsyncIterator[
             yield ServerSentEvent(dump_body(item.body).decode(), event=item.kind, id=event_id, sep="\n")
 
 
-
 def add_feed_routes(router: APIRouter) -> None:
     """Add the event stream, the raw past version and the error catalog to ``router``."""
 

@@ -65,7 +65,7 @@ class RestLane:
 
     async def _answer(self, binding: Binding, path_params: dict[str, Any], scope: Scope, receive: Receive,
                       send: Send) -> None:
-        scope = {**scope, "path_params": path_params}
+        scope["path_params"] = path_params  # in place, as Starlette's router does
         if "router" not in scope and "app" in scope:
             scope["router"] = scope["app"].router  # for url_for (the Location of a new document)
         request = Request(scope, receive)

@@ -23,19 +23,24 @@ from schemadoc.interfaces.subscribers import SubscriberSlots
 from schemadoc.ops.limits import deeper_than
 from schemadoc.service import DocumentService
 
-__all__ = ["REST_STATE", "ErrorBody", "ErrorObject", "JSONBody", "Rest", "RestState", "check_depth", "dump_body",
-           "error_response", "errors", "errors_of_a_stream", "parse_json", "rest_state", "state_of"]
+__all__ = ["READ_BODY", "REST_STATE", "ErrorBody", "ErrorObject", "JSONBody", "Rest", "RestState", "check_depth",
+           "dump_body", "error_response", "errors", "errors_of_a_stream", "parse_json", "rest_state", "state_of"]
 
 
 # -- responses -------------------------------------------------------------------------------
 
 
 def _plain(value: Any) -> Any:
-    """A result model as plain JSON data, sharing (not copying) the document content it holds."""
+    """A result model as plain JSON data, sharing (not copying) the document content it holds.
+
+    A model's ``__dict__`` holds its fields in declaration order (its extra members apart), which is
+    what ``model_fields`` would list, without pydantic's attribute machinery."""
     if isinstance(value, BaseModel):
-        out = {name: _plain(getattr(value, name)) for name in type(value).model_fields}
-        if value.model_extra:
-            out.update(value.model_extra)
+        out = {name: _plain(member) if isinstance(member, (BaseModel, list)) else member
+               for name, member in value.__dict__.items()}
+        extra = value.__pydantic_extra__
+        if extra:
+            out.update(extra)
         return out
     if isinstance(value, list) and value and isinstance(value[0], BaseModel):
         return [_plain(item) for item in value]
@@ -184,6 +189,10 @@ def rest_state(service: DocumentService, settings: Settings, *, heartbeat_second
 
 REST_STATE = "schemadoc_rest"
 """The ``app.state`` attribute holding the application's :class:`RestState`."""
+
+READ_BODY = "schemadoc.body"
+"""The scope key under which the body limits leave the request body they read (it is replayed too), so that
+the REST door does not read it a second time through Starlette's stream."""
 
 
 def state_of(request: Request) -> RestState:

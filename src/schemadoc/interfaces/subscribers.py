@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import Counter
 from collections.abc import Callable
 from typing import Final
 
@@ -45,13 +46,12 @@ class SubscriberSlots:
         self.per_document = per_document
         self.total = total
         self._lock = threading.Lock()
-        self._counts: dict[str, int] = {}
-        self._total = 0
+        self._counts: Counter[str] = Counter()  # only documents with subscribers
 
     def count(self, doc_id: str | None = None) -> int:
         """Subscribers of ``doc_id`` (all documents when ``None``)."""
         with self._lock:
-            return self._total if doc_id is None else self._counts.get(doc_id, 0)
+            return self._counts.total() if doc_id is None else self._counts[doc_id]
 
     def acquire(self, doc_id: str) -> Callable[[], None]:
         """A slot for one more subscriber of ``doc_id``, or ``too-many-subscribers``.
@@ -59,7 +59,7 @@ class SubscriberSlots:
         Returns the release: calling it gives the slot back (once; later calls do nothing).
         """
         with self._lock:
-            current = self._counts.get(doc_id, 0)
+            current, total = self._counts[doc_id], self._counts.total()
             if current >= self.per_document:
                 raise SchemaDocError(
                     "too-many-subscribers",
@@ -67,27 +67,22 @@ class SubscriberSlots:
                     f"(max_subscribers_per_document).",
                     {"limit": "max_subscribers_per_document", "max_subscribers_per_document": self.per_document,
                      "actual": current, "doc_id": doc_id})
-            if self._total >= self.total:
+            if total >= self.total:
                 raise SchemaDocError(
                     "too-many-subscribers",
-                    f"The server already has {self._total} subscribers, the most it serves (max_subscribers_total).",
-                    {"limit": "max_subscribers_total", "max_subscribers_total": self.total, "actual": self._total,
+                    f"The server already has {total} subscribers, the most it serves (max_subscribers_total).",
+                    {"limit": "max_subscribers_total", "max_subscribers_total": self.total, "actual": total,
                      "doc_id": doc_id})
-            self._counts[doc_id] = current + 1
-            self._total += 1
+            self._counts[doc_id] += 1
         released = False
 
         def release() -> None:
             nonlocal released
             with self._lock:
-                if released:
-                    return
-                released = True
-                left = self._counts[doc_id] - 1
-                if left:
-                    self._counts[doc_id] = left
-                else:
-                    del self._counts[doc_id]
-                self._total -= 1
+                if not released:
+                    released = True
+                    self._counts[doc_id] -= 1
+                    if not self._counts[doc_id]:
+                        del self._counts[doc_id]
 
         return release

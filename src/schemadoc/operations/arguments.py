@@ -18,33 +18,6 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-__all__ = [
-    "ARGUMENTS",
-    "Arguments",
-    "ChangesArgs",
-    "CreateDocumentArgs",
-    "CreateNodeArgs",
-    "DeleteDocumentArgs",
-    "DeleteNodeArgs",
-    "DiffArgs",
-    "DocumentArgs",
-    "HistoryArgs",
-    "ListArgs",
-    "MergePatchArgs",
-    "MoveNodeArgs",
-    "NextIncompleteArgs",
-    "NodeSchemaArgs",
-    "OutlineArgs",
-    "PatchArgs",
-    "ReadNodeArgs",
-    "RenderArgs",
-    "RevertArgs",
-    "RootSchemaArgs",
-    "SearchArgs",
-    "UpdateNodeArgs",
-    "ValidateNodeArgs",
-]
-
 EXAMPLE_ID = "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"
 ULID_PATTERN = "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$"
 _TOKEN = "([^~/]|~[01])"  # a reference token: '~' only as '~0' or '~1'
@@ -71,16 +44,12 @@ DeletedPath = Annotated[str, _text("RFC 6901 JSON Pointer of the node to delete 
                                    pattern=_NODE_POINTER)]
 NodeData = Annotated[Any, Field(description="The node's JSON value; it must fit the schema at node_path "
                                              "(schema_get_node).")]
-Version = Annotated[int, Field(
-    strict=True, ge=1,
-    description="The version of your last read or write; a stale one fails with version-conflict "
-                "(details.actual_version). REST: also as If-Match.")]
-DryRun = Annotated[bool, Field(
-    strict=True, description="true: answer what the write would (its result or its error, marked dry_run) "
-                             "without writing.")]
-FillDefaults = Annotated[bool, Field(
-    strict=True, description="true (extension): absent members of node_data get the schema's defaults first, as "
-                             "in document_create.")]
+Version = Annotated[int, _count("The version of your last read or write; a stale one fails with version-conflict "
+                                "(details.actual_version). REST: also as If-Match.", 1)]
+DryRun = Annotated[bool, _text("true: answer what the write would (its result or its error, marked dry_run) "
+                               "without writing.")]
+FillDefaults = Annotated[bool, _text("true (extension): absent members of node_data get the schema's defaults "
+                                     "first, as in document_create.")]
 _OPERATIONS = {"add": ("path", "value"), "remove": ("path",), "replace": ("path", "value"),
                "move": ("from", "path"), "copy": ("from", "path"), "test": ("path", "value")}
 _MEMBERS: dict[str, Any] = {"path": {"type": "string", "pattern": _POINTER},
@@ -94,21 +63,15 @@ Patch = Annotated[Any, WithJsonSchema({
                         for op, members in _OPERATIONS.items()]}})]
 MergePatch = Annotated[Any, Field(
     description="RFC 7396: members set (objects merge), null removes; a non-object replaces the node.")]
-Dereferenced = Annotated[bool, Field(
-    strict=True, description="true: resolve $ref so the schema is self-contained (cycles stay as $ref); false: "
-                             "return it as written.")]
-AtVersion = Annotated[int | None, Field(
-    strict=True, ge=1,
-    description="A past version to read (1 = as created); leave it out for the current one.")]
-MaxDepth = Annotated[int | None, Field(
-    strict=True, ge=0, le=255,
-    description="Container levels to show below the node; deeper ones become stubs (type, count, size_bytes, "
-                "pointer).")]
+Dereferenced = Annotated[bool, _text("true: resolve $ref so the schema is self-contained (cycles stay as $ref); "
+                                     "false: return it as written.")]
+AtVersion = Annotated[int | None, _count("A past version to read (1 = as created); leave it out for the current "
+                                         "one.", 1)]
+MaxDepth = Annotated[int | None, _count("Container levels to show below the node; deeper ones become stubs (type, "
+                                        "count, size_bytes, pointer).", 0, 255)]
 WindowOffset = Annotated[int, _count("Members, items or characters of the node to skip.", 0)]
-WindowLimit = Annotated[int | None, Field(
-    strict=True, ge=1, description="At most this many members, items or characters.")]
-MaxBytes = Annotated[int | None, Field(
-    strict=True, ge=512, description="A size cap in bytes of JSON for the node (over MCP at most 40,000).")]
+WindowLimit = Annotated[int | None, _count("At most this many members, items or characters.", 1)]
+MaxBytes = Annotated[int | None, _count("A size cap in bytes of JSON for the node (over MCP at most 40,000).", 512)]
 
 
 class Arguments(BaseModel):
@@ -217,8 +180,7 @@ class HistoryArgs(DocumentArgs):
     since_version: Annotated[int, _count("Return the versions after this one (0 = from the first); pass the "
                                          "previous page's next_since_version to get the next page.", 0)] = 0
     limit: Annotated[int, _count("How many versions to return (1-1000).", 1, 1000)] = 100
-    summary: Annotated[bool, Field(strict=True, description="true: each version's op, path, time and patch size "
-                                                            "instead of its patch.")] = False
+    summary: Annotated[bool, _text("true: each version's op, path, time and patch size instead of its patch.")] = False
 
 
 class DiffArgs(DocumentArgs):
@@ -243,8 +205,8 @@ class OutlineArgs(DocumentArgs):
 class NextIncompleteArgs(DocumentArgs):
     node_path: NodePath = "/"
     limit: Annotated[int, _count("How many places to return (1-100).", 1, 100)] = 10
-    include_defaults: Annotated[bool, Field(strict=True, description="true: also list values equal to their "
-                                                                    "schema default (reason default-value).")] = False
+    include_defaults: Annotated[bool, _text("true: also list values equal to their schema default (reason "
+                                            "default-value).")] = False
 
 
 class SearchArgs(Arguments):
@@ -261,11 +223,6 @@ class RenderArgs(DocumentArgs):
     node_path: NodePath = "/"
     format: Annotated[str, _text("Only 'markdown'.", enum=["markdown"])] = "markdown"
     offset: Annotated[int, _count("Render from this child of the node.", 0)] = 0
-    limit: Annotated[int | None, Field(strict=True, ge=1, description="At most this many children of the node.")] = None
+    limit: Annotated[int | None, _count("At most this many children of the node.", 1)] = None
     max_bytes: MaxBytes = None
 
-
-ARGUMENTS: tuple[type[Arguments], ...] = (
-    CreateDocumentArgs, ListArgs, RootSchemaArgs, NodeSchemaArgs, DocumentArgs, ReadNodeArgs, UpdateNodeArgs,
-    CreateNodeArgs, DeleteNodeArgs, PatchArgs, MoveNodeArgs, MergePatchArgs, RevertArgs, DeleteDocumentArgs,
-    HistoryArgs, DiffArgs, ChangesArgs, OutlineArgs, NextIncompleteArgs, SearchArgs, RenderArgs, ValidateNodeArgs)

@@ -130,31 +130,15 @@ _PAGES: tuple[str, ...] = ("entries", "documents", "changes", "hits", "items", "
 
 def fit_result(structured: dict[str, Any], arguments: dict[str, Any],
                budget: int = MCP_RESULT_BUDGET_BYTES) -> dict[str, Any]:
-    """The last guard before a result leaves: pages shortened (saying where the next page starts)."""
-    size = len(_dumps(structured))
-    if size <= budget:
+    """The last guard before a result leaves: pages shortened (saying where the next page starts). History
+    entries whose patch alone is too big were made light by :func:`fit_model`, measured the same way."""
+    if len(_dumps(structured)) <= budget:
         return structured
-    entries = structured.get("entries")
-    if isinstance(entries, list):
-        structured = {**structured, "entries": [_light_entry(entry, budget) for entry in entries]}
-        if len(_dumps(structured)) <= budget:
-            return structured
     for name in _PAGES:
         page = structured.get(name)
         if isinstance(page, list) and page:
             return _shorten(structured, name, arguments, budget)
     return structured
-
-
-def _light_entry(entry: Any, budget: int) -> Any:
-    if not isinstance(entry, dict):
-        return entry
-    patch = entry.get("patch")
-    size = len(_dumps(patch))
-    if size <= budget // 4:
-        return entry
-    return {**entry, "patch": [], "patch_op_count": len(patch) if isinstance(patch, list) else 0,
-            "patch_size_bytes": size, "truncated": True}
 
 
 def _shorten(structured: dict[str, Any], name: str, arguments: dict[str, Any], budget: int) -> dict[str, Any]:

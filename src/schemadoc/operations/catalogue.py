@@ -1,19 +1,14 @@
 """The operation catalogue: every operation of schemadoc, declared once.
 
-One :class:`Operation` per operation: its name (the MCP tool name and the REST operationId),
-what it says to agents and in the API reference, its arguments (one model of
-:mod:`schemadoc.operations.arguments`), its result model (:mod:`schemadoc.operations.results`),
-its REST routes, and its traits: whether it writes (and how destructively), whether it has a dry
-run, which arguments carry written JSON (walked once for every limit), whether REST answers it on
-the event loop, whether its result is fitted to the MCP budget.
+One :class:`~schemadoc.operations.operation.Operation` per operation: its name (the MCP tool name and
+the REST operationId), what it says to agents and in the API reference, its arguments and result
+models, its REST routes and its traits, and the function that runs it (a service call, its result
+built once for both doors). Both doors, the OpenAPI document, ``docs/tools.md`` and the Python client
+are built by walking :data:`CATALOGUE`, and both doors call
+:func:`~schemadoc.operations.operation.invoke`: one argument check, one limits scan, one error wording.
 
-Both doors are built by walking :data:`CATALOGUE` (``interfaces/mcp.py`` registers the tools,
-``interfaces/rest.py`` adds the routes, the OpenAPI document and ``docs/tools.md`` come from the
-same entries), and both call :func:`~schemadoc.operations.operation.invoke`: one argument check,
-one limits scan, one error wording for every door.
-
-Adding an operation: an arguments model, a result model and builder, a ``_run`` function and one
-``Operation(...)`` entry below; the doors, the OpenAPI document and the reference follow.
+Adding an operation: an arguments model, a result model, a run function and one ``Operation(...)``
+entry below.
 """
 
 from __future__ import annotations
@@ -22,11 +17,10 @@ from pydantic import BaseModel
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.operations import arguments as a
-from schemadoc.operations import reading_results as rr
 from schemadoc.operations import results as r
 from schemadoc.operations.operation import Call, Operation, Route
 from schemadoc.service import DocumentService
-from schemadoc.storage.base import check_doc_id
+from schemadoc.storage.base import DocumentMeta, check_doc_id
 
 __all__ = ["BY_NAME", "CATALOGUE"]
 
@@ -37,83 +31,101 @@ def _create_document(call: Call, args: a.CreateDocumentArgs) -> BaseModel:
     given = args.content is not None or "content" in args.model_fields_set
     doc_id, content, meta, report = (call.service.create_document(args.content) if given
                                      else call.service.create_document())
-    return r.create_document_result(doc_id, content, meta, report, call.document_uri(doc_id))
+    return r.CreateDocumentResult(doc_id=doc_id, version=meta.version, document_uri=call.document_uri(doc_id),
+                                  schema_uri=meta.schema_uri, initial_tree=content,
+                                  validation_report=r.report_body(report))
 
 
 def _read_node(call: Call, args: a.ReadNodeArgs) -> BaseModel:
     service = call.service
     if call.budget is None and not args.bounded:
-        return r.read_node_result(service.read_node(args.doc_id, args.node_path, at_version=args.at_version))
+        read = service.read_node(args.doc_id, args.node_path, at_version=args.at_version)
+        return r.ReadNodeResult(doc_id=read.doc_id, node_path=read.node_path or "/", node_content=read.node,
+                                version=read.version, node_type=read.node_type)
     view = service.read_view(args.doc_id, args.node_path, at_version=args.at_version, max_depth=args.max_depth,
                              offset=args.offset, limit=args.limit, max_bytes=call.max_bytes(args.max_bytes))
-    return rr.read_view_result(view, args.bounded)
+    return r.read_view_result(view, args.bounded)
 
 
 def _update_node(call: Call, args: a.UpdateNodeArgs) -> BaseModel:
-    return r.update_node_result(call.service.update_node(
-        args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
-        scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults))
+    result = call.service.update_node(args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
+                                      scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults)
+    return r.UpdateNodeResult(node_path=result.node_path or "/", updated_node=result.node, **r.write_fields(result))
 
 
 def _create_node(call: Call, args: a.CreateNodeArgs) -> BaseModel:
-    return r.create_node_result(call.service.create_node(
-        args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
-        scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults))
+    result = call.service.create_node(args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
+                                      scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults)
+    return r.CreateNodeResult(created_node_path=result.node_path, created_node=result.node, **r.write_fields(result))
 
 
 def _delete_node(call: Call, args: a.DeleteNodeArgs) -> BaseModel:
-    return r.delete_node_result(call.service.delete_node(args.doc_id, args.node_path, args.version,
-                                                         dry_run=args.dry_run))
+    result = call.service.delete_node(args.doc_id, args.node_path, args.version, dry_run=args.dry_run)
+    return r.DeleteNodeResult(node_path=result.node_path, deleted_node=result.node, **r.write_fields(result))
 
 
 def _apply_patch(call: Call, args: a.PatchArgs) -> BaseModel:
-    return r.patch_result(call.service.apply_patch(args.doc_id, args.patch, args.version, dry_run=args.dry_run,
-                                                   scanned=call.scanned("patch")))
+    result = call.service.apply_patch(args.doc_id, args.patch, args.version, dry_run=args.dry_run,
+                                      scanned=call.scanned("patch"))
+    return r.ApplyPatchResult(**r.write_fields(result))
 
 
 def _move_node(call: Call, args: a.MoveNodeArgs) -> BaseModel:
     result = call.service.move_node(args.doc_id, args.from_path, args.to_path, args.version, dry_run=args.dry_run)
-    return rr.move_node_result(result, args.from_path)
+    return r.MoveNodeResult(from_path=args.from_path, node_path=result.node_path or "/", moved_node=result.node,
+                            **r.write_fields(result))
 
 
 def _merge_patch(call: Call, args: a.MergePatchArgs) -> BaseModel:
-    return r.merge_patch_result(call.service.merge_patch(
-        args.doc_id, args.node_path, args.merge_patch, args.version, dry_run=args.dry_run,
-        scanned=call.scanned("merge_patch")))
+    result = call.service.merge_patch(args.doc_id, args.node_path, args.merge_patch, args.version,
+                                      dry_run=args.dry_run, scanned=call.scanned("merge_patch"))
+    return r.MergePatchResult(node_path=result.node_path or "/", updated_node=result.node, **r.write_fields(result))
 
 
 def _revert(call: Call, args: a.RevertArgs) -> BaseModel:
     result = call.service.revert(args.doc_id, args.to_version, args.version, dry_run=args.dry_run)
-    return r.revert_result(result, args.to_version)
+    return r.RevertResult(to_version=args.to_version, **r.write_fields(result))
+
+
+def _document_state(meta: DocumentMeta) -> BaseModel:
+    return r.DocumentStateResult(doc_id=meta.doc_id, version=meta.version, deleted=meta.deleted_at is not None,
+                                 deleted_at=meta.deleted_at)
 
 
 def _delete_document(call: Call, args: a.DeleteDocumentArgs) -> BaseModel:
-    return r.document_state_result(call.service.delete_document(args.doc_id, args.version))
+    return _document_state(call.service.delete_document(args.doc_id, args.version))
 
 
 def _undelete_document(call: Call, args: a.DocumentArgs) -> BaseModel:
-    return r.document_state_result(call.service.undelete_document(args.doc_id))
+    return _document_state(call.service.undelete_document(args.doc_id))
 
 
 def _purge_document(call: Call, args: a.DocumentArgs) -> BaseModel:
     call.service.purge_document(args.doc_id)
-    return r.purge_result(check_doc_id(args.doc_id))
+    return r.PurgeResult(doc_id=check_doc_id(args.doc_id))
 
 
 def _list_documents(call: Call, args: a.ListArgs) -> BaseModel:
-    listing = call.service.list_documents(limit=args.limit, offset=args.offset)
-    labels = {meta.doc_id: call.service.document_label(meta.doc_id) for meta in listing.documents}
-    return r.list_documents_result(listing, call.service.schema_uri, labels)
+    service = call.service
+    listing = service.list_documents(limit=args.limit, offset=args.offset)
+    documents = [r.DocumentSummary(doc_id=meta.doc_id, label=service.document_label(meta.doc_id), version=meta.version,
+                                   created_at=meta.created_at, modified_at=meta.modified_at,
+                                   tree_size_bytes=meta.content_size_bytes, snapshot_version=meta.snapshot_version)
+                 for meta in listing.documents]
+    return r.ListDocumentsResult(schema_uri=service.schema_uri, documents=documents, total_documents=listing.total,
+                                 has_more=listing.has_more, limit=listing.limit, offset=listing.offset)
 
 
 def _root_schema(call: Call, args: a.RootSchemaArgs) -> BaseModel:
     service = call.service
-    return r.root_schema_result(service.schema_uri, service.root_schema(dereferenced=args.dereferenced),
-                                service.schema.schema_version)
+    root = service.root_schema(dereferenced=args.dereferenced)
+    return r.RootSchemaResult(schema_uri=service.schema_uri, root_schema=root,
+                              schema_version=service.schema.schema_version)
 
 
 def _node_schema(call: Call, args: a.NodeSchemaArgs) -> BaseModel:
-    return r.node_schema_result(call.service.node_schema(args.node_path, args.doc_id, dereferenced=args.dereferenced))
+    node = call.service.node_schema(args.node_path, args.doc_id, dereferenced=args.dereferenced)
+    return r.NodeSchemaResult(node_path=node.node_path or "/", node_schema=node.schema, node_exists=node.node_exists)
 
 
 def _history(call: Call, args: a.HistoryArgs) -> BaseModel:
@@ -123,37 +135,47 @@ def _history(call: Call, args: a.HistoryArgs) -> BaseModel:
 
 def _diff(call: Call, args: a.DiffArgs) -> BaseModel:
     patch = call.service.diff(args.doc_id, args.from_version, args.to_version)
-    return r.diff_result(check_doc_id(args.doc_id), args.from_version, args.to_version, patch)
+    return r.DiffResult(doc_id=check_doc_id(args.doc_id), from_version=args.from_version, to_version=args.to_version,
+                        patch=patch)
 
 
 def _changes(call: Call, args: a.ChangesArgs) -> BaseModel:
-    return r.changes_result(call.service.changes(since=args.since, limit=args.limit))
+    page = call.service.changes(since=args.since, limit=args.limit)
+    return r.ChangesResult.model_validate(page, from_attributes=True)
 
 
 def _outline(call: Call, args: a.OutlineArgs) -> BaseModel:
     read, found = call.service.outline(args.doc_id, args.node_path, args.depth, offset=args.offset,
                                        limit=args.limit, max_bytes=call.max_bytes(args.max_bytes))
-    return rr.outline_result(read, found)
+    return r.OutlineResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/",
+                           outline=found.root, truncated=found.truncated, continue_at=found.continue_at,
+                           **r.window_fields(found.window))
 
 
 def _next_incomplete(call: Call, args: a.NextIncompleteArgs) -> BaseModel:
-    return rr.next_incomplete_result(*call.service.next_incomplete(args.doc_id, args.node_path, args.limit,
-                                                                   include_defaults=args.include_defaults))
+    return r.next_incomplete_result(*call.service.next_incomplete(args.doc_id, args.node_path, args.limit,
+                                                                  include_defaults=args.include_defaults))
 
 
 def _search(call: Call, args: a.SearchArgs) -> BaseModel:
     page = call.service.search(args.query, args.node_path, args.doc_ids, limit=args.limit, cursor=args.cursor)
-    return rr.search_result(args.query, page)
+    hits = [r.SearchHitBody.model_validate(hit, from_attributes=True) for hit in page.hits]
+    return r.SearchResult(query=args.query, hits=hits, has_more=page.has_more, next_cursor=page.next_cursor)
 
 
 def _stats(call: Call, args: a.DocumentArgs) -> BaseModel:
-    return rr.stats_result(call.service.stats(args.doc_id))
+    stats = call.service.stats(args.doc_id)
+    counts = stats.counts.by_type
+    return r.StatsResult(doc_id=stats.doc_id, version=stats.version, size_bytes=stats.size_bytes, node_counts=counts,
+                         node_total=sum(counts.values()), depth=stats.counts.depth, journal_length=stats.journal_length)
 
 
 def _render(call: Call, args: a.RenderArgs) -> BaseModel:
     read, rendered = call.service.render(args.doc_id, args.node_path, args.format, offset=args.offset,
                                          limit=args.limit, max_bytes=call.max_bytes(args.max_bytes))
-    return rr.render_result(read, rendered, args.format)
+    return r.RenderResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/", format=args.format,
+                          text=rendered.text, truncated=rendered.truncated, continue_at=rendered.continue_at,
+                          **r.window_fields(rendered.window))
 
 
 def _validate_node(call: Call, args: a.ValidateNodeArgs) -> BaseModel:
@@ -173,7 +195,8 @@ def _validate_node(call: Call, args: a.ValidateNodeArgs) -> BaseModel:
                                      scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults,
                                      report_only=True)
         write = "document_create_node"
-    return rr.validate_node_result(result, write)
+    return r.ValidateNodeResult(doc_id=result.doc_id, node_path=result.node_path or "/", version=result.version,
+                                valid=result.report.valid, write=write, validation_report=r.report_body(result.report))
 
 
 def _reads_node_locally(service: DocumentService, args: a.ReadNodeArgs) -> bool:
@@ -212,7 +235,7 @@ CATALOGUE: tuple[Operation, ...] = (
         (Route("GET", _DOCUMENT, summary="Read a node, now or at a past version (bounded when asked)",
                defaults={"node_path": "/"}),),
         "documents", examples=({"doc_id": _ID, "node_path": "/chapters/0"},),
-        local=_reads_node_locally, rest_result=r.ReadNodeResult | rr.BoundedReadNodeResult),
+        local=_reads_node_locally, rest_result=r.ReadNodeResult | r.BoundedReadNodeResult),
     Operation(
         "document_update_node", "Replace a node",
         "Replace an existing node ('/' = the document); new members and items: document_create_node. "
@@ -343,7 +366,7 @@ CATALOGUE: tuple[Operation, ...] = (
         "document_outline", "Outline a node",
         "A node's table of contents `depth` levels down: pointer, type, count, size, title and label; no leaf values."
         " Start here on a big document." + _BUDGET_NOTE,
-        a.OutlineArgs, rr.OutlineResult, _outline, "read",
+        a.OutlineArgs, r.OutlineResult, _outline, "read",
         (Route("GET", _DOCUMENT + "/outline",
                summary="The table of contents of a node: members and items with type, count, size and title"),),
         "navigation", examples=({"doc_id": _ID, "node_path": "/", "depth": 2},)),
@@ -352,41 +375,41 @@ CATALOGUE: tuple[Operation, ...] = (
         "Where the document is valid but unfinished, breadth first: absent optional members, empty arrays (values "
         "equal to their default: include_defaults). Each has node_schema and, when possible, an example_call "
         "(placeholder: made-up text to replace). complete: true when done.",
-        a.NextIncompleteArgs, rr.NextIncompleteResult, _next_incomplete, "read",
+        a.NextIncompleteArgs, r.NextIncompleteResult, _next_incomplete, "read",
         (Route("GET", _DOCUMENT + "/incomplete",
                summary="Where the document is valid but not finished by the schema, breadth first"),),
         "navigation", examples=({"doc_id": _ID, "limit": 5},)),
     Operation(
         "document_move_node", "Move a node",
         "Move a node (RFC 6902 move), also within an array to reorder it ('/-' appends)." + _VERSION_NOTE,
-        a.MoveNodeArgs, rr.MoveNodeResult, _move_node, "replace",
+        a.MoveNodeArgs, r.MoveNodeResult, _move_node, "replace",
         (Route("POST", _DOCUMENT + "/move", summary="Move a node (RFC 6902 move; also reorders inside an array)"),),
         "documents", errors=_WRITE_ERRORS,
         examples=({"doc_id": _ID, "from_path": "/chapters/3", "to_path": "/chapters/0", "version": 7},)),
     Operation(
         "document_search", "Search documents",
         "Case-insensitive text search over string values: doc_id, pointer and snippet per hit; page with cursor.",
-        a.SearchArgs, rr.SearchResult, _search, "read",
+        a.SearchArgs, r.SearchResult, _search, "read",
         (Route("GET", "/search", summary="Text search over the string values of documents"),), "navigation",
         etag=False, examples=({"query": "lighthouse", "limit": 10},)),
     Operation(
         "document_stats", "Measure a document",
         "A document's size, node counts by type, depth, version and journal length.",
-        a.DocumentArgs, rr.StatsResult, _stats, "read",
+        a.DocumentArgs, r.StatsResult, _stats, "read",
         (Route("GET", _DOCUMENT + "/stats", summary="Size, node counts by type, depth, version and journal length"),),
         "navigation", examples=({"doc_id": _ID},)),
     Operation(
         "document_render", "Render a node as Markdown",
         "Markdown of a node for review: labels from the schema's titles, headings for objects, lists for arrays, in "
         "schema order." + _BUDGET_NOTE,
-        a.RenderArgs, rr.RenderResult, _render, "read",
+        a.RenderArgs, r.RenderResult, _render, "read",
         (Route("GET", _DOCUMENT + "/render", summary="A readable Markdown rendering of a node, driven by the schema"),),
         "navigation", examples=({"doc_id": _ID, "node_path": "/chapters/0"},)),
     Operation(
         "document_validate_node", "Check a value before writing it",
         "Check a value at a node without writing: the report the write would get now (see `write`). No version "
         "needed.",
-        a.ValidateNodeArgs, rr.ValidateNodeResult, _validate_node, "read",
+        a.ValidateNodeArgs, r.ValidateNodeResult, _validate_node, "read",
         (Route("POST", _DOCUMENT + "/validate", summary="Check a value at a node without writing it"),),
         "documents", errors=(400, 404, 413),
         examples=({"doc_id": _ID, "node_path": "/metadata/status", "node_data": "review"},),

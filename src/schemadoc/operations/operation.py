@@ -50,7 +50,7 @@ class Route:
     defaults: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Call:
     """What an invocation runs with, as its door sets it up.
 

@@ -1,8 +1,8 @@
-"""The result bodies both doors return, built once from service results.
+"""The result bodies both doors return, and the builders of those that are more than a copy of a service result.
 
-MCP tools return these as structured content (and declare them as output schemas); REST
-routes return the same JSON (and declare them as response models). One builder per result
-keeps the two doors identical by construction.
+MCP tools return these as structured content (and declare them as output schemas); REST routes return
+the same JSON (and declare them as response models). Each operation of the catalogue builds its result
+once, so the two doors are identical by construction.
 """
 
 from __future__ import annotations
@@ -14,62 +14,19 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemadoc.ops.journal import JournalEntry
-from schemadoc.service import (
-    ChangesPage,
-    DocumentList,
-    HistoryPage,
-    NodeRead,
-    NodeSchema,
-    WriteResult,
-)
-from schemadoc.storage.base import DocumentMeta
+from schemadoc.reading import Incomplete, Window
+from schemadoc.service import HistoryPage, NodeRead, NodeView, WriteResult
 from schemadoc.validation import ValidationReport
-
-__all__ = [
-    "ApplyPatchResult",
-    "Body",
-    "ChangesResult",
-    "CreateDocumentResult",
-    "CreateNodeResult",
-    "DeleteNodeResult",
-    "DiffResult",
-    "DocumentStateResult",
-    "DocumentSummary",
-    "HistoryResult",
-    "ListDocumentsResult",
-    "MergePatchResult",
-    "NodeSchemaResult",
-    "PurgeResult",
-    "ReadNodeResult",
-    "RevertResult",
-    "RootSchemaResult",
-    "UpdateNodeResult",
-    "ValidationReportBody",
-    "WriteBody",
-    "changes_result",
-    "create_document_result",
-    "create_node_result",
-    "delete_node_result",
-    "diff_result",
-    "document_state_result",
-    "history_result",
-    "journal_entry_body",
-    "list_documents_result",
-    "merge_patch_result",
-    "node_schema_result",
-    "patch_result",
-    "purge_result",
-    "read_node_result",
-    "report_body",
-    "revert_result",
-    "root_schema_result",
-    "update_node_result",
-    "write_fields",
-]
 
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="allow")
+
+
+class Result(Body):
+    """An operation's answer."""
+
+    success: bool = True
 
 
 class ViolationBody(Body):
@@ -93,8 +50,7 @@ class ValidationReportBody(Body):
     errors: list[ViolationBody] = Field(default_factory=list)
 
 
-class CreateDocumentResult(Body):
-    success: bool = True
+class CreateDocumentResult(Result):
     doc_id: str = Field(description="The new document's ULID.")
     version: int = Field(description="Always 1 for a new document.")
     document_uri: str = Field(description="Where the whole document can be read.")
@@ -103,8 +59,7 @@ class CreateDocumentResult(Body):
     validation_report: ValidationReportBody
 
 
-class ReadNodeResult(Body):
-    success: bool = True
+class ReadNodeResult(Result):
     doc_id: str
     node_path: str = Field(description="The concrete path read (negative indices resolved).")
     node_content: Any
@@ -112,8 +67,7 @@ class ReadNodeResult(Body):
     node_type: str = Field(description="object, array, string, number, boolean or null.")
 
 
-class WriteBody(Body):
-    success: bool = True
+class WriteBody(Result):
     doc_id: str
     version: int = Field(description="The new version (dry run: the current, unchanged version).")
     patch: list[dict[str, Any]] = Field(description="The RFC 6902 patch this write compiled to.")
@@ -151,8 +105,7 @@ class DocumentSummary(Body):
                                               "version after it (the snapshot is written in the background).")
 
 
-class ListDocumentsResult(Body):
-    success: bool = True
+class ListDocumentsResult(Result):
     schema_uri: str
     documents: list[DocumentSummary]
     total_documents: int
@@ -161,8 +114,7 @@ class ListDocumentsResult(Body):
     offset: int
 
 
-class RootSchemaResult(Body):
-    success: bool = True
+class RootSchemaResult(Result):
     schema_uri: str
     root_schema: dict[str, Any]
     schema_version: str | None = None
@@ -182,83 +134,15 @@ class ErrorCatalogEntry(Body):
                                                             "specification's codes).")
 
 
-class ErrorCatalogResult(Body):
-    success: bool = True
+class ErrorCatalogResult(Result):
     errors: list[ErrorCatalogEntry] = Field(description="Every code, in catalog order; the same list as the MCP "
                                                         "resource schema://errors.")
 
 
-class NodeSchemaResult(Body):
-    success: bool = True
+class NodeSchemaResult(Result):
     node_path: str
     node_schema: dict[str, Any]
     node_exists: bool | None = Field(default=None, description="Whether the node exists (only with doc_id).")
-
-
-def report_body(report: ValidationReport) -> ValidationReportBody:
-    return ValidationReportBody.model_validate(report.to_dict())
-
-
-def create_document_result(doc_id: str, content: Any, meta: DocumentMeta, report: ValidationReport,
-                           document_uri: str) -> CreateDocumentResult:
-    return CreateDocumentResult(doc_id=doc_id, version=meta.version, document_uri=document_uri,
-                                schema_uri=meta.schema_uri, initial_tree=content,
-                                validation_report=report_body(report))
-
-
-def read_node_result(read: NodeRead) -> ReadNodeResult:
-    return ReadNodeResult(doc_id=read.doc_id, node_path=read.node_path or "/", node_content=read.node,
-                          version=read.version, node_type=read.node_type)
-
-
-def write_fields(result: WriteResult) -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        "doc_id": result.doc_id,
-        "version": result.version,
-        "patch": result.patch,
-        "validation_report": report_body(result.report),
-        "dry_run": result.dry_run,
-    }
-    if result.dry_run:
-        fields["would_be_version"] = result.version + 1
-    return fields
-
-
-def update_node_result(result: WriteResult) -> UpdateNodeResult:
-    return UpdateNodeResult(node_path=result.node_path or "/", updated_node=result.node, **write_fields(result))
-
-
-def create_node_result(result: WriteResult) -> CreateNodeResult:
-    return CreateNodeResult(created_node_path=result.node_path, created_node=result.node, **write_fields(result))
-
-
-def delete_node_result(result: WriteResult) -> DeleteNodeResult:
-    return DeleteNodeResult(node_path=result.node_path, deleted_node=result.node, **write_fields(result))
-
-
-def patch_result(result: WriteResult) -> ApplyPatchResult:
-    return ApplyPatchResult(**write_fields(result))
-
-
-def list_documents_result(listing: DocumentList, schema_uri: str,
-                          labels: dict[str, str | None] | None = None) -> ListDocumentsResult:
-    found = labels or {}
-    return ListDocumentsResult(
-        schema_uri=schema_uri,
-        documents=[DocumentSummary(doc_id=m.doc_id, label=found.get(m.doc_id), version=m.version,
-                                   created_at=m.created_at,
-                                   modified_at=m.modified_at, tree_size_bytes=m.content_size_bytes,
-                                   snapshot_version=m.snapshot_version)
-                   for m in listing.documents],
-        total_documents=listing.total, has_more=listing.has_more, limit=listing.limit, offset=listing.offset)
-
-
-def root_schema_result(schema_uri: str, root: dict[str, Any], version: str | None) -> RootSchemaResult:
-    return RootSchemaResult(schema_uri=schema_uri, root_schema=root, schema_version=version)
-
-
-def node_schema_result(node: NodeSchema) -> NodeSchemaResult:
-    return NodeSchemaResult(node_path=node.node_path or "/", node_schema=node.schema, node_exists=node.node_exists)
 
 
 # -- history, undo, deletion, merge patch, change feed ---------------------------------------
@@ -286,8 +170,7 @@ class JournalSummaryBody(Body):
     info: dict[str, Any] = Field(default_factory=dict)
 
 
-class HistoryResult(Body):
-    success: bool = True
+class HistoryResult(Result):
     doc_id: str
     entries: list[JournalEntryBody | JournalSummaryBody] = Field(description="Oldest first (summary=true: "
                                                                              "without patches).")
@@ -296,8 +179,7 @@ class HistoryResult(Body):
     next_since_version: int = Field(description="Pass as since_version to get the next page.")
 
 
-class DiffResult(Body):
-    success: bool = True
+class DiffResult(Result):
     doc_id: str
     from_version: int
     to_version: int
@@ -313,16 +195,14 @@ class MergePatchResult(WriteBody):
     updated_node: Any
 
 
-class DocumentStateResult(Body):
-    success: bool = True
+class DocumentStateResult(Result):
     doc_id: str
     version: int
     deleted: bool
     deleted_at: str | None = None
 
 
-class PurgeResult(Body):
-    success: bool = True
+class PurgeResult(Result):
     doc_id: str
     purged: bool = True
 
@@ -335,10 +215,154 @@ class ChangeBody(Body):
     at: str
 
 
-class ChangesResult(Body):
-    success: bool = True
+class ChangesResult(Result):
     changes: list[ChangeBody]
     next_cursor: int = Field(description="Pass as since to get what was committed after this page.")
+
+
+# -- agents on large documents: bounded reads, outline, guided building, search, stats, render ----
+
+
+class BoundedReadNodeResult(ReadNodeResult):
+    """A read with bounds (max_depth, offset/limit, max_bytes, or the MCP budget that cut it)."""
+
+    truncated: bool = Field(description="true when node_content is not the whole node: stubs "
+                                        '({"$stub": true, "type", "count" or "length", "size_bytes", "pointer"}) '
+                                        "stand in for parts, or the budget shortened the window.")
+    node_size_bytes: int = Field(description="Bytes of the whole node as compact JSON.")
+    total_count: int | None = Field(default=None, description="Members, items or characters the node has.")
+    offset: int | None = Field(default=None, description="The first member, item or character shown.")
+    returned_count: int | None = Field(default=None, description="How many members, items or characters are shown.")
+    next_offset: int | None = Field(default=None, description="Read again with this offset to see what follows.")
+    continue_at: list[str] = Field(default_factory=list,
+                                   description="Pointers of the stubs, shallowest first (at most 20): read them "
+                                               "to see what they stand for.")
+
+
+class OutlineResult(Result):
+    doc_id: str
+    version: int
+    node_path: str
+    outline: dict[str, Any] = Field(description='The node\'s entry: {"pointer", "type", "count", "size_bytes", '
+                                                '"title" (the schema\'s), "label" (its title or name member), '
+                                                '"children": [entries], "more": {"count", "next_offset"}}.')
+    truncated: bool = Field(description="true when some children were left out for the budget (see 'more').")
+    total_count: int | None = Field(default=None, description="Members or items of the node.")
+    offset: int | None = None
+    returned_count: int | None = None
+    next_offset: int | None = Field(default=None, description="Ask again with this offset for the next children.")
+    continue_at: list[str] = Field(default_factory=list, description="Entries with more children than shown.")
+
+
+class ExampleCall(Body):
+    tool: str = Field(description="document_create_node or document_update_node.")
+    arguments: dict[str, Any] = Field(description="Arguments that would fill the place (checked against its schema).")
+    placeholder: bool = Field(default=False, description="true: node_data holds made-up values (not the schema's "
+                                                         "default, enum or examples); put real content there.")
+
+
+class IncompleteItem(Body):
+    pointer: str
+    reason: str = Field(description="absent (an optional property not there yet), empty-array (items the schema "
+                                    "describes), or default-value (equal to the schema default; only with "
+                                    "include_defaults, and never with an example_call: the value is set).")
+    node_schema: dict[str, Any] = Field(description="The schema of the value to write (for empty-array: of one item).")
+    example_call: ExampleCall | None = Field(default=None, description="A call that would fill it, when one "
+                                                                       "could be built from the schema.")
+
+
+class NextIncompleteResult(Result):
+    doc_id: str
+    version: int
+    node_path: str
+    items: list[IncompleteItem] = Field(description="Breadth first, in a stable order; empty when finished.")
+    has_more: bool
+    complete: bool = Field(default=False, description="true: nothing is left to fill below node_path.")
+
+
+class SearchHitBody(Body):
+    doc_id: str
+    pointer: str
+    snippet: str
+
+
+class SearchResult(Result):
+    query: str
+    hits: list[SearchHitBody]
+    has_more: bool
+    next_cursor: int | None = Field(default=None, description="Pass as cursor for the next page.")
+
+
+class StatsResult(Result):
+    doc_id: str
+    version: int
+    size_bytes: int = Field(description="The document as compact JSON.")
+    node_counts: dict[str, int] = Field(description="Nodes by JSON type (object, array, string, number, boolean, "
+                                                    "null), the root included.")
+    node_total: int
+    depth: int = Field(description="Container levels: 1 for a flat object.")
+    journal_length: int = Field(description="Versions in the journal.")
+
+
+class RenderResult(Result):
+    doc_id: str
+    version: int
+    node_path: str
+    format: str
+    text: str
+    truncated: bool = Field(description="true when the budget stopped the rendering before the window's end.")
+    total_count: int | None = None
+    offset: int | None = None
+    returned_count: int | None = Field(default=None, description="Children of the node rendered (whole).")
+    next_offset: int | None = Field(default=None, description="Render again from this child (of a string node: "
+                                                              "this character) to go on.")
+    continue_at: str | None = Field(default=None, description=(
+        "When the first child alone is over the budget: its beginning is shown; render this pointer for the "
+        "rest (a level deeper), then go on from next_offset."))
+
+
+class MoveNodeResult(WriteBody):
+    from_path: str
+    node_path: str = Field(description="The concrete new path of the moved node.")
+    moved_node: Any
+
+
+class ValidateNodeResult(Result):
+    doc_id: str
+    node_path: str = Field(description="The concrete path the value was checked at.")
+    version: int = Field(description="The version it was checked against (nothing was written).")
+    valid: bool = Field(description="Whether writing the value there would be accepted.")
+    write: str = Field(description="The tool that would write it: document_update_node where the node exists, "
+                                   "else document_create_node.")
+    validation_report: ValidationReportBody
+
+
+# -- builders ------------------------------------------------------------------------------------
+
+
+def report_body(report: ValidationReport) -> ValidationReportBody:
+    return ValidationReportBody.model_validate(report.to_dict())
+
+
+def write_fields(result: WriteResult) -> dict[str, Any]:
+    """The members every write result has."""
+    fields: dict[str, Any] = {
+        "doc_id": result.doc_id,
+        "version": result.version,
+        "patch": result.patch,
+        "validation_report": report_body(result.report),
+        "dry_run": result.dry_run,
+    }
+    if result.dry_run:
+        fields["would_be_version"] = result.version + 1
+    return fields
+
+
+def window_fields(window: Window | None) -> dict[str, Any]:
+    if window is None:
+        return {}
+    return {"total_count": window.total, "offset": window.offset, "returned_count": window.count,
+            "next_offset": window.next_offset}
 
 
 def journal_entry_body(entry: JournalEntry) -> JournalEntryBody:
@@ -368,27 +392,27 @@ def history_result(page: HistoryPage, *, summary: bool = False) -> HistoryResult
                          current_version=page.current_version, has_more=page.has_more, next_since_version=last)
 
 
-def diff_result(doc_id: str, from_version: int, to_version: int, patch: list[dict[str, Any]]) -> DiffResult:
-    return DiffResult(doc_id=doc_id, from_version=from_version, to_version=to_version, patch=patch)
+def read_view_result(read: NodeView, bounded: bool) -> ReadNodeResult:
+    """The plain read when nothing bounded it, else the bounded read with its window and stubs."""
+    view = read.view
+    if not bounded and not view.truncated:
+        return ReadNodeResult(doc_id=read.doc_id, node_path=read.node_path or "/", node_content=view.content,
+                              version=read.version, node_type=view.node_type)
+    return BoundedReadNodeResult(doc_id=read.doc_id, node_path=read.node_path or "/", node_content=view.content,
+                                 version=read.version, node_type=view.node_type, truncated=view.truncated,
+                                 node_size_bytes=view.size_bytes, continue_at=view.continue_at,
+                                 **window_fields(view.window))
 
 
-def revert_result(result: WriteResult, to_version: int) -> RevertResult:
-    return RevertResult(to_version=to_version, **write_fields(result))
-
-
-def merge_patch_result(result: WriteResult) -> MergePatchResult:
-    return MergePatchResult(node_path=result.node_path or "/", updated_node=result.node, **write_fields(result))
-
-
-def document_state_result(meta: DocumentMeta) -> DocumentStateResult:
-    return DocumentStateResult(doc_id=meta.doc_id, version=meta.version, deleted=meta.deleted_at is not None,
-                               deleted_at=meta.deleted_at)
-
-
-def purge_result(doc_id: str) -> PurgeResult:
-    return PurgeResult(doc_id=doc_id)
-
-
-def changes_result(page: ChangesPage) -> ChangesResult:
-    return ChangesResult(changes=[ChangeBody(cursor=c.cursor, doc_id=c.doc_id, version=c.version, op=c.op, at=c.at)
-                                  for c in page.changes], next_cursor=page.next_cursor)
+def next_incomplete_result(read: NodeRead, items: list[Incomplete], has_more: bool) -> NextIncompleteResult:
+    bodies = []
+    for item in items:
+        call = None
+        if item.has_example:
+            arguments = {"doc_id": read.doc_id, "node_path": item.node_path, "node_data": item.example,
+                         "version": read.version}
+            call = ExampleCall(tool=item.tool, arguments=arguments, placeholder=item.placeholder)
+        bodies.append(IncompleteItem(pointer=item.pointer, reason=item.reason, node_schema=item.node_schema,
+                                     example_call=call))
+    return NextIncompleteResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/",
+                                items=bodies, has_more=has_more, complete=not bodies and not has_more)

@@ -12,17 +12,13 @@ loading, the commit and its change event):
 
 from __future__ import annotations
 
-from schemadoc.service.checks import MIN_MAX_BYTES, check_version
-from schemadoc.service.core import LOCK_TIMEOUT_SECONDS, MAX_JSON_DEPTH, PERSIST_CHECKPOINT_EVERY
+from schemadoc.service.core import MAX_JSON_DEPTH
 from schemadoc.service.documents import Documents
 from schemadoc.service.models import (
-    Change,
     ChangeEvent,
     ChangesPage,
-    DocState,
     DocumentList,
     HistoryPage,
-    Listener,
     NodeRead,
     NodeSchema,
     NodeView,
@@ -35,18 +31,12 @@ from schemadoc.service.reading import Reading
 from schemadoc.storage.base import check_doc_id
 
 __all__ = [
-    "LOCK_TIMEOUT_SECONDS",
     "MAX_JSON_DEPTH",
-    "MIN_MAX_BYTES",
-    "PERSIST_CHECKPOINT_EVERY",
-    "Change",
     "ChangeEvent",
     "ChangesPage",
-    "DocState",
     "DocumentList",
     "DocumentService",
     "HistoryPage",
-    "Listener",
     "NodeRead",
     "NodeSchema",
     "NodeView",
@@ -54,7 +44,6 @@ __all__ = [
     "Stats",
     "WriteResult",
     "check_doc_id",
-    "check_version",
 ]
 
 

@@ -1,38 +1,29 @@
 """The service's shared state: documents in memory, locks, loading, committing and publishing events.
 
-Every write follows one pipeline (docs/architecture.md, "The one data flow"):
-
-1. compile the request into an RFC 6902 patch (against the current content),
-2. take the document's write lock (threads and processes) and check the version,
-3. apply the patch to a structurally shared copy,
-4. validate what the patch reached (the verdict of validating the whole copy),
-5. ``dry_run``: return patch + preview + report and stop,
-6. journal (and, for small documents, snapshot) through the store: :meth:`ServiceCore._commit`,
-7. swap the in-memory state and publish a change event.
-
-The use cases live beside this module, one concern each (:mod:`.reading`, :mod:`.history`,
-:mod:`.nodes`, :mod:`.documents`); :class:`schemadoc.service.DocumentService` combines them.
-Reads never take the write lock: they return the current immutable in-memory state. Stored
-content is never mutated; callers must treat returned nodes as read-only.
+Every write follows the one pipeline of docs/architecture.md ("The one data flow"), committed by
+:meth:`ServiceCore._commit`. Reads never take the write lock: they return the current immutable
+in-memory state. Stored content is never mutated; callers must treat returned nodes as read-only.
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import logging
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import msgspec
 import orjson
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.ops.apply import apply_patches
-from schemadoc.ops.history import Checkpoints, replay_from
+from schemadoc.ops.apply import apply_patch, apply_patches, check_patch
+from schemadoc.ops.history import replay_from
 from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.ops.limits import MAX_PATCH_OPERATIONS, MAX_STRING_LENGTH
 from schemadoc.ops.sizes import serialise
@@ -40,7 +31,7 @@ from schemadoc.reading import NodeSchemas, SizeCache
 from schemadoc.schema import LoadedSchema
 from schemadoc.service.checks import check_current
 from schemadoc.service.feed import ChangeFeed
-from schemadoc.service.memory import BYTES_PER_BLOCK, Resident, ResidentSet, allocated_blocks, default_budget
+from schemadoc.service.memory import BYTES_PER_BLOCK, Resident, ResidentSet, default_budget
 from schemadoc.service.models import Change, ChangeEvent, DocState, Listener
 from schemadoc.snapshotter import SnapshotPolicy, Snapshotter
 from schemadoc.storage.base import (
@@ -52,10 +43,13 @@ from schemadoc.storage.base import (
     StoreNotice,
 )
 from schemadoc.validation import DocumentValidator
+from schemadoc.validation.suggestions import placeholders
 
-__all__ = ["LOCK_TIMEOUT_SECONDS", "MAX_JSON_DEPTH", "PERSIST_CHECKPOINT_EVERY", "ServiceCore", "parse_stored"]
+__all__ = ["MAX_JSON_DEPTH", "PERSIST_CHECKPOINT_EVERY", "ServiceCore", "bounded_call", "json_bytes", "parse_stored"]
 
 log = logging.getLogger("schemadoc.service")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 MAX_JSON_DEPTH = 128
 """Default nesting limit of stored documents (``document-too-deep`` beyond it). The official MCP
@@ -84,14 +78,8 @@ class ServiceCore:
         self.store = store
         self.validator = DocumentValidator(schema)
         self.lock_timeout = lock_timeout
-        evicted = weakref.WeakMethod(self._evicted)  # no cycle: a dropped service is freed at once
-
-        def on_evict(doc_id: str, entry: Resident) -> None:
-            bound = evicted()
-            if bound is not None:
-                bound(doc_id, entry)
-
-        self._states = ResidentSet(memory_budget if memory_budget is not None else default_budget(), on_evict)
+        self._states = ResidentSet(memory_budget if memory_budget is not None else default_budget(),
+                                   _weakly(self._evicted))
         """Every document held in memory, with its caches, under one byte budget (:mod:`.memory`)."""
         self._listeners: list[Listener] = []
         self._listeners_lock = threading.Lock()
@@ -243,9 +231,9 @@ class ServiceCore:
         collecting = gc.isenabled()
         gc.disable()  # no collection inside the parse: it frees other objects (and doubles a big parse's time)
         try:
-            before = allocated_blocks()
+            before = sys.getallocatedblocks()
             content = parse_stored(stored.content)  # holds the interpreter lock: the blocks are its own
-            blocks = allocated_blocks() - before
+            blocks = sys.getallocatedblocks() - before
         except orjson.JSONDecodeError as error:
             raise SchemaDocError("storage-read-failed", f"Document {doc_id} is not valid JSON on disk: {error}.",
                                  {"doc_id": doc_id}) from None
@@ -336,34 +324,51 @@ class ServiceCore:
         self._publish(ChangeEvent(doc_id, meta.version, kind, entry))
         return meta
 
-    # -- history checkpoints -------------------------------------------------------------------
-
-    def _checkpoints(self, doc_id: str) -> Checkpoints:
-        """The in-memory history checkpoints of a held document (a throwaway set for one not held)."""
-        entry = self._states.entry(doc_id)
-        if entry is None:
-            return Checkpoints()
-        if entry.checkpoints is None:
-            entry.checkpoints = Checkpoints()
-        return entry.checkpoints
-
-    def _charge_checkpoints(self, doc_id: str, checkpoints: Checkpoints, added_bytes: int) -> None:
-        """``added_bytes`` more held by ``doc_id``'s checkpoints (then keep within the budget)."""
-        entry = self._states.entry(doc_id)
-        if entry is not None and entry.checkpoints is checkpoints and added_bytes > 0:
-            entry.checkpoint_bytes += added_bytes
-            self._states.settle(doc_id)
-
     def _sizes_of(self, doc_id: str) -> SizeCache:
         """The size cache of a held document's containers."""
         entry = self._states.entry(doc_id)
         return entry.sizes if entry is not None else SizeCache()
+
+    def _suggestion(self, after: Any, fix: list[dict[str, Any]], tool: str, arguments: dict[str, Any],
+                    prefix: str = "") -> dict[str, Any]:
+        """A refusal's ``suggested_call``: ``tool`` with ``arguments``, whether ``fix`` applied to ``after`` passes
+        validation (``resolves``), the made-up values in ``fix`` to replace (``placeholders``, relative to
+        ``prefix``), within 16 KiB (:func:`bounded_call`)."""
+        try:
+            resolves = self.validator.validate(apply_patch(after, check_patch(fix)).document).valid
+        except SchemaDocError:
+            resolves = False
+        call: dict[str, Any] = {"tool": tool, "arguments": arguments, "resolves": resolves}
+        marked = placeholders(fix, self.schema, prefix)
+        if marked:
+            call["placeholders"] = marked
+        return bounded_call(call, fix)
 
     def _persist_checkpoint(self, doc_id: str, version: int, data: bytes) -> None:
         try:
             self.store.write_checkpoint(doc_id, version, data)
         except OSError as error:  # a cache: losing one only makes old reads replay more
             log.warning("document %s: checkpoint of version %d not written: %s", doc_id, version, error.strerror)
+
+
+PREVIEW_BYTES = 16_384
+
+
+def bounded_call(call: dict[str, Any], fix: list[dict[str, Any]]) -> dict[str, Any]:
+    """``call`` when its JSON fits in 16 KiB (an error stays readable within a result budget); else the tool with
+    the fix alone (``fix``: the operations, in the paths of the document the write would have made)."""
+    if json_bytes([call]) <= PREVIEW_BYTES:
+        return call
+    short = {key: value for key, value in call.items() if key != "arguments"}
+    return {**short, "arguments_size_bytes": json_bytes([call["arguments"]]),
+            **({"fix": fix} if json_bytes(fix) <= PREVIEW_BYTES else {})}
+
+
+def json_bytes(value: list[Any]) -> int:
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:  # integers beyond 64 bits
+        return len(json.dumps(value, separators=(",", ":")))
 
 
 _SNAPSHOT_DECODER = msgspec.json.Decoder()
@@ -383,17 +388,18 @@ def parse_stored(data: bytes) -> Any:
         return orjson.loads(data)
 
 
-def _weakly(source: Callable[[str], tuple[int, Any] | None]) -> Callable[[str], tuple[int, Any] | None]:
-    """``source`` (a bound method) without keeping its object alive: ``None`` once the object is gone.
+def _weakly(method: Callable[_P, _R]) -> Callable[_P, _R | None]:
+    """``method`` (a bound method) without keeping its object alive: ``None`` once the object is gone.
 
     The snapshotter's thread outlives a service dropped without ``close()``; through a strong
     reference it would keep the service, and every document it holds, alive (and a service in a
     reference cycle when a big document's load calls ``gc.freeze()`` is never freed at all).
+    The memory budget's eviction callback is weak too, so a dropped service is freed at once.
     """
-    method = weakref.WeakMethod(source)
+    weak = weakref.WeakMethod(method)
 
-    def call(doc_id: str) -> tuple[int, Any] | None:
-        bound = method()
-        return None if bound is None else bound(doc_id)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R | None:
+        bound = weak()
+        return None if bound is None else bound(*args, **kwargs)
 
     return call

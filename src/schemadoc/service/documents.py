@@ -16,10 +16,9 @@ from schemadoc.reading.examples import fill_defaults
 from schemadoc.service.checks import check_int, check_version
 from schemadoc.service.core import ServiceCore
 from schemadoc.service.models import ChangeEvent, DocState, DocumentList
-from schemadoc.service.nodes import bounded_call
 from schemadoc.storage.base import DocumentMeta, check_doc_id
 from schemadoc.validation import ValidationReport
-from schemadoc.validation.suggestions import fold_fixes, placeholders
+from schemadoc.validation.suggestions import fold_fixes
 
 __all__ = ["Documents"]
 
@@ -77,12 +76,7 @@ class Documents(ServiceCore):
             corrected = apply_patch(content, check_patch(fix)).document
         except SchemaDocError:
             return {"tool": "document_apply_patch", "resolves": False, "arguments": {"patch": fix}}
-        call: dict[str, Any] = {"tool": "document_create", "arguments": {"content": corrected},
-                                "resolves": self.validator.validate(corrected).valid}
-        marked = placeholders(fix, self.schema)
-        if marked:
-            call["placeholders"] = marked
-        return bounded_call(call, fix)
+        return self._suggestion(content, fix, "document_create", {"content": corrected})
 
     def list_documents(self, limit: int = 100, offset: int = 0) -> DocumentList:
         check_int("limit", limit, 1, 1000)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
 import time
 
@@ -56,9 +57,7 @@ class ChangeFeed:
             assert self._changes is not None
             watermark = min(self._inflight) if self._inflight else None
             start = bisect.bisect_right(self._changes, since, key=lambda c: c.cursor)
-            page: list[Change] = []
-            for change in self._changes[start:]:
-                if len(page) >= limit or (watermark is not None and change.cursor >= watermark):
-                    break
-                page.append(change)
+            visible = itertools.takewhile(lambda c: watermark is None or c.cursor < watermark,
+                                          itertools.islice(self._changes, start, None))
+            page = list(itertools.islice(visible, limit))
             return ChangesPage(page, page[-1].cursor if page else since)

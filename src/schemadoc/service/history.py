@@ -66,7 +66,11 @@ class History(ServiceCore):
                 {"doc_id": doc_id, "version": version, "latest_version": latest})
         if version == latest:
             return state.content
-        checkpoints = self._checkpoints(doc_id)
+        resident = self._states.entry(doc_id)  # a document not held gets a throwaway set of checkpoints
+        if resident is not None and resident.checkpoints is None:
+            resident.checkpoints = Checkpoints()
+        checkpoints = resident.checkpoints if resident is not None and resident.checkpoints is not None \
+            else Checkpoints()
         held = len(checkpoints)
         base_version, base = checkpoints.nearest(version) or (0, None)
         # what new checkpoints hold beside the current content, in bytes of JSON (charged to the document)
@@ -81,23 +85,18 @@ class History(ServiceCore):
                 except orjson.JSONDecodeError:  # a cache torn by a crash: replay further instead
                     log.warning("document %s: checkpoint of version %d is unreadable", doc_id, persisted[0])
                     base_version, base = checkpoints.nearest(version) or (0, None)
-        if base_version == version:
-            self._charge_history(doc_id, checkpoints, held, fresh_bytes)
-            return base
-        entries = self.store.read_journal(doc_id, since_version=base_version, until_version=version)
-        content = replay_from(base, entries, checkpoints)
-        if len(checkpoints) > held:  # they hold what the replayed patches made (a path copy each)
-            fresh_bytes += sum(json_size(entry.patch) + _PATH_COPY_BYTES for entry in entries)
-        self._charge_history(doc_id, checkpoints, held, fresh_bytes)
-        return content
-
-    def _charge_history(self, doc_id: str, checkpoints: Checkpoints, held: int, fresh_bytes: int) -> None:
-        """Charge new in-memory checkpoints to the document, at its bytes in memory per JSON byte."""
-        if len(checkpoints) > held and fresh_bytes:
-            entry = self._states.entry(doc_id)
-            if entry is not None and entry.state.meta.content_size_bytes > 0:
-                ratio = entry.content_bytes / entry.state.meta.content_size_bytes
-                self._charge_checkpoints(doc_id, checkpoints, int(fresh_bytes * max(ratio, 1.0)))
+        if base_version != version:
+            entries = self.store.read_journal(doc_id, since_version=base_version, until_version=version)
+            base = replay_from(base, entries, checkpoints)
+            if len(checkpoints) > held:  # they hold what the replayed patches made (a path copy each)
+                fresh_bytes += sum(json_size(entry.patch) + _PATH_COPY_BYTES for entry in entries)
+        if len(checkpoints) > held and fresh_bytes:  # charged at the document's bytes in memory per JSON byte
+            resident = self._states.entry(doc_id)
+            size = resident.state.meta.content_size_bytes if resident is not None else 0
+            if resident is not None and resident.checkpoints is checkpoints and size > 0:
+                resident.checkpoint_bytes += int(fresh_bytes * max(resident.content_bytes / size, 1.0))
+                self._states.settle(doc_id)
+        return base
 
     def read_node_at(self, doc_id: str, node_path: str, at_version: int) -> NodeRead:
         """``read_node`` on a past version; the same path diagnostics apply."""

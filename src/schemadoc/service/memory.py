@@ -8,21 +8,15 @@ of a write (pinned) is never dropped. Nothing dropped is lost: the journal is du
 write is acknowledged, and an evicted document is loaded again from its snapshot and journal
 tail on its next use.
 
-How bytes are measured. The stored content size of a document (``content_size_bytes``, compact
-JSON) is known; what the parsed content costs in memory depends on its shape: measured with
-``tracemalloc`` on ``orjson.loads``, prose-heavy books take 1.9 bytes per JSON byte, arrays of
-integers 5.2, small objects 7.4, empty containers 21-24. A fixed factor is wrong one way or the
-other, so a load counts the allocator blocks ``orjson.loads`` made (``sys.getallocatedblocks``:
-the call holds the interpreter lock, so the count is its own) and charges
-``json bytes + BYTES_PER_BLOCK * blocks``: within -7 % .. +5 % of the traced bytes on those shapes,
-above them on numbers (never under by more than 7 %). A write scales the charge with the content
-size (the same bytes per JSON byte).
+How bytes are measured and why (``json bytes + BYTES_PER_BLOCK * blocks``, the allocator blocks a
+document's parse made, measured against ``tracemalloc``): docs/architecture.md, "Memory budget".
+A write scales the charge with the content size (the same bytes per JSON byte).
 """
 
 from __future__ import annotations
 
+import ctypes.util
 import os
-import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -35,8 +29,7 @@ from schemadoc.ops.history import Checkpoints
 from schemadoc.reading import NodeCounts, SizeCache
 from schemadoc.service.models import DocState
 
-__all__ = ["BYTES_PER_BLOCK", "DEFAULT_BUDGET_FRACTION", "Resident", "ResidentSet", "allocated_blocks",
-           "default_budget"]
+__all__ = ["BYTES_PER_BLOCK", "DEFAULT_BUDGET_FRACTION", "Resident", "ResidentSet", "default_budget"]
 
 BYTES_PER_BLOCK = 72
 """Bytes charged per allocator block a parse made (object header, hash table or list slots; see above)."""
@@ -66,33 +59,18 @@ def default_budget() -> int:
     return max(int(limit * DEFAULT_BUDGET_FRACTION), 64 << 20)
 
 
-def _libc_trim() -> Callable[[], None]:
-    """``malloc_trim(0)`` of the C library (glibc), or nothing where there is none."""
-    try:
-        import ctypes
-        import ctypes.util
-
-        name = ctypes.util.find_library("c")
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):  # pragma: no cover - not glibc
-        trim = None
-    if trim is None:  # pragma: no cover
-        return lambda: None
-
-    def call() -> None:
-        trim(0)
-
-    return call
+try:
+    _LIBC = ctypes.util.find_library("c")
+    _MALLOC_TRIM = ctypes.CDLL(_LIBC).malloc_trim if _LIBC else None
+except (OSError, AttributeError):  # pragma: no cover - not glibc
+    _MALLOC_TRIM = None
 
 
-release_free_memory = _libc_trim()
-"""Hand the C heap's free pages back to the system (evicted content freed many small blocks; without
-this, the heap keeps them and the process's RSS stays at its high-water mark)."""
-
-
-def allocated_blocks() -> int:
-    """The interpreter's count of allocated memory blocks (see the module docstring)."""
-    return sys.getallocatedblocks()
+def release_free_memory() -> None:
+    """Hand the C heap's free pages back to the system (``malloc_trim(0)`` of glibc; evicted content freed many
+    small blocks: without this, the heap keeps them and the process's RSS stays at its high-water mark)."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 @dataclass

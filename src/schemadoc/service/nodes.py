@@ -6,11 +6,8 @@ version check, apply on a structurally shared copy, validation, dry run or commi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from typing import Any
-
-import orjson
+from typing import Any, Literal
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.apply import apply_patch, check_patch, check_written_depth, json_equal
@@ -27,11 +24,12 @@ from schemadoc.ops.sizes import patch_size
 from schemadoc.pointer import format_pointer, parse, parse_node_path, resolve
 from schemadoc.reading.examples import fill_defaults
 from schemadoc.service.checks import check_version, path_arg
+from schemadoc.service.core import PREVIEW_BYTES, json_bytes
 from schemadoc.service.history import History
 from schemadoc.service.models import WriteResult
 from schemadoc.storage.base import check_doc_id
 from schemadoc.validation import ValidationReport
-from schemadoc.validation.suggestions import fold_fixes, placeholders
+from schemadoc.validation.suggestions import fold_fixes
 
 __all__ = ["NodeWrites"]
 
@@ -39,8 +37,8 @@ Retry = Callable[[str, Any, list[dict[str, Any]]], "tuple[str, dict[str, Any]] |
 """A refused write's call again with corrected arguments (from the written node's pointer, the node as written
 and the fix in document paths), or None when the fix does not fit in them."""
 
-NodeOf = Callable[[Any, Any, str], Any]
-"""What a write returns as its node: from the content before, the content after and the node's pointer."""
+NodeOf = Literal["before", "after"] | None
+"""What a write returns as its node: the node at its pointer in the content before or after it, or none."""
 
 
 class NodeWrites(History):
@@ -92,7 +90,7 @@ class NodeWrites(History):
             return tool, {"node_path": node_path, "node_data": corrected,
                           **({"fill_defaults": True} if fill else {})}
 
-        return self._write(doc_id, version, op, build, dry_run=dry_run, node_of=_node_at,
+        return self._write(doc_id, version, op, build, dry_run=dry_run, node_of="after",
                            written=_written_depths(scan, [node_data], 0), report_only=report_only, retry=retry)
 
     def scan_argument(self, value: Any, *, text: bytes | None = None, surrogates: bool = False) -> ArgumentScan:
@@ -114,7 +112,7 @@ class NodeWrites(History):
     def delete_node(self, doc_id: str, node_path: str, version: int, *, dry_run: bool = False) -> WriteResult:
         path = path_arg(node_path)
         return self._write(doc_id, version, "delete_node", lambda doc: compile_delete(doc, path),
-                           dry_run=dry_run, node_of=_removed_node)
+                           dry_run=dry_run, node_of="before")
 
     def move_node(self, doc_id: str, from_path: str, to_path: str, version: int, *,
                   dry_run: bool = False) -> WriteResult:
@@ -135,7 +133,7 @@ class NodeWrites(History):
             strict = apply_patch(document, check_patch(operation)).patch
             return CompiledWrite(strict, strict[0]["path"])
 
-        return self._write(doc_id, version, "move_node", build, dry_run=dry_run, node_of=_node_at,
+        return self._write(doc_id, version, "move_node", build, dry_run=dry_run, node_of="after",
                            info={"from_path": source, "node_path": target})
 
     def apply_patch(self, doc_id: str, patch: Any, version: int, *, dry_run: bool = False,
@@ -148,7 +146,7 @@ class NodeWrites(History):
         # an operation's value sits two containers down in the patch (the array, the operation)
         values = [operation["value"] for operation in checked if operation["op"] in ("add", "replace")]
         return self._write(doc_id, version, "patch", lambda doc: CompiledWrite(checked, ""),
-                           dry_run=dry_run, node_of=_no_node, written=_written_depths(scan, values, 2))
+                           dry_run=dry_run, node_of=None, written=_written_depths(scan, values, 2))
 
     def merge_patch(self, doc_id: str, node_path: str, merge_patch: Any, version: int, *,
                     dry_run: bool = False, scanned: ArgumentScan | None = None) -> WriteResult:
@@ -167,7 +165,7 @@ class NodeWrites(History):
                 self._refuse_merge_patch(doc_id, version, document, compiled, problems)
             return compiled
 
-        return self._write(doc_id, version, "merge_patch", build, dry_run=dry_run, node_of=_node_at)
+        return self._write(doc_id, version, "merge_patch", build, dry_run=dry_run, node_of="after")
 
     def revert(self, doc_id: str, to_version: int, version: int, *, dry_run: bool = False) -> WriteResult:
         """A new version whose content equals ``to_version`` (nothing in the journal is rewritten)."""
@@ -177,11 +175,11 @@ class NodeWrites(History):
         def build(document: Any) -> CompiledWrite:
             patch = diff(document, target)
             inverse = self._undo_patch(doc_id, to_version, target, document)
-            if inverse is not None and _size(inverse) < _size(patch):
+            if inverse is not None and json_bytes(inverse) < json_bytes(patch):
                 patch = inverse
             return CompiledWrite(patch, "")
 
-        return self._write(doc_id, version, "revert", build, dry_run=dry_run, node_of=_no_node,
+        return self._write(doc_id, version, "revert", build, dry_run=dry_run, node_of=None,
                            info={"to_version": to_version})
 
     def _undo_patch(self, doc_id: str, to_version: int, target: Any, current: Any) -> list[dict[str, Any]] | None:
@@ -261,7 +259,8 @@ class NodeWrites(History):
             report = self.validator.validate_change(state.content, applied.document, patch=applied.patch,
                                                     keep=not dry_run)
             node_path = compiled.node_path
-            node = node_of(state.content, applied.document, node_path)
+            node = None if node_of is None else _at(state.content if node_of == "before" else applied.document,
+                                                    node_path)
             if not report.valid and not report_only:
                 self._refuse(doc_id, current, applied.document, applied.patch, node_path, node, report, retry,
                              dry_run=dry_run)
@@ -297,28 +296,15 @@ class NodeWrites(History):
                 details.update({"dry_run": True, **_preview(patch)})
             suggestion = ("Send details.suggested_call as it is (replace the values listed in its placeholders with "
                           "real content first), or fix each violation and retry." if fix else None)
-            raise SchemaDocError(error.code, error.message, details,
-                                 remediation=_joined(suggestion, error.remediation)) from None
+            remediation = " ".join(text for text in (suggestion, error.remediation) if text) or None
+            raise SchemaDocError(error.code, error.message, details, remediation=remediation) from None
 
     def _suggested_call(self, doc_id: str, version: int, after: Any, patch: list[dict[str, Any]], node_path: str,
                         node: Any, fix: list[dict[str, Any]], retry: Retry | None) -> dict[str, Any]:
-        try:
-            fixed = apply_patch(after, check_patch(fix)).document
-            resolves = self.validator.validate(fixed).valid
-        except SchemaDocError:
-            resolves = False
         found = retry(node_path, node, fix) if retry is not None else None
-        if found is not None:
-            tool, arguments = found
-            marked = placeholders(fix, self.schema, node_path)
-        else:
-            tool, arguments = "document_apply_patch", {"patch": [*patch, *fix]}
-            marked = placeholders(fix, self.schema)
-        call: dict[str, Any] = {"tool": tool, "arguments": {"doc_id": doc_id, **arguments, "version": version},
-                                "resolves": resolves}
-        if marked:
-            call["placeholders"] = marked
-        return bounded_call(call, fix)
+        tool, arguments = found if found is not None else ("document_apply_patch", {"patch": [*patch, *fix]})
+        return self._suggestion(after, fix, tool, {"doc_id": doc_id, **arguments, "version": version},
+                                node_path if found is not None else "")
 
     def _merge_patch_problems(self, concrete: list[str | int], merge_patch: Any) -> list[dict[str, Any]]:
         """What the node's merge-patch schema refuses in ``merge_patch``, with paths from the document root."""
@@ -368,32 +354,6 @@ class NodeWrites(History):
             remediation="Send details.suggested_call as it is, or fix each violation and retry." if fix else None)
 
 
-def _joined(*remediations: str | None) -> str | None:
-    """The remediations that are given, one after the other (the suggested call, then how to see more violations)."""
-    given = [text for text in remediations if text]
-    return " ".join(given) if given else None
-
-
-_PREVIEW_BYTES = 16_384
-
-
-def bounded_call(call: dict[str, Any], fix: list[dict[str, Any]]) -> dict[str, Any]:
-    """``call`` when its JSON fits in 16 KiB (an error stays readable within a result budget); else the tool with
-    the fix alone (``fix``: the operations, in the paths of the document the write would have made)."""
-    if _size([call]) <= _PREVIEW_BYTES:
-        return call
-    short = {key: value for key, value in call.items() if key != "arguments"}
-    return {**short, "arguments_size_bytes": _size([call["arguments"]]), **({"fix": fix}
-                                                                            if _size(fix) <= _PREVIEW_BYTES else {})}
-
-
-def _size(patch: list[Any]) -> int:
-    try:
-        return len(orjson.dumps(patch))
-    except TypeError:  # integers beyond 64 bits
-        return len(json.dumps(patch, separators=(",", ":")))
-
-
 def _inverse_of(document: Any, operation: dict[str, Any]) -> list[dict[str, Any]]:
     """The operations that undo one strict RFC 6902 ``operation`` applied to ``document``."""
     op, path = operation["op"], operation["path"]
@@ -422,8 +382,8 @@ def _at(document: Any, pointer: str) -> Any:
 
 def _preview(patch: list[dict[str, Any]]) -> dict[str, Any]:
     """A refused dry run's preview: the patch when it is small, else its size (the error stays readable)."""
-    size = _size(patch)
-    return {"patch": patch} if size <= _PREVIEW_BYTES else {"patch_op_count": len(patch), "patch_size_bytes": size}
+    size = json_bytes(patch)
+    return {"patch": patch} if size <= PREVIEW_BYTES else {"patch_op_count": len(patch), "patch_size_bytes": size}
 
 
 def _written_depths(scan: ArgumentScan, values: list[Any], below: int) -> dict[int, tuple[int, bool]]:
@@ -433,16 +393,3 @@ def _written_depths(scan: ArgumentScan, values: list[Any], below: int) -> dict[i
     bound = max(scan.depth - below, 0)
     return {id(value): (bound, scan.depth_exact and below == 0) for value in values if isinstance(value, dict | list)}
 
-
-def _no_node(old: Any, new: Any, pointer: str) -> Any:
-    return None
-
-
-def _node_at(old: Any, new: Any, pointer: str) -> Any:
-    node, _ = resolve(new, parse(pointer), allow_negative=False)
-    return node
-
-
-def _removed_node(old: Any, new: Any, pointer: str) -> Any:
-    node, _ = resolve(old, parse(pointer), allow_negative=False)
-    return node
