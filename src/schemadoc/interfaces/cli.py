@@ -217,7 +217,7 @@ def _check_access(settings: Settings) -> None:
 
 def _warn_if_create_fails(service: DocumentService) -> None:
     """A loud warning on stderr when ``document_create`` can never succeed on the served schema."""
-    from schemadoc.validation.creation import creation_problems
+    from schemadoc.validation import creation_problems
 
     problems = creation_problems(service.schema)
     if not problems:
@@ -305,8 +305,7 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     schema_path = _check_schema_file(settings)
     document = _read_json_file(args.file) if args.file is not None else None  # before the slow schema load
     from schemadoc.schema import load_schema
-    from schemadoc.validation import DocumentValidator
-    from schemadoc.validation.creation import creation_problems
+    from schemadoc.validation import DocumentValidator, creation_problems
 
     schema = load_schema(schema_path)
     validator = DocumentValidator(schema)

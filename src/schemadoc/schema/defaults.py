@@ -31,17 +31,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.schema._keywords import format_pointer
+from schemadoc.schema._keywords import format_pointer, type_allows
 from schemadoc.schema.refs import Located, SchemaResources
 
 __all__ = ["build_defaults"]
 
 
-class _Missing:
-    __slots__ = ()
-
-
-_MISSING: Final = _Missing()
+_MISSING: Final = object()
 
 _ANNOTATIONS = frozenset({"$ref", "default", "title", "description", "$comment", "examples", "deprecated"})
 """A schema holding only these is a plain reference: it describes what its target describes."""
@@ -59,11 +55,8 @@ class _View:
     object_hints: bool = False
 
     def is_buildable_object(self) -> bool:
-        for declared in self.types:
-            if isinstance(declared, str) and declared != "object":
-                return False
-            if isinstance(declared, list) and "object" not in declared:
-                return False
+        if not all(type_allows({"type": declared}, "object") for declared in self.types):
+            return False
         return bool(self.types) or self.object_hints
 
 
@@ -74,14 +67,10 @@ class _Builder:
 
     def view(self, schemas: Sequence[Located]) -> _View:
         view = _View()
-        seen: set[int] = set()
-        resources = self._resources
-
-        def visit(located: Located) -> None:
+        for located, first in self._resources.in_place(schemas):
             schema = located.schema
-            if not isinstance(schema, dict) or id(schema) in seen:
-                return
-            seen.add(id(schema))
+            if not first:
+                continue
             if "default" in schema and view.default is _MISSING:
                 view.default = schema["default"]
             if "type" in schema:
@@ -91,18 +80,10 @@ class _Builder:
             properties = schema.get("properties")
             if isinstance(properties, dict):
                 for name, subschema in properties.items():
-                    view.properties.setdefault(name, []).append(resources.sub(located, subschema))
+                    view.properties.setdefault(name, []).append(self._resources.sub(located, subschema))
             for name in schema.get("required", ()):
                 if name not in view.required:
                     view.required.append(name)
-            ref = schema.get("$ref")
-            if isinstance(ref, str):
-                visit(resources.resolve(located, ref))
-            for member in schema.get("allOf", ()):
-                visit(resources.sub(located, member))
-
-        for each in schemas:
-            visit(each)
         return view
 
     def key(self, schemas: Sequence[Located]) -> tuple[int, ...]:

@@ -77,9 +77,9 @@ def load_schema(path: str | os.PathLike[str]) -> LoadedSchema:
 
 
 # members of these keywords are names or positions chosen by the schema's author, not keywords
-_NAMED_MEMBERS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
-                            "dependentRequired"})
-_POSITIONAL = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "enum", "examples", "required", "type"})
+_AUTHORS_MEMBERS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
+                              "dependentRequired", "allOf", "anyOf", "oneOf", "prefixItems", "enum", "examples",
+                              "required", "type"})
 
 
 def _keyword_at(pointer: str) -> str | None:
@@ -89,9 +89,9 @@ def _keyword_at(pointer: str) -> str | None:
     keyword: str | None = None
     parent: str | None = None
     for token in tokens:
-        if parent not in _NAMED_MEMBERS and parent not in _POSITIONAL and token != "":
+        if parent not in _AUTHORS_MEMBERS and token != "":
             keyword = token
-        parent = None if parent in _NAMED_MEMBERS or parent in _POSITIONAL else token
+        parent = None if parent in _AUTHORS_MEMBERS else token
     return keyword
 
 
@@ -136,12 +136,13 @@ class LoadedSchema:
         root: the root schema exactly as loaded; do not modify it.
         schema_version: the root's ``version``, ``x-version`` or ``$comment``, else None.
         resource_uris: the URIs of every schema document in play (root and siblings).
+        resources: those documents and ``$ref`` resolution (frozen: nothing is read any more).
 
     Methods returning schemas or documents return fresh objects the caller may keep or change.
     """
 
     def __init__(self, resources: SchemaResources) -> None:
-        self._resources = resources
+        self.resources = resources
         self.path: Path = resources.path
         self.uri: str = resources.file_uri
         self.base_uri: str = resources.base_uri
@@ -150,10 +151,7 @@ class LoadedSchema:
         self.resource_uris: tuple[str, ...] = tuple(uri for uri, _ in resources.all_documents())
         self._navigator = NodeNavigator(resources)
         self._rs_registry = jsonschema_rs.Registry(resources.all_documents(), retriever=_no_network)
-        self._node_cached = functools.lru_cache(maxsize=_NODE_CACHE_SIZE)(self._node_uncached)
-        self._defaults: Any = None
-        self._defaults_error: SchemaDocError | None = None
-        self._defaults_done = False
+        self._node_cached = functools.lru_cache(maxsize=_NODE_CACHE_SIZE)(self._navigator.node)
         try:
             self._validator = self._compile(self.root, root=True)
         except jsonschema_rs.ValidationError as error:  # meta-validation should have caught it
@@ -167,11 +165,6 @@ class LoadedSchema:
 
     def __repr__(self) -> str:
         return f"LoadedSchema(uri={self.uri!r}, base_uri={self.base_uri!r})"
-
-    @property
-    def resources(self) -> SchemaResources:
-        """The loaded schema documents and ``$ref`` resolution (frozen: nothing is read any more)."""
-        return self._resources
 
     # -- validators -------------------------------------------------------------------
 
@@ -187,14 +180,9 @@ class LoadedSchema:
     def make_validator(
         self, schema: dict[str, Any] | bool | None = None
     ) -> jsonschema_rs.Draft202012Validator:
-        """The compiled (jsonschema_rs) validator for the whole schema, with format assertion on.
-
-        Every sibling document is in its registry and nothing is ever fetched. Without
-        ``schema`` the one validator compiled at load is returned (validators are immutable
-        and thread-safe). With ``schema`` (e.g. from :meth:`node_schema` or
-        :meth:`merge_patch_schema`, whose remaining ``$ref`` s are absolute URIs) a validator
-        for that schema is compiled against the same registry.
-        """
+        """The compiled (jsonschema_rs) validator, formats asserted, every sibling document in its registry: for
+        the whole schema the one compiled at load (immutable, thread-safe), else for ``schema`` (e.g. from
+        :meth:`merge_patch_schema`, whose remaining ``$ref`` s are absolute URIs)."""
         if schema is None:
             return self._validator
         return self._compile(schema, root=False)
@@ -211,15 +199,12 @@ class LoadedSchema:
                 schema = {**schema, "$id": self.uri}
         validator: Validator = Draft202012Validator(
             schema,
-            registry=self._resources.registry,
+            registry=self.resources.registry,
             format_checker=Draft202012Validator.FORMAT_CHECKER,
         )
         return validator
 
     # -- node schemas -----------------------------------------------------------------
-
-    def _node_uncached(self, tokens: tuple[str, ...], dereferenced: bool) -> dict[str, Any]:
-        return self._navigator.node(tokens, dereferenced=dereferenced)
 
     def node_schema(self, tokens: Sequence[str], *, dereferenced: bool = True) -> dict[str, Any]:
         """The schema for the node at the decoded pointer ``tokens`` (the root is ``[]``).
@@ -234,14 +219,14 @@ class LoadedSchema:
         when the schema allows nothing there, and ``path-invalid`` for an array position with a
         sign or leading zero.
         """
-        return copy.deepcopy(self._node_cached(tuple(tokens), dereferenced))
+        return copy.deepcopy(self._node_cached(tuple(tokens), dereferenced=dereferenced))
 
     def shared_node_schema(self, tokens: Sequence[str]) -> dict[str, Any]:
         """:meth:`node_schema` (dereferenced) without the copy: a cached object the caller must not modify.
 
         For read-side walks that look up the schema of many nodes (outline, next-incomplete, render).
         """
-        schema: dict[str, Any] = self._node_cached(tuple(tokens), True)
+        schema: dict[str, Any] = self._node_cached(tuple(tokens), dereferenced=True)
         return schema
 
     def dereferenced_root(self) -> dict[str, Any]:
@@ -249,17 +234,9 @@ class LoadedSchema:
         return self.node_schema((), dereferenced=True)
 
     def merge_patch_schema(self, tokens: Sequence[str]) -> dict[str, Any]:
-        """The schema an RFC 7396 merge patch applied at ``tokens`` must satisfy.
-
-        Derived from the dereferenced node schema: object properties also accept ``null``
-        (delete), ``required`` is dropped (a patch may be partial), nested objects are partial
-        too, ``additionalProperties: false`` still rejects unknown members, and arrays and
-        scalars keep their full schema since a merge patch replaces them wholesale. See
-        :func:`schemadoc.schema.nodes.merge_patch_schema_for`. Compile it with
-        :meth:`make_validator`.
-        """
-        patch_schema = merge_patch_schema_for(self._node_cached(tuple(tokens), True))
-        result: dict[str, Any] = copy.deepcopy(patch_schema)
+        """The schema an RFC 7396 merge patch applied at ``tokens`` must satisfy (derived from the node schema by
+        :func:`schemadoc.schema.nodes.merge_patch_schema_for`); compile it with :meth:`make_validator`."""
+        result: dict[str, Any] = copy.deepcopy(merge_patch_schema_for(self.shared_node_schema(tokens)))
         return result
 
     # -- defaults ---------------------------------------------------------------------
@@ -268,16 +245,17 @@ class LoadedSchema:
         """A fresh initial document built from the schema's defaults (rules in
         :mod:`schemadoc.schema.defaults`); raises ``required-field-without-default`` listing
         every required field without one in ``details.paths``. Callers still validate it."""
-        if not self._defaults_done:
-            try:
-                self._defaults = build_defaults(self._resources)
-            except SchemaDocError as error:
-                self._defaults_error = error
-            self._defaults_done = True
-        failure = self._defaults_error
+        document, failure = self._defaults
         if failure is not None:
             raise SchemaDocError(failure.code, failure.message, copy.deepcopy(failure.details))
-        return copy.deepcopy(self._defaults)
+        return copy.deepcopy(document)
+
+    @functools.cached_property
+    def _defaults(self) -> tuple[Any, SchemaDocError | None]:
+        try:
+            return build_defaults(self.resources), None
+        except SchemaDocError as error:
+            return None, error
 
 
 def _schema_version(root: dict[str, Any]) -> str | None:

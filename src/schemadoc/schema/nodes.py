@@ -34,6 +34,7 @@ from schemadoc.schema._keywords import (
     SUBSCHEMA_MAP,
     SUBSCHEMA_SINGLE,
     format_pointer,
+    member_subschemas,
     type_allows,
 )
 from schemadoc.schema.refs import Located, SchemaResources
@@ -65,26 +66,16 @@ _SUBSCHEMA_MAP = frozenset(SUBSCHEMA_MAP)
 # -- the walk's small expression language ------------------------------------------------
 
 
-class _Anything:
-    """No constraint at all (the schema ``true``)."""
-
-    __slots__ = ()
-
-
-_ANYTHING: Final = _Anything()
+_ANYTHING: Final = None  # no constraint at all (the schema ``true``)
 
 
 @dataclass(frozen=True, slots=True)
-class _AllOf:
+class _Of:
+    keyword: str  # allOf | anyOf
     members: tuple[_Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class _AnyOf:
-    members: tuple[_Expr, ...]
-
-
-_Expr = Located | _AllOf | _AnyOf | _Anything
+_Expr = Located | _Of | None
 
 
 class _NotAllowed(Exception):
@@ -101,18 +92,23 @@ def _conjunction(parts: list[_Expr]) -> _Expr:
         return _ANYTHING
     if len(parts) == 1:
         return parts[0]
-    return _AllOf(tuple(parts))
+    return _Of("allOf", tuple(parts))
 
 
 def _impossible(expr: _Expr) -> bool:
     """Whether nothing can be valid here (a ``false`` schema, or a conjunction containing one)."""
     if isinstance(expr, Located):
         return expr.schema is False
-    if isinstance(expr, _AllOf):
-        return any(_impossible(member) for member in expr.members)
-    if isinstance(expr, _AnyOf):
-        return all(_impossible(member) for member in expr.members)
+    if isinstance(expr, _Of):
+        return (any if expr.keyword == "allOf" else all)(_impossible(member) for member in expr.members)
     return False
+
+
+def _leaves(expr: _Expr) -> list[Located]:
+    """The schemas of an expression, in order."""
+    if isinstance(expr, _Of):
+        return [leaf for member in expr.members for leaf in _leaves(member)]
+    return [] if expr is None else [expr]
 
 
 def _array_position(token: str) -> int | str | None:
@@ -162,9 +158,9 @@ class NodeNavigator:
     def _child(self, expr: _Expr, token: str) -> _Expr:
         if isinstance(expr, Located):
             return self._child_of_schema(expr, token)
-        if isinstance(expr, _AllOf):
+        if isinstance(expr, _Of) and expr.keyword == "allOf":
             return _conjunction([self._child(member, token) for member in expr.members])
-        if isinstance(expr, _AnyOf):
+        if isinstance(expr, _Of):
             return self._alternatives(expr.members, token)
         return _ANYTHING
 
@@ -181,7 +177,7 @@ class NodeNavigator:
             raise _NotAllowed
         if len(survivors) == 1:
             return survivors[0]
-        return _AnyOf(tuple(survivors))
+        return _Of("anyOf", tuple(survivors))
 
     def _child_of_schema(self, located: Located, token: str) -> _Expr:
         schema = located.schema
@@ -248,53 +244,38 @@ class NodeNavigator:
             return as_array
         if not as_object and not as_array:
             return []
-        return [_AnyOf((_conjunction(as_object), _conjunction(as_array)))]
+        return [_Of("anyOf", (_conjunction(as_object), _conjunction(as_array)))]
 
     def _member(self, located: Located, name: str) -> list[_Expr]:
         schema: dict[str, Any] = located.schema
-        sub = self._resources.sub
-        matched: list[_Expr] = []
-        properties = schema.get("properties")
-        if isinstance(properties, dict) and name in properties:
-            matched.append(sub(located, properties[name]))
-        patterns = schema.get("patternProperties")
-        if isinstance(patterns, dict):
-            for pattern, subschema in patterns.items():
-                if re.search(pattern, name):
-                    matched.append(sub(located, subschema))
+        matched: list[_Expr] = [self._resources.sub(located, each)
+                                for each in member_subschemas(schema, name, re.search, additional=False)]
         if not matched and "additionalProperties" in schema:
-            additional = schema["additionalProperties"]
-            if additional is False:
+            if schema["additionalProperties"] is False:
                 raise _NotAllowed
-            matched.append(sub(located, additional))
+            matched.append(self._resources.sub(located, schema["additionalProperties"]))
         return matched
 
     def _item(self, located: Located, position: int | str) -> list[_Expr]:
         schema: dict[str, Any] = located.schema
         sub = self._resources.sub
-        prefix = schema.get("prefixItems")
+        prefix = schema.get("prefixItems") or []
         items = schema.get("items")
-        if not isinstance(prefix, list) or not prefix:
-            if items is False:
-                raise _NotAllowed
-            return [] if items is None else [sub(located, items)]
-        if isinstance(position, int) and position >= 0:
-            if position < len(prefix):
-                return [sub(located, prefix[position])]
-            if items is False:
-                raise _NotAllowed
-            return [] if items is None else [sub(located, items)]
-        # "-" or counted from the end: any tuple position, or the rest.
-        candidates: list[_Expr] = [sub(located, each) for each in prefix]
-        if items is not False:
-            candidates.append(_ANYTHING if items is None else sub(located, items))
-        return [_AnyOf(tuple(candidates))]
+        if prefix and not (isinstance(position, int) and position >= 0):
+            # "-" or counted from the end: any tuple position, or the rest.
+            candidates: list[_Expr] = [sub(located, each) for each in prefix]
+            if items is not False:
+                candidates.append(_ANYTHING if items is None else sub(located, items))
+            return [_Of("anyOf", tuple(candidates))]
+        if isinstance(position, int) and 0 <= position < len(prefix):
+            return [sub(located, prefix[position])]
+        if items is False:
+            raise _NotAllowed
+        return [] if items is None else [sub(located, items)]
 
     def _unevaluated(self, located: Located, token: str) -> _Expr:
         """``unevaluatedProperties``/``unevaluatedItems`` apply when nothing else constrained the child."""
-        schema = located.schema
-        if not isinstance(schema, dict):
-            return _ANYTHING
+        schema: dict[str, Any] = located.schema
         for keyword, json_type in (("unevaluatedProperties", "object"), ("unevaluatedItems", "array")):
             if keyword not in schema or not type_allows(schema, json_type):
                 continue
@@ -314,7 +295,7 @@ class NodeNavigator:
     def _not_found(self, tokens: Sequence[str], depth: int, parent: _Expr) -> SchemaDocError:
         path = format_pointer(tokens)
         deepest = format_pointer(tokens[:depth])
-        allowed = self._allowed(parent, set())
+        allowed = self._allowed(parent)
         return SchemaDocError(
             "path-not-found",
             f"the schema allows nothing at {path}; {deepest} allows "
@@ -322,35 +303,22 @@ class NodeNavigator:
             {"path": path, "deepest_valid_path": deepest, "allowed": allowed},
         )
 
-    def _allowed(self, expr: _Expr, seen: set[int]) -> list[str]:
+    def _allowed(self, expr: _Expr) -> list[str]:
         """Member names (``pattern:<regex>`` for patternProperties) and ``items`` a node allows."""
-        if isinstance(expr, _AllOf | _AnyOf):
-            merged: list[str] = []
-            for member in expr.members:
-                merged += [each for each in self._allowed(member, seen) if each not in merged]
-            return merged
-        if not isinstance(expr, Located) or not isinstance(expr.schema, dict):
-            return []
-        schema: dict[str, Any] = expr.schema
-        if id(schema) in seen:
-            return []
-        seen.add(id(schema))
         names: list[str] = []
-        if type_allows(schema, "object"):
-            names += list(schema.get("properties", {}))
-            names += [f"pattern:{pattern}" for pattern in schema.get("patternProperties", {})]
-        if type_allows(schema, "array") and (
-            schema.get("type") == "array" or "items" in schema or "prefixItems" in schema
-        ):
-            names.append("items")
-        inner: list[_Expr] = []
-        ref = schema.get("$ref")
-        if isinstance(ref, str):
-            inner.append(self._resources.resolve(expr, ref))
-        for keyword in ("allOf", "anyOf", "oneOf"):
-            inner += [self._resources.sub(expr, member) for member in schema.get(keyword, ())]
-        for each in inner:
-            names += [name for name in self._allowed(each, seen) if name not in names]
+        for located, first in self._resources.in_place(_leaves(expr), ("allOf", "anyOf", "oneOf")):
+            schema = located.schema
+            if not first:
+                continue
+            own: list[str] = []
+            if type_allows(schema, "object"):
+                own += schema.get("properties", {})
+                own += [f"pattern:{pattern}" for pattern in schema.get("patternProperties", {})]
+            if type_allows(schema, "array") and (
+                schema.get("type") == "array" or "items" in schema or "prefixItems" in schema
+            ):
+                own.append("items")
+            names += [name for name in own if name not in names]
         return names
 
     # -- rendering ----------------------------------------------------------------
@@ -360,10 +328,8 @@ class NodeNavigator:
             if dereferenced:
                 return self.dereference(expr)
             return expr.schema
-        if isinstance(expr, _AllOf):
-            return {"allOf": [self._render(member, dereferenced=dereferenced) for member in expr.members]}
-        if isinstance(expr, _AnyOf):
-            return {"anyOf": [self._render(member, dereferenced=dereferenced) for member in expr.members]}
+        if isinstance(expr, _Of):
+            return {expr.keyword: [self._render(member, dereferenced=dereferenced) for member in expr.members]}
         return {}
 
     def dereference(self, located: Located, chain: tuple[str, ...] = ()) -> Any:
@@ -428,25 +394,13 @@ def _nullable(schema: Any) -> Any:
 
 
 # Keywords that say what a whole object must contain; a merge patch carries only the changes.
-_WHOLE_OBJECT_ONLY = frozenset(
-    {
-        "required",
-        "minProperties",
-        "maxProperties",
-        "dependentRequired",
-        "dependentSchemas",
-        "if",
-        "then",
-        "else",
-    }
-)
+_WHOLE_OBJECT_ONLY = frozenset({"required", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas",
+                                "if", "then", "else"})
 
 
 def _is_object_schema(schema: dict[str, Any]) -> bool:
-    declared = schema.get("type")
-    if declared == "object" or (isinstance(declared, list) and "object" in declared):
-        return True
-    return declared is None and any(keyword in schema for keyword in _OBJECT_KEYWORDS)
+    return type_allows(schema, "object") and ("type" in schema
+                                              or any(keyword in schema for keyword in _OBJECT_KEYWORDS))
 
 
 def merge_patch_schema_for(schema: Any) -> Any:

@@ -24,7 +24,7 @@ import functools
 import json
 import os
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +38,8 @@ from referencing.exceptions import InvalidAnchor, NoSuchAnchor, NoSuchResource, 
 from referencing.jsonschema import DRAFT202012
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.schema._keywords import format_pointer, fragment_pointer, iter_subschemas
+from schemadoc.pointer import format_pointer as fragment_pointer
+from schemadoc.schema._keywords import format_pointer, iter_subschemas
 
 if TYPE_CHECKING:
     from referencing._core import Resolver
@@ -104,31 +105,19 @@ def read_schema_file(path: Path) -> Any:
 def meta_problems(contents: Any) -> list[dict[str, Any]]:
     """Every way ``contents`` is not a Draft 2020-12 schema, as ``{"path", "message"}`` entries.
 
-    The verdict depends on the schema alone, so it is kept per process for the last few schema texts
-    (every server built on one schema file meta-validates it once: ~6 ms for the bundled book schema).
-    See :func:`_meta_problems`.
-    """
-    try:
-        text = json.dumps(contents, separators=(",", ":"))
-    except (TypeError, ValueError):  # pragma: no cover - parsed JSON always serialises
-        return _meta_problems(contents)
-    return [dict(problem) for problem in _meta_verdict(text)]
-
-
-@functools.lru_cache(maxsize=64)
-def _meta_verdict(text: str) -> tuple[dict[str, Any], ...]:
-    return tuple(_meta_problems(json.loads(text)))
-
-
-def _meta_problems(contents: Any) -> list[dict[str, Any]]:
-    """:func:`meta_problems`, computed.
-
     ``path`` is a JSON Pointer into the schema document. Problems come from python
     ``jsonschema`` validating against the 2020-12 meta-schema (with format checks, so a
     ``pattern`` must be a valid regular expression), then from ``jsonschema_rs`` doing the same
     (it reads patterns as ECMA-262, like the runtime validator), plus a ``$schema`` naming
-    another draft.
+    another draft. The verdict depends on the schema alone, so it is kept per process for the last few
+    schema texts (every server built on one schema file meta-validates it once: ~6 ms for the bundled book schema).
     """
+    return [dict(problem) for problem in _meta_problems(json.dumps(contents, separators=(",", ":")))]
+
+
+@functools.lru_cache(maxsize=64)
+def _meta_problems(text: str) -> tuple[dict[str, Any], ...]:
+    contents = json.loads(text)
     problems: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for error in _META_VALIDATOR.iter_errors(contents):
@@ -148,13 +137,9 @@ def _meta_problems(contents: Any) -> list[dict[str, Any]]:
     if isinstance(contents, dict):
         declared = contents.get("$schema")
         if isinstance(declared, str) and declared not in _DRAFT_2020_12_SPELLINGS:
-            problems.append(
-                {
-                    "path": "/$schema",
-                    "message": f"only Draft 2020-12 ({DRAFT_2020_12}) is supported, not {declared!r}",
-                }
-            )
-    return problems
+            problems.append({"path": "/$schema",
+                             "message": f"only Draft 2020-12 ({DRAFT_2020_12}) is supported, not {declared!r}"})
+    return tuple(problems)
 
 
 def normalize_uri(uri: str) -> str:
@@ -163,18 +148,14 @@ def normalize_uri(uri: str) -> str:
 
 
 def _own_id(contents: Any) -> str | None:
-    if isinstance(contents, dict):
-        declared = contents.get("$id")
-        if isinstance(declared, str):
-            return declared
-    return None
+    declared = contents.get("$id") if isinstance(contents, dict) else None
+    return declared if isinstance(declared, str) else None
 
 
-@dataclass(frozen=True, slots=True)
-class _RefEdge:
-    target: Located
-    uri: str
-    ref: str
+def _base(uri: str, contents: Any) -> str:
+    """What relative references in a document read from ``uri`` resolve against: its ``$id``, else ``uri``."""
+    own_id = _own_id(contents)
+    return urldefrag(urljoin(uri, own_id)).url if own_id else uri
 
 
 class SchemaResources:
@@ -183,8 +164,7 @@ class SchemaResources:
     def __init__(self, path: Path, root: Any) -> None:
         self.path = path
         self.file_uri = path.as_uri()
-        own_id = _own_id(root)
-        self.base_uri = urldefrag(urljoin(self.file_uri, own_id)).url if own_id else self.file_uri
+        self.base_uri = _base(self.file_uri, root)
         self.root_contents = root
         # uri -> (file, contents) of every document read, the root included.
         self.documents: dict[str, tuple[Path, Any]] = {}
@@ -205,10 +185,7 @@ class SchemaResources:
 
     def _add_document(self, uri: str, path: Path, contents: Any) -> Resource[Any]:
         resource = DRAFT202012.create_resource(contents)
-        uris = [uri]
-        own_id = _own_id(contents)
-        if own_id:
-            uris.append(urldefrag(urljoin(uri, own_id)).url)
+        uris = [uri, _base(uri, contents)] if _own_id(contents) else [uri]
         for each in uris:
             self.documents.setdefault(each, (path, contents))
             self._resources[each] = resource
@@ -285,8 +262,9 @@ class SchemaResources:
         """``(uri, contents)`` for every document, each under every URI it is known by."""
         return [(uri, contents) for uri, (_, contents) in self.documents.items()]
 
-    def location_uris(self) -> dict[int, str]:
-        """``id(subschema) -> "document-uri#/json/pointer"`` for every object subschema of every document.
+    def locations(self) -> dict[int, tuple[str, tuple[str, ...]]]:
+        """``id(subschema) -> ("document-uri#/json/pointer", pointer tokens)`` for every object subschema of every
+        document.
 
         The pointer runs from the document's root (also across an embedded ``$id``), percent-encoded
         as a URI fragment, so ``{"$ref": uri}`` compiled against the registry of every document is
@@ -296,14 +274,14 @@ class SchemaResources:
         preferred: dict[int, tuple[str, Any]] = {}
         for uri, (_, contents) in self.documents.items():  # a document's $id comes after its file URI
             preferred[id(contents)] = (uri, contents)
-        index: dict[int, str] = {}
+        index: dict[int, tuple[str, tuple[str, ...]]] = {}
         for uri, contents in preferred.values():
             stack: list[tuple[tuple[str, ...], Any]] = [((), contents)]
             while stack:
                 tokens, schema = stack.pop()
                 if not isinstance(schema, dict) or id(schema) in index:
                     continue
-                index[id(schema)] = uri + "#" + quote(fragment_pointer(tokens), safe="/~!$&'()*+,;=:@")
+                index[id(schema)] = (uri + "#" + quote(fragment_pointer(tokens), safe="/~!$&'()*+,;=:@"), tokens)
                 for relative, sub, _ in iter_subschemas(schema):
                     stack.append(((*tokens, *relative), sub))
         return index
@@ -316,6 +294,24 @@ class SchemaResources:
             resolver = parent.resolver.in_subresource(DRAFT202012.create_resource(schema))
             return Located(schema, resolver, urldefrag(urljoin(parent.base_uri, schema["$id"])).url)
         return Located(schema, parent.resolver, parent.base_uri)
+
+    def in_place(self, starts: Iterable[Located], keywords: tuple[str, ...] = ("allOf",)
+                 ) -> Iterator[tuple[Located, bool]]:
+        """``starts`` and every schema they reach through ``$ref`` and ``keywords``, depth first, each with whether it
+        is met for the first time (an object schema met again, or a boolean one, is not followed)."""
+        seen: set[int] = set()
+        stack = list(starts)[::-1]
+        while stack:
+            located = stack.pop()
+            schema = located.schema
+            first = isinstance(schema, dict) and id(schema) not in seen
+            yield located, first
+            if first:
+                seen.add(id(schema))
+                ref = schema.get("$ref")
+                below = [self.resolve(located, ref)] if isinstance(ref, str) else []
+                below += [self.sub(located, each) for keyword in keywords for each in schema.get(keyword, ())]
+                stack += reversed(below)
 
     def ref_uri(self, at: Located, ref: str) -> str:
         """The absolute URI a ``$ref`` written in ``at`` points to."""
@@ -353,7 +349,7 @@ class SchemaResources:
     def check(self) -> None:
         """Meta-validate every sibling, resolve every ``$ref``, reject in-place cycles."""
         order: list[tuple[str, Located]] = []
-        edges: dict[int, _RefEdge] = {}
+        edges: dict[int, tuple[str, Located, str]] = {}  # id of a schema with a $ref -> (uri, target, ref)
         unresolved: list[dict[str, str]] = []
         queue: list[tuple[str, Located]] = [(self.file_uri, self.root)]
         walked: set[int] = set()
@@ -385,12 +381,11 @@ class SchemaResources:
                         raise load_error from error
                     unresolved.append({"ref": ref, "at": label, "uri": uri, "reason": _reason(error, uri)})
                 else:
-                    edges[id(schema)] = _RefEdge(target, uri, ref)
+                    edges[id(schema)] = (uri, target, ref)
                 while self._pending:
                     new_uri = self._pending.pop(0)
                     _, contents = self.documents[new_uri]
-                    own_id = _own_id(contents)
-                    base = urldefrag(urljoin(new_uri, own_id)).url if own_id else new_uri
+                    base = _base(new_uri, contents)
                     queue.append((new_uri, Located(contents, self.registry.resolver(base), base)))
         if unresolved:
             first = unresolved[0]
@@ -401,34 +396,27 @@ class SchemaResources:
             )
         self._check_cycles(order, edges)
 
-    def _check_cycles(self, order: list[tuple[str, Located]], edges: dict[int, _RefEdge]) -> None:
+    def _check_cycles(self, order: list[tuple[str, Located]], edges: dict[int, tuple[str, Located, str]]) -> None:
         def successors(label: str, located: Located) -> Iterator[tuple[str, Located, str | None]]:
             schema = located.schema
             if not isinstance(schema, dict):
                 return
-            edge = edges.get(id(schema))
-            if edge is not None:
-                yield edge.uri, edge.target, edge.ref
+            if id(schema) in edges:
+                yield edges[id(schema)]
             for relative, sub, in_place in iter_subschemas(schema):
                 if in_place:
                     yield _label(label, relative), self.sub(located, sub), None
 
         state: dict[int, int] = {}  # 1: on the current path, 2: done
+        path: list[tuple[int, str, str | None]] = []  # (id, label, the $ref that led there) down the current path
         for start_label, start in order:
-            if not isinstance(start.schema, dict) or id(start.schema) in state:
-                continue
-            state[id(start.schema)] = 1
-            path_ids = [id(start.schema)]
-            path_labels = [start_label]
-            path_refs: list[str | None] = [None]
-            stack = [successors(start_label, start)]
+            stack: list[Iterator[tuple[str, Located, str | None]]] = [iter([(start_label, start, None)])]
             while stack:
                 step = next(stack[-1], None)
                 if step is None:
-                    state[path_ids.pop()] = 2
-                    path_labels.pop()
-                    path_refs.pop()
                     stack.pop()
+                    if stack:
+                        state[path.pop()[0]] = 2
                     continue
                 label, located, ref = step
                 if not isinstance(located.schema, dict):
@@ -438,9 +426,9 @@ class SchemaResources:
                 if seen == 2:
                     continue
                 if seen == 1:
-                    at = path_ids.index(key)
-                    chain = [*path_labels[at:], label]
-                    refs = [each for each in [*path_refs[at + 1 :], ref] if each is not None]
+                    at = [each[0] for each in path].index(key)
+                    chain = [*(each[1] for each in path[at:]), label]
+                    refs = [each for each in [*(each[2] for each in path[at + 1 :]), ref] if each is not None]
                     closing = ref if ref is not None else (refs[-1] if refs else "")
                     raise SchemaDocError(
                         "schema-resolution-failed",
@@ -448,9 +436,7 @@ class SchemaResources:
                         {"ref": closing, "chain": chain},
                     )
                 state[key] = 1
-                path_ids.append(key)
-                path_labels.append(label)
-                path_refs.append(ref)
+                path.append((key, label, ref))
                 stack.append(successors(label, located))
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from schemadoc.errors import SchemaDocError
 from schemadoc.validation.incremental import ChangeChecker
 from schemadoc.validation.suggestions import suggest
 from schemadoc.validation.violations import (
@@ -33,7 +34,7 @@ from schemadoc.validation.violations import (
 if TYPE_CHECKING:
     from schemadoc.schema import LoadedSchema
 
-__all__ = ["VALID", "DocumentValidator", "ValidationReport", "Violation", "summarise"]
+__all__ = ["VALID", "DocumentValidator", "ValidationReport", "Violation", "creation_problems", "summarise"]
 
 _MAX_VIOLATIONS = 1000
 _KNOWN_VALID = 64  # documents remembered as valid (each the current version of one edited document)
@@ -169,3 +170,23 @@ def _report(validator: Any, instance: Any, schema: LoadedSchema | None = None, *
         return VALID
     return ValidationReport(False, tuple(sorted(violations, key=report_order)), truncated,
                             total if truncated else None)
+
+
+def creation_problems(schema: LoadedSchema) -> list[dict[str, Any]]:
+    """Why ``document_create`` (which takes no arguments) can never succeed on ``schema``, or ``[]`` when it can.
+
+    Each problem is ``{"pointer", "keyword", "reason"}``: a required field with no default anywhere
+    (``required-field-without-default``), or a violation of the document built from the defaults.
+    """
+    try:
+        document = schema.defaults()
+    except SchemaDocError as error:
+        paths = error.details.get("paths") or [error.details.get("path", "")]
+        return [{"pointer": str(path), "keyword": "required",
+                 "reason": f"{error.code}: required, and no default anywhere in the schema"} for path in paths]
+    problems: list[dict[str, Any]] = []
+    for violation in DocumentValidator(schema).validate(document).violations:
+        item = violation.to_dict()
+        problems.append({"pointer": str(item.get("path") or ""), "keyword": item.get("constraint") or item.get("code"),
+                         "reason": f"{item.get('code')}: {item.get('message')}"})
+    return problems

@@ -10,41 +10,27 @@ from __future__ import annotations
 
 import threading
 from typing import Any, Final
-from urllib.parse import unquote, urldefrag
 
 import jsonschema_rs
 
-from schemadoc.errors import SchemaDocError
-from schemadoc.pointer import parse
 from schemadoc.schema import LoadedSchema
+from schemadoc.schema._keywords import member_subschemas
 from schemadoc.schema.refs import Located
 
 __all__ = ["Errors", "Locations", "Node", "PlacedError", "Unsupported"]
 
-# Keywords that say which schemas apply to a child (or to the same node): followed by the walk.
-_CHILDREN: Final = frozenset(
-    {"properties", "patternProperties", "additionalProperties", "prefixItems", "items", "$ref", "allOf",
-     "dependentSchemas"}
-)
 # Keywords asserted on a container itself (looking at its members or items as a whole at most).
 # The others are either annotations, child keywords, or assert only on strings and numbers,
 # which the walk always validates whole.
-_SHALLOW: Final = frozenset(
-    {
-        "type", "enum", "const", "required", "minProperties", "maxProperties", "dependentRequired",
-        "minItems", "maxItems", "uniqueItems", "minContains", "maxContains",
-    }
-)
+_SHALLOW: Final = frozenset({"type", "enum", "const", "required", "minProperties", "maxProperties", "dependentRequired",
+                             "minItems", "maxItems", "uniqueItems", "minContains", "maxContains"})
 _SHALLOW_SUBSCHEMAS: Final = ("contains", "propertyNames")
 # Keywords whose verdict can change when something below them changes, in ways no local check
 # sees, or that some draft gave a meaning the runtime validator may still honour. Any other
 # keyword is an annotation to the runtime validator (it asserts nothing it does not know).
-_NON_LOCAL: Final = frozenset(
-    {
-        "oneOf", "anyOf", "not", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems",
-        "$dynamicRef", "$recursiveRef", "$recursiveAnchor", "dependencies", "additionalItems", "$vocabulary",
-    }
-)
+_NON_LOCAL: Final = frozenset({"oneOf", "anyOf", "not", "if", "then", "else", "unevaluatedProperties",
+                               "unevaluatedItems", "$dynamicRef", "$recursiveRef", "$recursiveAnchor", "dependencies",
+                               "additionalItems", "$vocabulary"})
 _SHALLOW_ASSERTED: Final = _SHALLOW | frozenset(_SHALLOW_SUBSCHEMAS)
 # Errors carrying their alternatives' errors, whose paths are relative to the validated subtree.
 _BRANCHING: Final = frozenset({"oneOf", "anyOf", "anyOfMultipleErrors", "oneOfMultipleValid", "oneOfNotValid"})
@@ -67,6 +53,8 @@ class PlacedError:
     __slots__ = ("instance", "instance_path", "kind", "message", "schema_path")
 
     def __init__(self, error: Any, path: tuple[str | int, ...], schema_path: tuple[str | int, ...]) -> None:
+        if error.kind.name in _BRANCHING or getattr(error.kind, "context", None):
+            raise Unsupported  # its alternatives' errors are placed in the validated subtree
         self.kind = error.kind
         self.message: str = error.message
         self.instance = error.instance
@@ -113,28 +101,18 @@ class Node:
         self.impossible = False
         self.local = True
         self.merged = False  # a schema reached twice here: whole validation evaluates it twice
-        seen: set[int] = set()
-        pending = list(direct)
-        while pending:
-            located = pending.pop(0)
+        for located, first in checker.resources.in_place(direct):
             schema = located.schema
             if schema is True:
                 continue
             if not isinstance(schema, dict):
                 self.impossible = True
-                continue
-            if id(schema) in seen:
+            elif not first:
                 self.merged = True
-                continue
-            seen.add(id(schema))
-            members.append(located)
-            if any(keyword in _NON_LOCAL for keyword in schema):
-                self.local = False
-            ref = schema.get("$ref")
-            if isinstance(ref, str):
-                pending.append(checker.resources.resolve(located, ref))
-            for member in schema.get("allOf", ()):
-                pending.append(checker.resources.sub(located, member))
+            else:
+                members.append(located)
+                if any(keyword in _NON_LOCAL for keyword in schema):
+                    self.local = False
         self.members = tuple(members)
         self.unconstrained = not members and not self.impossible
         self.dependent: tuple[tuple[str, Located], ...] = tuple(
@@ -147,36 +125,35 @@ class Node:
             validator for member in members if (validator := checker.shallow_validator(member)) is not None
         ) if self.local else ()
 
-    # -- checks ---------------------------------------------------------------------------
+    # -- checks: the verdict, or with ``out`` the errors placed at ``path`` ------------------
 
-    def validate_whole(self, instance: Any) -> bool:
+    def whole(self, instance: Any, path: tuple[str | int, ...], out: Errors | None = None) -> bool:
         """``instance`` against every schema of this location, as a whole."""
         if self.impossible:
+            if out is not None:
+                raise Unsupported  # a false schema: reported whole
             return False
         whole = self._whole
         if whole is None:
             whole = self._whole = tuple(
                 self._checker.location_validator(located) for located in self.direct if located.schema is not True
             )
-        return all(validator.is_valid(instance) for validator in whole)
-
-    def collect_whole(self, instance: Any, path: tuple[str | int, ...], out: Errors) -> None:
-        """Every error of ``instance`` against the schemas of this location, placed at ``path``."""
-        if self.impossible:
-            raise Unsupported  # a false schema: reported whole
-        whole = self._whole
-        if whole is None:
-            whole = self._whole = tuple(
-                self._checker.location_validator(located) for located in self.direct if located.schema is not True
-            )
+        if out is None:
+            return all(validator.is_valid(instance) for validator in whole)
         for validator in whole:
             for error in validator.iter_errors(instance):
-                if error.kind.name in _BRANCHING or getattr(error.kind, "context", None):
-                    raise Unsupported
                 out.add(PlacedError(error, path, tuple(error.schema_path)))
+        return True
 
-    def collect_shallow(self, instance: Any, path: tuple[str | int, ...], out: Errors) -> None:
-        """The errors of this location's own keywords (see :meth:`Locations.shallow_validator`)."""
+    def own(self, instance: Any, path: tuple[str | int, ...], out: Errors | None = None) -> bool:
+        """This location's own keywords (see :meth:`Locations.shallow_validator`)."""
+        if out is None:
+            for validator in self.shallow:  # noqa: SIM110 - all() over a generator costs more on this hot path
+                if not validator.is_valid(instance):
+                    return False
+            return True
+        if self.merged:
+            raise Unsupported
         checker = self._checker
         for member in self.members:
             validator = checker.shallow_validator(member)
@@ -184,11 +161,8 @@ class Node:
                 continue
             prefix: tuple[str, ...] | None = None
             for error in validator.iter_errors(instance):
-                name = error.kind.name
                 schema_path = tuple(error.schema_path)
-                if name in _BRANCHING or getattr(error.kind, "context", None):
-                    raise Unsupported
-                if name == "propertyNames" and isinstance(member.schema.get("propertyNames"), dict):
+                if error.kind.name == "propertyNames" and isinstance(member.schema.get("propertyNames"), dict):
                     pass  # compiled as a $ref to its own location: the path is the schema's already
                 elif schema_path and schema_path[0] in _SHALLOW_ASSERTED:
                     if prefix is None:
@@ -197,6 +171,7 @@ class Node:
                 else:
                     raise Unsupported
                 out.add(PlacedError(error, path, schema_path))
+        return True
 
     # -- children -------------------------------------------------------------------------
 
@@ -231,24 +206,9 @@ class Node:
             node = grown
 
     def _member_schemas(self, name: str) -> list[Located]:
-        sub = self._checker.resources.sub
-        out: list[Located] = []
-        for member in self.members:
-            schema: dict[str, Any] = member.schema
-            matched = False
-            properties = schema.get("properties")
-            if isinstance(properties, dict) and name in properties:
-                out.append(sub(member, properties[name]))
-                matched = True
-            patterns = schema.get("patternProperties")
-            if isinstance(patterns, dict):
-                for pattern, subschema in patterns.items():
-                    if self._checker.matches(pattern, name):
-                        out.append(sub(member, subschema))
-                        matched = True
-            if not matched and "additionalProperties" in schema:
-                out.append(sub(member, schema["additionalProperties"]))
-        return out
+        checker = self._checker
+        return [checker.resources.sub(member, each) for member in self.members
+                for each in member_subschemas(member.schema, name, checker.matches)]
 
     def _item_schemas(self, index: int) -> list[Located]:
         sub = self._checker.resources.sub
@@ -276,7 +236,7 @@ class Locations:
         self.resources = schema.resources
         self.whole = schema.make_validator()
         """The whole schema's validator (the root location's, and the walk's fallback)."""
-        self._uris = self.resources.location_uris()
+        self._locations = self.resources.locations()
         self._lock = threading.Lock()
         self._nodes: dict[tuple[int, ...], Node] = {}
         self._location_validators: dict[str, Any] = {}
@@ -292,17 +252,16 @@ class Locations:
 
     def pointer(self, schema: dict[str, Any]) -> tuple[str, ...]:
         """The tokens of a subschema's location in its schema document."""
-        uri = self._uris.get(id(schema))
-        if uri is None:
-            raise Unsupported
-        fragment = unquote(urldefrag(uri).fragment)
-        try:
-            tokens = tuple(parse(fragment))
-        except SchemaDocError as error:
-            raise Unsupported from error
+        tokens = self._locate(schema)[1]
         if tokens and tokens[0] in _SHALLOW_ASSERTED:
             raise Unsupported  # its keywords' own paths could not be told from this prefix
         return tokens
+
+    def _locate(self, schema: Any) -> tuple[str, tuple[str, ...]]:
+        location = self._locations.get(id(schema))
+        if location is None:
+            raise Unsupported
+        return location
 
     def node(self, direct: tuple[Located, ...]) -> Node:
         key = tuple(id(located.schema) if isinstance(located.schema, dict) else int(bool(located.schema))
@@ -311,9 +270,7 @@ class Locations:
         if node is None:
             try:
                 node = Node(self, direct)
-            except Unsupported:
-                raise
-            except Exception as error:  # an unresolvable reference the loader did not see
+            except Exception as error:  # an unresolvable reference the loader did not see (or Unsupported)
                 raise Unsupported from error
             with self._lock:
                 node = self._nodes.setdefault(key, node)
@@ -324,9 +281,7 @@ class Locations:
             return self.whole
         if not isinstance(located.schema, dict):
             return _BOOLEAN_VALIDATORS[bool(located.schema)]
-        uri = self._uris.get(id(located.schema))
-        if uri is None:
-            raise Unsupported
+        uri = self._locate(located.schema)[0]
         return self._compiled(uri, {"$ref": uri})
 
     def shallow_validator(self, located: Located) -> Any | None:
@@ -339,13 +294,7 @@ class Locations:
         for keyword in _SHALLOW_SUBSCHEMAS:
             if keyword in schema:
                 value = schema[keyword]
-                if isinstance(value, bool):
-                    shallow[keyword] = value
-                else:
-                    uri = self._uris.get(id(value))
-                    if uri is None:
-                        raise Unsupported
-                    shallow[keyword] = {"$ref": uri}
+                shallow[keyword] = value if isinstance(value, bool) else {"$ref": self._locate(value)[0]}
         validator = self._compiled(f"shallow:{key}", shallow) if shallow else None
         with self._lock:
             self._shallow[key] = validator

@@ -27,7 +27,6 @@ from schemadoc.validation.violations import Violation
 __all__ = ["NodeSchemaSource", "combined_fix", "placeholders", "suggest"]
 
 _EXCERPT_KEYWORDS = {
-    "dependentRequired": ("dependentRequired",),
     "additionalProperties": ("additionalProperties", "properties"),
     "unevaluatedProperties": ("unevaluatedProperties", "properties"),
     "minimum": ("minimum", "exclusiveMinimum"),
@@ -56,12 +55,9 @@ def suggest(violation: Violation, instance: Any, schemas: NodeSchemaSource) -> V
 
 def _excerpt(violation: Violation, node_schema: dict[str, Any] | None) -> dict[str, Any] | None:
     keyword = violation.constraint
-    if node_schema is None:
-        return {keyword: violation.expected} if violation.expected is not None else None
-    names = _EXCERPT_KEYWORDS.get(keyword, (keyword,))
     excerpt: dict[str, Any] = {}
-    for name in names:
-        if name in node_schema:
+    for name in _EXCERPT_KEYWORDS.get(keyword, (keyword,)):
+        if node_schema is not None and name in node_schema:
             value = node_schema[name]
             if name == "properties" and isinstance(value, dict):
                 value = sorted(value)[:_MAX_EXCERPT_NAMES]  # the allowed names, not their schemas
@@ -187,24 +183,20 @@ def combined_fix(violations: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     A member moved to a corrected name (a misspelling) is not also added with an example value; one path is
     written once (the first violation's fix wins); a removal is not followed by writes below what it removed.
     """
+    fixes = [op for violation in violations for op in violation.get("suggested_fix") or ()]
+    moved_to = {op["path"] for op in fixes if op.get("op") == "move"}
     ops: list[dict[str, Any]] = []
     written: set[str] = set()
-    moved_to: set[str] = set()
-    for violation in violations:
-        for op in violation.get("suggested_fix") or ():
-            if op.get("op") == "move":
-                moved_to.add(op["path"])
-    for violation in violations:
-        for op in violation.get("suggested_fix") or ():
-            path = op.get("path")
-            if not isinstance(path, str):
-                continue
-            if op.get("op") == "add" and any(path == t or path.startswith(t + "/") for t in moved_to):
-                continue  # the renamed member already brings a value
-            if path in written or any(path.startswith(w + "/") for w in written):
-                continue
-            written.add(path)
-            ops.append(op)
+    for op in fixes:
+        path = op.get("path")
+        if not isinstance(path, str):
+            continue
+        if op.get("op") == "add" and any(path == t or path.startswith(t + "/") for t in moved_to):
+            continue  # the renamed member already brings a value
+        if path in written or any(path.startswith(w + "/") for w in written):
+            continue
+        written.add(path)
+        ops.append(op)
     return ops
 
 

@@ -19,6 +19,9 @@ __all__ = ["VALID", "ValidationReport", "Violation", "report_order", "summarise"
 
 _MAX_ACTUAL_BYTES = 512
 _GENERIC_KINDS = frozenset({"required", "contains", "falseSchema"})
+# a violation's members on the wire: the first always, the others when they are set
+_ALWAYS = ("code", "message", "path", "constraint", "expected", "actual", "schema_path")
+_WHEN_SET = ("alternatives", "schema_excerpt", "suggested_fix")
 
 
 @dataclass(frozen=True)
@@ -37,21 +40,8 @@ class Violation:
     """An RFC 6902 patch that repairs this violation, where one follows mechanically."""
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "code": self.code,
-            "message": self.message,
-            "path": self.path,
-            "constraint": self.constraint,
-            "expected": self.expected,
-            "actual": self.actual,
-            "schema_path": self.schema_path,
-        }
-        if self.alternatives is not None:
-            out["alternatives"] = self.alternatives
-        if self.schema_excerpt is not None:
-            out["schema_excerpt"] = self.schema_excerpt
-        if self.suggested_fix is not None:
-            out["suggested_fix"] = self.suggested_fix
+        out = {name: getattr(self, name) for name in _ALWAYS}
+        out.update((name, value) for name in _WHEN_SET if (value := getattr(self, name)) is not None)
         return out
 
 
@@ -172,6 +162,14 @@ def _kind_data(kind: Any) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+# constraint -> the member of the error's data that it expected, and the container type whose size is the actual value
+_EXPECTED = {"enum": "options", "const": "expected_value", "pattern": "pattern", "format": "format",
+             "minLength": "limit", "maxLength": "limit", "minItems": "limit", "maxItems": "limit",
+             "minProperties": "limit", "maxProperties": "limit"}
+_SIZED = {"minLength": str, "maxLength": str, "minItems": list, "maxItems": list, "minProperties": dict,
+          "maxProperties": dict}
+
+
 def _expected_actual(constraint: str, data: dict[str, Any], error: Any) -> tuple[Any, Any]:
     instance = error.instance
     if constraint == "type":
@@ -182,76 +180,47 @@ def _expected_actual(constraint: str, data: dict[str, Any], error: Any) -> tuple
         return data.get("property"), {"present": present}
     if constraint in ("additionalProperties", "unevaluatedProperties", "unevaluatedItems"):
         return False, data.get("unexpected")
-    if constraint == "enum":
-        return data.get("options"), summarise(instance)
-    if constraint == "const":
-        return data.get("expected_value"), summarise(instance)
-    if constraint in ("minLength", "maxLength"):
-        return data.get("limit"), len(instance) if isinstance(instance, str) else summarise(instance)
-    if constraint in ("minItems", "maxItems"):
-        return data.get("limit"), len(instance) if isinstance(instance, list) else summarise(instance)
-    if constraint in ("minProperties", "maxProperties"):
-        return data.get("limit"), len(instance) if isinstance(instance, dict) else summarise(instance)
     if constraint in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
-        value = data.get("limit", data.get("multiple_of"))
-        return value, instance
-    if constraint == "pattern":
-        return data.get("pattern"), summarise(instance)
-    if constraint == "format":
-        return data.get("format"), summarise(instance)
+        return data.get("limit", data.get("multiple_of")), instance
+    sized = _SIZED.get(constraint)
+    actual = len(instance) if sized is not None and isinstance(instance, sized) else summarise(instance)
+    if constraint in _EXPECTED:
+        return data.get(_EXPECTED[constraint]), actual
     if constraint in ("oneOf", "anyOf"):
         return f"exactly one alternative of {constraint}" if constraint == "oneOf" else "at least one alternative", \
-            summarise(instance)
+            actual
     if constraint == "uniqueItems":
-        return True, summarise(instance)
+        return True, actual
     if constraint == "propertyNames":
         nested = data.get("error")
-        return getattr(nested, "message", None), summarise(instance)
+        return getattr(nested, "message", None), actual
     clean = {k: v for k, v in data.items() if k not in ("context", "error")}
-    return (clean or None), summarise(instance)
+    return (clean or None), actual
+
+
+_MESSAGES = {
+    "type": "{where}: expected {types}, got {actual}.",
+    "required": "{where}: required property {expected!r} is missing; add it.",
+    "dependentRequired": "{where}: property {expected!r} is required when its dependent member is present; add it.",
+    "additionalProperties": "{where}: properties {actual} are not allowed here; remove them (see schema_get_node for "
+                            "allowed ones).",
+    "enum": "{where}: {actual!r} is not one of {expected}.",
+    "minLength": "{where}: string has {actual} characters, at least {expected} required.",
+    "maxLength": "{where}: string has {actual} characters, at most {expected} allowed.",
+    "minItems": "{where}: array has {actual} items, at least {expected} required.",
+    "maxItems": "{where}: array has {actual} items, at most {expected} allowed.",
+    "pattern": "{where}: {actual!r} does not match the pattern {expected}.",
+    "format": "{where}: {actual!r} is not a valid {expected}.",
+    "uniqueItems": "{where}: array items must be unique; remove the duplicates.",
+    "minContains": "{where}: too few items match the 'contains' schema (minContains).",
+    "maxContains": "{where}: too many items match the 'contains' schema (maxContains).",
+    "items": "{where}: no items are allowed after the prefixItems positions; remove this one.",
+    "oneOf": "{where}: value must match exactly one alternative of oneOf ({raw}); see 'alternatives'.",
+    "anyOf": "{where}: value must match at least one alternative of anyOf; see 'alternatives'.",
+}
 
 
 def _message(constraint: str, path: str, raw: str, expected: Any, actual: Any) -> str:
-    where = path or "/"
-    if constraint == "type":
-        return f"{where}: expected {_join(expected)}, got {actual}."
-    if constraint == "required":
-        return f"{where}: required property {expected!r} is missing; add it."
-    if constraint == "dependentRequired":
-        return f"{where}: property {expected!r} is required when its dependent member is present; add it."
-    if constraint == "additionalProperties":
-        return f"{where}: properties {actual} are not allowed here; remove them (see schema_get_node for allowed ones)."
-    if constraint == "enum":
-        return f"{where}: {actual!r} is not one of {expected}."
-    if constraint == "minLength":
-        return f"{where}: string has {actual} characters, at least {expected} required."
-    if constraint == "maxLength":
-        return f"{where}: string has {actual} characters, at most {expected} allowed."
-    if constraint == "minItems":
-        return f"{where}: array has {actual} items, at least {expected} required."
-    if constraint == "maxItems":
-        return f"{where}: array has {actual} items, at most {expected} allowed."
-    if constraint == "pattern":
-        return f"{where}: {actual!r} does not match the pattern {expected}."
-    if constraint == "format":
-        return f"{where}: {actual!r} is not a valid {expected}."
-    if constraint == "uniqueItems":
-        return f"{where}: array items must be unique; remove the duplicates."
-    if constraint in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-        return f"{where}: {raw}."
-    if constraint in ("minContains", "maxContains"):
-        bound = "few" if constraint == "minContains" else "many"
-        return f"{where}: too {bound} items match the 'contains' schema ({constraint})."
-    if constraint == "items":
-        return f"{where}: no items are allowed after the prefixItems positions; remove this one."
-    if constraint == "oneOf":
-        return f"{where}: value must match exactly one alternative of oneOf ({raw}); see 'alternatives'."
-    if constraint == "anyOf":
-        return f"{where}: value must match at least one alternative of anyOf; see 'alternatives'."
-    return f"{where}: {raw}."
-
-
-def _join(expected: Any) -> str:
-    if isinstance(expected, list):
-        return " or ".join(str(x) for x in expected)
-    return str(expected)
+    types = " or ".join(str(x) for x in expected) if isinstance(expected, list) else str(expected)
+    return _MESSAGES.get(constraint, "{where}: {raw}.").format(where=path or "/", raw=raw, expected=expected,
+                                                                actual=actual, types=types)

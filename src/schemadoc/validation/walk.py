@@ -1,9 +1,9 @@
 """The walk of a change: from the root, visiting only what differs between ``before`` and ``after``.
 
-:func:`check` gives the verdict on ``after`` given that ``before`` was valid; :func:`collect` gives
-every error of ``after`` instead, placed as whole-document validation places it. Both skip every
-child that is the same object in both documents, or, :func:`guided` by a :class:`Hint` from the
-patch, visit only the children it names (see :mod:`schemadoc.validation.incremental`).
+:func:`check` gives the verdict on ``after`` given that ``before`` was valid, or every error of
+``after``, placed as whole-document validation places it. It skips every child that is the same
+object in both documents, or, :func:`guided` by a :class:`Hint` from the patch, visits only the
+children it names (see :mod:`schemadoc.validation.incremental`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any, Final, TypeVar
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.pointer import parse
-from schemadoc.validation.locations import Errors, Node, Unsupported
+from schemadoc.validation.locations import Errors, Node
 
-__all__ = ["Hint", "HintMismatch", "check", "collect", "guided", "hint_of"]
+__all__ = ["Hint", "HintMismatch", "check", "guided", "hint_of"]
 
 _MISSING: Final = object()
 
@@ -72,8 +72,10 @@ def hint_of(patch: Sequence[Any]) -> Hint | None:
     return root
 
 
-def check(node: Node, after: Any, before: Any, hint: Hint | None = None) -> bool:
-    """Whether ``after`` is valid at ``node``, given that ``before`` was.
+def check(node: Node, after: Any, before: Any, hint: Hint | None = None, path: tuple[str | int, ...] = (),
+          out: Errors | None = None) -> bool:
+    """Whether ``after`` is valid at ``node``, given that ``before`` was; with ``out``, every error of
+    ``after`` there is collected into it instead (placed at ``path`` and below) and the walk goes on.
 
     Without ``hint`` the children that differ are found by identity; with one, only the
     children it names are visited (it comes from the patch, see :func:`hint_of`).
@@ -82,110 +84,51 @@ def check(node: Node, after: Any, before: Any, hint: Hint | None = None) -> bool
         hint = None
     if after is before or node.unconstrained:
         return True
-    if node.impossible:
-        return False
-    if not node.local or type(after) is not type(before) or not isinstance(after, dict | list):
-        return node.validate_whole(after)
+    if node.impossible or not node.local or type(after) is not type(before) or not isinstance(after, dict | list):
+        return node.whole(after, path, out)
     if isinstance(after, dict):
         if node.dependent:
             if after.keys() != before.keys():
-                return node.validate_whole(after)
+                return node.whole(after, path, out)
             node = node.with_dependents(after)
             if not node.local:
-                return node.validate_whole(after)
-        for validator in node.shallow:
-            if not validator.is_valid(after):
-                return False
+                return node.whole(after, path, out)
+        if not node.own(after, path, out):
+            return False
         for name, child, previous in _changed_members(after, before, hint):
             sub = node.for_key(name)
+            at = path if out is None else (*path, name)  # the verdict alone needs no paths
             if previous is _MISSING:
-                if not sub.unconstrained and not sub.validate_whole(child):
+                if not sub.unconstrained and not sub.whole(child, at, out):
                     return False
-            elif not check(sub, child, previous, hint.children.get(name) if hint is not None else None):
+            elif not check(sub, child, previous, hint.children.get(name) if hint is not None else None, at, out):
                 return False
         return True
-    for validator in node.shallow:
-        if not validator.is_valid(after):
-            return False
     count, previous_count = len(after), len(before)
-    if hint is not None and hint.added is None and hint.removed is None:
+    positional = hint is not None and hint.added is None and hint.removed is None
+    if count != previous_count and node.prefix_items and not positional:
+        return node.whole(after, path, out)  # items moved to positions with other schemas
+    if not node.own(after, path, out):
+        return False
+    if hint is not None and positional:
         if count != previous_count:
             raise HintMismatch
         for token, below in hint.children.items():
             index = _position(token, count)
-            if not check(node.for_index(index), after[index], before[index], below):
+            at = path if out is None else (*path, index)
+            if not check(node.for_index(index), after[index], before[index], below, at, out):
                 return False
         return True
     if count == previous_count:  # compare position by position: visit those holding another object
         changed = compress(range(count), map(is_not, after, before))
-        return all(check(node.for_index(index), after[index], before[index]) for index in changed)
-    if node.prefix_items:
-        return node.validate_whole(after)  # items moved to positions with other schemas
+        return all(check(node.for_index(index), after[index], before[index], None,
+                         path if out is None else (*path, index), out) for index in changed)
     start, end = _moved_range(after, before, hint)
     for index in range(start, count - end):
         sub = node.for_index(index)
-        if not sub.unconstrained and not sub.validate_whole(after[index]):
+        if not sub.unconstrained and not sub.whole(after[index], path if out is None else (*path, index), out):
             return False
     return True
-
-
-def collect(node: Node, after: Any, before: Any, hint: Hint | None, path: tuple[str | int, ...],
-             out: Errors) -> None:
-    """The walk of :func:`check`, collecting every error of ``after`` at ``node`` instead of a verdict."""
-    if hint is not None and hint.whole:
-        hint = None
-    if after is before or node.unconstrained:
-        return
-    if node.impossible:
-        raise Unsupported
-    if not node.local or type(after) is not type(before) or not isinstance(after, dict | list):
-        node.collect_whole(after, path, out)
-        return
-    if isinstance(after, dict):
-        if node.dependent:
-            if after.keys() != before.keys():
-                node.collect_whole(after, path, out)
-                return
-            node = node.with_dependents(after)
-            if not node.local:
-                node.collect_whole(after, path, out)
-                return
-        if node.merged:
-            raise Unsupported
-        node.collect_shallow(after, path, out)
-        for name, child, previous in _changed_members(after, before, hint):
-            sub = node.for_key(name)
-            if previous is _MISSING:
-                if not sub.unconstrained:
-                    sub.collect_whole(child, (*path, name), out)
-            else:
-                collect(sub, child, previous, hint.children.get(name) if hint is not None else None,
-                         (*path, name), out)
-        return
-    count, previous_count = len(after), len(before)
-    if count != previous_count and node.prefix_items and not (hint is not None and hint.added is None
-                                                              and hint.removed is None):
-        node.collect_whole(after, path, out)  # items moved to positions with other schemas
-        return
-    if node.merged:
-        raise Unsupported
-    node.collect_shallow(after, path, out)
-    if hint is not None and hint.added is None and hint.removed is None:
-        if count != previous_count:
-            raise HintMismatch
-        for token, below in hint.children.items():
-            index = _position(token, count)
-            collect(node.for_index(index), after[index], before[index], below, (*path, index), out)
-        return
-    if count == previous_count:
-        for index in compress(range(count), map(is_not, after, before)):
-            collect(node.for_index(index), after[index], before[index], None, (*path, index), out)
-        return
-    start, end = _moved_range(after, before, hint)
-    for index in range(start, count - end):
-        sub = node.for_index(index)
-        if not sub.unconstrained:
-            sub.collect_whole(after[index], (*path, index), out)
 
 
 def _changed_members(after: dict[str, Any], before: dict[str, Any],
