@@ -11,10 +11,10 @@ from __future__ import annotations
 import copy
 import re
 import re._parser as _sre  # type: ignore[import-not-found]  # the standard library's own regular-expression parser (Python 3.11+)
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from schemadoc.errors import SchemaDocError
+from schemadoc.reading.schemas import SchemaSource, node_schema, parts, properties
 
 __all__ = ["example_for", "fill_defaults", "is_placeholder"]
 
@@ -42,7 +42,10 @@ def example_for(schema: Any, avoid: Any = None, *, _depth: int = 0) -> tuple[boo
     """(found, value): an example for ``schema`` different from ``avoid`` (when ``avoid`` is given)."""
     if _depth > _MAX_DEPTH or not isinstance(schema, dict):
         return (schema is True and avoid is None, None) if isinstance(schema, bool) else (False, None)
-    different = _Different(avoid)
+
+    def different(value: Any) -> bool:
+        return avoid is None or value != avoid
+
     for candidate in schema.get("examples", []) if isinstance(schema.get("examples"), list) else []:
         if different(candidate):
             return True, candidate
@@ -92,8 +95,7 @@ def example_for(schema: Any, avoid: Any = None, *, _depth: int = 0) -> tuple[boo
     if kind in ("integer", "number"):
         return _number(schema, kind, different)
     if kind == "boolean":
-        value = avoid is not True
-        return True, value
+        return True, avoid is not True
     if kind == "null":
         return different(None), None
     return False, None
@@ -104,33 +106,19 @@ def is_placeholder(schema: Any, value: Any) -> bool:
     (``default``, ``const``, ``examples``, ``enum``): a made-up value stands in for real content."""
     if not isinstance(schema, dict):
         return True
-    if "default" in schema and schema["default"] == value:
+    if any(word in schema and schema[word] == value for word in ("default", "const")):
         return False
-    if "const" in schema and schema["const"] == value:
+    if any(isinstance(schema.get(word), list) and value in schema[word] for word in ("examples", "enum")):
         return False
-    for words in ("examples", "enum"):
-        listed = schema.get(words)
-        if isinstance(listed, list) and value in listed:
-            return False
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, bool) or value is None or (isinstance(value, list) and not value):
         return False  # a boolean or null is a choice, not a stand-in for content
-    if isinstance(value, list) and not value:
-        return False
     if isinstance(value, dict):
-        return any(is_placeholder(_member_schema(schema, name), member) for name, member in value.items())
+        members = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+        return any(is_placeholder(members.get(name, {}), member) for name, member in value.items())
     return True
 
 
-def _member_schema(schema: dict[str, Any], name: str) -> Any:
-    properties = schema.get("properties")
-    return properties.get(name, {}) if isinstance(properties, dict) else {}
-
-
-class _NodeSchemaSource(Protocol):
-    def shared_node_schema(self, tokens: Sequence[str]) -> dict[str, Any]: ...
-
-
-def fill_defaults(value: Any, tokens: Sequence[str], schemas: _NodeSchemaSource, *, _depth: int = 0) -> Any:
+def fill_defaults(value: Any, tokens: Sequence[str], schemas: SchemaSource, *, _depth: int = 0) -> Any:
     """``value`` (a node at ``tokens``) with the defaults the schema gives its absent members filled in, the way
     ``document_create`` builds a document: a member with a ``default`` takes it, a required object member without
     one is built from its own schema; members present are kept (and filled inside), nothing is replaced. Array
@@ -140,60 +128,24 @@ def fill_defaults(value: Any, tokens: Sequence[str], schemas: _NodeSchemaSource,
     if isinstance(value, list):
         return [fill_defaults(item, [*tokens, str(index)], schemas, _depth=_depth + 1)
                 for index, item in enumerate(value)]
-    schema = _schema_at(schemas, tokens)
+    schema = node_schema(schemas, tokens)
     if schema is None:
         return value
-    properties, required = _object_words(schema)
-    filled = dict(value)
-    for name, member in value.items():
-        filled[name] = fill_defaults(member, [*tokens, name], schemas, _depth=_depth + 1)
-    for name in properties:
-        if name in filled:
-            continue
-        member_schema = _schema_at(schemas, [*tokens, name])
+    filled = {name: fill_defaults(member, [*tokens, name], schemas, _depth=_depth + 1)
+              for name, member in value.items()}
+    required = {name for part in parts(schema) if isinstance(part.get("required"), list)
+                for name in part["required"] if isinstance(name, str)}
+    for name in properties(schema):
+        member_schema = None if name in filled else node_schema(schemas, [*tokens, name])
         if not isinstance(member_schema, dict):
             continue
+        kind = member_schema.get("type", "object" if "properties" in member_schema else None)
         if "default" in member_schema:
             filled[name] = fill_defaults(copy.deepcopy(member_schema["default"]), [*tokens, name], schemas,
                                          _depth=_depth + 1)
-        elif name in required and _is_object(member_schema):
-            built = fill_defaults({}, [*tokens, name], schemas, _depth=_depth + 1)
-            filled[name] = built
+        elif name in required and kind == "object":
+            filled[name] = fill_defaults({}, [*tokens, name], schemas, _depth=_depth + 1)
     return filled
-
-
-def _schema_at(schemas: _NodeSchemaSource, tokens: Sequence[str]) -> dict[str, Any] | None:
-    try:
-        return schemas.shared_node_schema(tokens)
-    except SchemaDocError:
-        return None
-
-
-def _object_words(schema: dict[str, Any]) -> tuple[list[str], set[str]]:
-    """The property names (in the schema's order) and required names of an object schema, ``allOf`` included."""
-    names: list[str] = []
-    required: set[str] = set()
-    for part in [schema, *[p for p in schema.get("allOf", []) if isinstance(p, dict)]]:
-        found = part.get("properties")
-        if isinstance(found, dict):
-            names += [name for name in found if name not in names]
-        listed = part.get("required")
-        if isinstance(listed, list):
-            required.update(name for name in listed if isinstance(name, str))
-    return names, required
-
-
-def _is_object(schema: dict[str, Any]) -> bool:
-    kind = schema.get("type")
-    return kind == "object" or (kind is None and "properties" in schema)
-
-
-class _Different:
-    def __init__(self, avoid: Any) -> None:
-        self.avoid = avoid
-
-    def __call__(self, value: Any) -> bool:
-        return self.avoid is None or value != self.avoid
 
 
 def _object(schema: dict[str, Any], depth: int) -> tuple[bool, Any]:
@@ -224,7 +176,7 @@ def _array(schema: dict[str, Any], depth: int) -> tuple[bool, Any]:
     return True, out
 
 
-def _string(schema: dict[str, Any], different: _Different) -> tuple[bool, Any]:
+def _string(schema: dict[str, Any], different: Callable[[Any], bool]) -> tuple[bool, Any]:
     candidates: list[str] = []
     fmt = schema.get("format")
     if isinstance(fmt, str) and fmt in _FORMATS:
@@ -255,7 +207,7 @@ def _matches(pattern: str, value: str) -> bool:
         return False
 
 
-def _number(schema: dict[str, Any], kind: str, different: _Different) -> tuple[bool, Any]:
+def _number(schema: dict[str, Any], kind: str, different: Callable[[Any], bool]) -> tuple[bool, Any]:
     low = schema.get("minimum")
     if not isinstance(low, int | float) or isinstance(low, bool):
         exclusive = schema.get("exclusiveMinimum")
