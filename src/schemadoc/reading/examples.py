@@ -19,20 +19,11 @@ from schemadoc.reading.schemas import SchemaSource, node_schema, parts, properti
 __all__ = ["example_for", "fill_defaults", "is_placeholder"]
 
 _FORMATS: dict[str, str] = {
-    "date-time": "2025-01-01T12:00:00Z",
-    "date": "2025-01-01",
-    "time": "12:00:00Z",
-    "email": "author@example.org",
-    "idn-email": "author@example.org",
-    "uri": "https://example.org/",
-    "iri": "https://example.org/",
-    "uri-reference": "https://example.org/",
-    "hostname": "example.org",
-    "idn-hostname": "example.org",
-    "ipv4": "192.0.2.1",
-    "ipv6": "2001:db8::1",
+    "date-time": "2025-01-01T12:00:00Z", "date": "2025-01-01", "time": "12:00:00Z", "duration": "P1D",
+    "email": "author@example.org", "idn-email": "author@example.org", "hostname": "example.org",
+    "idn-hostname": "example.org", "uri": "https://example.org/", "iri": "https://example.org/",
+    "uri-reference": "https://example.org/", "ipv4": "192.0.2.1", "ipv6": "2001:db8::1",
     "uuid": "123e4567-e89b-42d3-a456-426614174000",
-    "duration": "P1D",
 }
 _TEXT = "Example text"
 _MAX_DEPTH = 12
@@ -148,32 +139,32 @@ def fill_defaults(value: Any, tokens: Sequence[str], schemas: SchemaSource, *, _
     return filled
 
 
+def _each(schemas: list[Any], depth: int) -> list[Any] | None:
+    """An example for each of ``schemas``, or None when one has none."""
+    values = []
+    for schema in schemas:
+        found, value = example_for(schema, _depth=depth + 1)
+        if not found:
+            return None
+        values.append(value)
+    return values
+
+
 def _object(schema: dict[str, Any], depth: int) -> tuple[bool, Any]:
     found = schema.get("properties")
-    properties: dict[str, Any] = found if isinstance(found, dict) else {}
-    out: dict[str, Any] = {}
-    for name in schema.get("required", []) if isinstance(schema.get("required"), list) else []:
-        found, value = example_for(properties.get(name, {"type": "string"}), _depth=depth + 1)
-        if not found:
-            return False, None
-        out[name] = value
-    return True, out
+    members: dict[str, Any] = found if isinstance(found, dict) else {}
+    names = schema["required"] if isinstance(schema.get("required"), list) else []
+    values = _each([members.get(name, {"type": "string"}) for name in names], depth)
+    return (False, None) if values is None else (True, dict(zip(names, values, strict=True)))
 
 
 def _array(schema: dict[str, Any], depth: int) -> tuple[bool, Any]:
     need = schema.get("minItems", 0)
     if not isinstance(need, int) or need <= 0:
         return True, []
-    given = schema.get("prefixItems")
-    prefix: list[Any] = given if isinstance(given, list) else []
-    out: list[Any] = []
-    for index in range(need):
-        item_schema = prefix[index] if index < len(prefix) else schema.get("items", {})
-        found, value = example_for(item_schema, _depth=depth + 1)
-        if not found:
-            return False, None
-        out.append(value)
-    return True, out
+    prefix = schema["prefixItems"] if isinstance(schema.get("prefixItems"), list) else []
+    values = _each([prefix[index] if index < len(prefix) else schema.get("items", {}) for index in range(need)], depth)
+    return (False, None) if values is None else (True, values)
 
 
 def _string(schema: dict[str, Any], different: Callable[[Any], bool]) -> tuple[bool, Any]:
@@ -227,7 +218,6 @@ def _number(schema: dict[str, Any], kind: str, different: Callable[[Any], bool])
 # -- strings from a regular expression -------------------------------------------------------
 
 
-
 def _from_pattern(pattern: str) -> str | None:
     """A short string matching ``pattern`` (searched, as JSON Schema does), or None."""
     try:
@@ -251,29 +241,16 @@ _CATEGORY_CHARS = {
 def _emit(items: list[tuple[Any, Any]]) -> str:
     out: list[str] = []
     for op, arg in items:
-        name = str(op)
-        if name == "LITERAL":
-            out.append(chr(arg))
-        elif name == "NOT_LITERAL":
-            out.append("a" if chr(arg) != "a" else "b")
-        elif name == "ANY":
-            out.append("a")
-        elif name == "IN":
-            out.append(_in(arg))
-        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            low, _high, sub = arg
-            out.append(_emit(list(sub)) * max(int(low), 0))
-        elif name == "SUBPATTERN":
-            out.append(_emit(list(arg[-1])))
-        elif name == "BRANCH":
-            out.append(_emit(list(arg[1][0])))
-        elif name in ("AT", "ASSERT", "ASSERT_NOT"):
-            continue
-        elif name == "CATEGORY":
-            out.append(_CATEGORY_CHARS.get(str(arg), "a"))
-        else:
-            raise _Unsupported(name)
+        emit = _EMIT.get(str(op))
+        if emit is None:
+            raise _Unsupported(str(op))
+        out.append(emit(arg))
     return "".join(out)
+
+
+def _repeat(arg: Any) -> str:
+    low, _high, sub = arg
+    return _emit(list(sub)) * max(int(low), 0)
 
 
 def _in(items: list[tuple[Any, Any]]) -> str:
@@ -290,3 +267,15 @@ def _in(items: list[tuple[Any, Any]]) -> str:
             return _CATEGORY_CHARS.get(str(arg), "a")
     raise _Unsupported("IN")
 
+
+_EMIT: dict[str, Callable[[Any], str]] = {
+    "LITERAL": chr,
+    "NOT_LITERAL": lambda arg: "a" if chr(arg) != "a" else "b",
+    "ANY": lambda arg: "a",
+    "IN": _in,
+    "MAX_REPEAT": _repeat, "MIN_REPEAT": _repeat, "POSSESSIVE_REPEAT": _repeat,
+    "SUBPATTERN": lambda arg: _emit(list(arg[-1])),
+    "BRANCH": lambda arg: _emit(list(arg[1][0])),
+    "AT": lambda arg: "", "ASSERT": lambda arg: "", "ASSERT_NOT": lambda arg: "",
+    "CATEGORY": lambda arg: _CATEGORY_CHARS.get(str(arg), "a"),
+}
