@@ -27,14 +27,8 @@ from schemadoc.pointer import _INDEX, format_pointer, index_token, json_type, pa
 
 __all__ = ["AppliedPatch", "apply_patch", "apply_patches", "check_patch", "check_written_depth", "json_equal"]
 
-_REQUIRED_MEMBERS = {
-    "add": ("path", "value"),
-    "remove": ("path",),
-    "replace": ("path", "value"),
-    "move": ("from", "path"),
-    "copy": ("from", "path"),
-    "test": ("path", "value"),
-}
+_REQUIRED_MEMBERS = {"add": ("path", "value"), "remove": ("path",), "replace": ("path", "value"),
+                     "move": ("from", "path"), "copy": ("from", "path"), "test": ("path", "value")}
 
 
 @dataclass(frozen=True)

@@ -220,11 +220,10 @@ def apply_to_openapi(spec: dict[str, Any], schema: LoadedSchema) -> dict[str, An
             if not isinstance(operation, dict):
                 continue
             example = examples.get(str(operation.get("operationId")), {})
+            values = {**_SHARED_PARAMETERS, **example.get("parameters", {})}
             for parameter in operation.get("parameters", []):
-                if parameter.get("name") in example.get("parameters", {}):
-                    parameter["example"] = example["parameters"][parameter["name"]]
-                elif parameter.get("name") in _SHARED_PARAMETERS:
-                    parameter["example"] = _SHARED_PARAMETERS[parameter["name"]]
+                if parameter.get("name") in values:
+                    parameter["example"] = values[parameter["name"]]
             for content in operation.get("requestBody", {}).get("content", {}).values():
                 content.pop("examples", None)
                 if "body" in example:
