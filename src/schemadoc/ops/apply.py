@@ -27,14 +27,8 @@ from schemadoc.pointer import _INDEX, format_pointer, index_token, json_type, pa
 
 __all__ = ["AppliedPatch", "apply_patch", "apply_patches", "check_patch", "check_written_depth", "json_equal"]
 
-_REQUIRED_MEMBERS = {
-    "add": ("path", "value"),
-    "remove": ("path",),
-    "replace": ("path", "value"),
-    "move": ("from", "path"),
-    "copy": ("from", "path"),
-    "test": ("path", "value"),
-}
+_REQUIRED_MEMBERS = {"add": ("path", "value"), "remove": ("path",), "replace": ("path", "value"),
+                     "move": ("from", "path"), "copy": ("from", "path"), "test": ("path", "value")}
 
 
 @dataclass(frozen=True)
@@ -153,15 +147,7 @@ def apply_patch(document: Any, patch: list[dict[str, Any]]) -> AppliedPatch:
     existing member replaces it, as RFC 6902 says), ``patch-test-failed``, ``patch-invalid`` for a
     move into its own child, and ``root-not-deletable`` for ``remove`` of the root.
     """
-    work = _Workspace(document)
-    applied: list[dict[str, Any]] = []
-    for index, operation in enumerate(patch):
-        try:
-            applied.append(_apply_one(work, operation))
-        except SchemaDocError as error:
-            error.details.setdefault("operation_index", index)
-            raise
-    return AppliedPatch(work.root, applied)
+    return AppliedPatch(*_apply_all(_Workspace(document), patch))
 
 
 def apply_patches(document: Any, patches: Sequence[list[dict[str, Any]]]) -> Any:
@@ -172,13 +158,20 @@ def apply_patches(document: Any, patches: Sequence[list[dict[str, Any]]]) -> Any
     """
     work = _Workspace(document)
     for patch in patches:
-        for index, operation in enumerate(patch):
-            try:
-                _apply_one(work, operation)
-            except SchemaDocError as error:
-                error.details.setdefault("operation_index", index)
-                raise
+        _apply_all(work, patch)
     return work.root
+
+
+def _apply_all(work: _Workspace, patch: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
+    """The workspace's document after ``patch``, and the patch normalised; an error names its operation."""
+    applied: list[dict[str, Any]] = []
+    for index, operation in enumerate(patch):
+        try:
+            applied.append(_apply_one(work, operation))
+        except SchemaDocError as error:
+            error.details.setdefault("operation_index", index)
+            raise
+    return work.root, applied
 
 
 def _apply_one(work: _Workspace, operation: dict[str, Any]) -> dict[str, Any]:

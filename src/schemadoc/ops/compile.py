@@ -22,11 +22,14 @@ class CompiledWrite:
     node_path: str          # the concrete RFC 6901 pointer of the node written ("" for the root)
 
 
+def _existing(document: Any, tokens: list[str]) -> str:
+    """The concrete pointer of the existing node at ``tokens`` (``path-not-found`` when there is none)."""
+    return format_pointer(resolve(document, tokens)[1])
+
+
 def compile_update(document: Any, node_path: str, value: Any) -> CompiledWrite:
     """``replace`` at an existing node (the root may be replaced)."""
-    tokens = parse_node_path(node_path)
-    _, concrete = resolve(document, tokens)
-    pointer = format_pointer(concrete)
+    pointer = _existing(document, parse_node_path(node_path))
     return CompiledWrite([{"op": "replace", "path": pointer, "value": value}], pointer)
 
 
@@ -37,8 +40,7 @@ def compile_delete(document: Any, node_path: str) -> CompiledWrite:
         raise SchemaDocError("root-not-deletable", "The document root cannot be deleted.",
                              {"path": node_path},
                              remediation="Delete members one by one, or replace the root with document_update_node.")
-    _, concrete = resolve(document, tokens)
-    pointer = format_pointer(concrete)
+    pointer = _existing(document, tokens)
     return CompiledWrite([{"op": "remove", "path": pointer}], pointer)
 
 

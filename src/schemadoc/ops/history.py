@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from schemadoc.ops.apply import apply_patch, json_equal
@@ -69,36 +69,33 @@ def replay_from(content: Any, entries: Iterable[JournalEntry], checkpoints: Chec
 
 def diff(source: Any, target: Any, tokens: Sequence[str | int] = ()) -> list[dict[str, Any]]:
     """A strict RFC 6902 patch that turns ``source`` into ``target`` (concrete indices only)."""
-    patch: list[dict[str, Any]] = []
-    _diff(source, target, list(tokens), patch)
-    return patch
+    return list(_diff(source, target, list(tokens)))
 
 
-def _diff(source: Any, target: Any, tokens: list[str | int], out: list[dict[str, Any]]) -> None:
+def _diff(source: Any, target: Any, tokens: list[str | int]) -> Iterator[dict[str, Any]]:
     if source is target:
         return
     if isinstance(source, dict) and isinstance(target, dict):
         for key in source:
             if key not in target:
-                out.append({"op": "remove", "path": format_pointer([*tokens, key])})
+                yield {"op": "remove", "path": format_pointer([*tokens, key])}
         for key, value in target.items():
             if key in source:
-                _diff(source[key], value, [*tokens, key], out)
+                yield from _diff(source[key], value, [*tokens, key])
             else:
-                out.append({"op": "add", "path": format_pointer([*tokens, key]), "value": value})
-        return
-    if isinstance(source, list) and isinstance(target, list):
-        _diff_lists(source, target, tokens, out)
-        return
-    if not json_equal(source, target):
-        out.append({"op": "replace", "path": format_pointer(tokens), "value": target})
+                yield {"op": "add", "path": format_pointer([*tokens, key]), "value": value}
+    elif isinstance(source, list) and isinstance(target, list):
+        yield from _diff_lists(source, target, tokens)
+    elif not json_equal(source, target):
+        yield {"op": "replace", "path": format_pointer(tokens), "value": target}
 
 
 def _same(a: Any, b: Any) -> bool:
     return a is b or json_equal(a, b)
 
 
-def _diff_lists(source: list[Any], target: list[Any], tokens: list[str | int], out: list[dict[str, Any]]) -> None:
+def _diff_lists(source: list[Any], target: list[Any], tokens: list[str | int]) -> Iterator[dict[str, Any]]:
+    """The items of ``source`` and ``target`` compared past their common beginning and end."""
     shortest = min(len(source), len(target))
     prefix = 0
     while prefix < shortest and _same(source[prefix], target[prefix]):
@@ -110,11 +107,11 @@ def _diff_lists(source: list[Any], target: list[Any], tokens: list[str | int], o
     new = target[prefix: len(target) - suffix]
     common = min(len(old), len(new))
     for offset in range(common):
-        _diff(old[offset], new[offset], [*tokens, prefix + offset], out)
+        yield from _diff(old[offset], new[offset], [*tokens, prefix + offset])
     for _ in range(len(old) - common):
-        out.append({"op": "remove", "path": format_pointer([*tokens, prefix + common])})
+        yield {"op": "remove", "path": format_pointer([*tokens, prefix + common])}
     for offset in range(common, len(new)):
-        out.append({"op": "add", "path": format_pointer([*tokens, prefix + offset]), "value": new[offset]})
+        yield {"op": "add", "path": format_pointer([*tokens, prefix + offset]), "value": new[offset]}
 
 
 def merge_patch_value(target: Any, merge: Any) -> Any:

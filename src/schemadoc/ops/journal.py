@@ -28,18 +28,8 @@ import orjson
 
 __all__ = ["OPS", "JournalEntry", "peek_version", "replay", "utc_now"]
 
-OPS: frozenset[str] = frozenset({
-    "create",
-    "update_node",
-    "create_node",
-    "delete_node",
-    "patch",
-    "merge_patch",
-    "revert",
-    "delete_document",
-    "undelete_document",
-    "move_node",
-})
+OPS: frozenset[str] = frozenset({"create", "update_node", "create_node", "delete_node", "patch", "merge_patch",
+                                 "revert", "delete_document", "undelete_document", "move_node"})
 """Every ``op`` a journal entry may record (what kind of write produced the version)."""
 
 _FIELDS = ("version", "op", "patch", "at")
@@ -77,11 +67,8 @@ class JournalEntry:
         if not isinstance(self.patch, list):
             raise ValueError(f"journal entry patch must be a list, got {type(self.patch).__name__}")
         for index, operation in enumerate(self.patch):
-            if (
-                not isinstance(operation, dict)
-                or not isinstance(operation.get("op"), str)
-                or not isinstance(operation.get("path"), str)
-            ):
+            if not (isinstance(operation, dict) and isinstance(operation.get("op"), str)
+                    and isinstance(operation.get("path"), str)):
                 raise ValueError(f"journal entry patch[{index}] is not an RFC 6902 operation: {operation!r}")
         if not isinstance(self.at, str):
             raise ValueError(f"journal entry 'at' must be a string, got {type(self.at).__name__}")
@@ -96,19 +83,14 @@ class JournalEntry:
         return data
 
     def to_line(self) -> bytes:
-        """One JSON line ending in ``b"\\n"``, ``version`` first (see :func:`peek_version`).
-
-        Raises :exc:`TypeError` (``orjson.JSONEncodeError``) when the patch or info holds a
-        value JSON cannot represent.
-        """
+        """One JSON line ending in ``b"\\n"``, ``version`` first (see :func:`peek_version`); :exc:`TypeError`
+        (``orjson.JSONEncodeError``) when the patch or info holds a value JSON cannot represent."""
         return orjson.dumps(self.to_dict(), option=orjson.OPT_APPEND_NEWLINE)
 
     @classmethod
     def from_dict(cls, data: Any) -> JournalEntry:
-        """The entry for JSON data as :meth:`to_dict` makes it; unknown members are ignored.
-
-        Raises :exc:`ValueError` when a member is missing or has the wrong type.
-        """
+        """The entry for JSON data as :meth:`to_dict` makes it (unknown members ignored); :exc:`ValueError` when
+        a member is missing or has the wrong type."""
         if not isinstance(data, dict):
             raise ValueError(f"a journal entry must be a JSON object, got {type(data).__name__}")
         missing = [name for name in _FIELDS if name not in data]
@@ -119,11 +101,8 @@ class JournalEntry:
 
     @classmethod
     def from_line(cls, line: bytes) -> JournalEntry:
-        """Parse one line written by :meth:`to_line` (the trailing newline is optional).
-
-        Raises :exc:`ValueError` on anything else: invalid JSON, a torn line, missing or
-        wrongly typed members.
-        """
+        """Parse one line written by :meth:`to_line` (the trailing newline optional); :exc:`ValueError` on
+        anything else: invalid JSON, a torn line, missing or wrongly typed members."""
         try:
             data = orjson.loads(line)
         except orjson.JSONDecodeError as error:
@@ -132,40 +111,26 @@ class JournalEntry:
 
 
 def peek_version(line: bytes | memoryview) -> int | None:
-    """The ``version`` of a journal line from its first bytes, without parsing the patch.
-
-    Returns ``None`` when the line does not start like :meth:`JournalEntry.to_line` writes it
-    (the caller then falls back to :meth:`JournalEntry.from_line`). Looks at 64 bytes at most.
-    """
+    """The ``version`` of a journal line from its first 64 bytes, without parsing the patch; ``None`` when
+    the line does not start like :meth:`JournalEntry.to_line` writes it (then use :meth:`JournalEntry.from_line`)."""
     match = _VERSION_PREFIX.match(bytes(line[:64]))
     return int(match.group(1)) if match else None
 
 
-def replay(
-    entries: Iterable[JournalEntry],
-    *,
-    upto: int | None = None,
-    start: Any = None,
-    start_version: int | None = None,
-    copy: bool = True,
-) -> Any:
+def replay(entries: Iterable[JournalEntry], *, upto: int | None = None, start: Any = None,
+           start_version: int | None = None, copy: bool = True) -> Any:
     """Rebuild a document by applying each entry's patch in order (with ``jsonpatch``).
 
-    - From nothing (``start`` and ``start_version`` both ``None``): the entries must begin at
-      version 1.
-    - From a known version: pass the document as ``start`` and its version as ``start_version``;
-      the entries must begin at ``start_version + 1``. (Needed when the document itself is
-      ``null``; otherwise ``start_version`` may be left out and the first entry sets the pace.)
+    From nothing (``start`` and ``start_version`` both ``None``) the entries begin at version 1; from a known
+    version, ``start`` is the document and ``start_version`` its version (needed when the document is ``null``;
+    otherwise the first entry sets the pace). Versions must be consecutive; ``upto`` stops after that version,
+    without reading further. With ``copy`` (the default) neither ``start`` nor the entries are modified and the
+    result shares nothing with them; ``copy=False`` is faster for entries and a start the caller throws away
+    (a replayed document's containers may then be the entries' own patch values).
 
-    Versions must be consecutive. ``upto`` stops after that version; entries beyond it are not
-    read. With ``copy`` (the default) neither ``start`` nor the entries are modified and the
-    result shares nothing with them; ``copy=False`` is faster for entries and a start the caller
-    throws away (a replayed document's containers may then be the entries' own patch values).
-
-    Returns the document at the last version applied. Raises :exc:`ValueError` when versions
-    are not consecutive or do not start where they should, when there is nothing to replay
-    from nothing, when ``upto`` lies outside the versions available, or when a patch does not
-    apply (the message names the version).
+    Returns the document at the last version applied. Raises :exc:`ValueError` when versions are not
+    consecutive or do not start where they should, when there is nothing to replay from nothing, when ``upto``
+    lies outside the versions available, or when a patch does not apply (the message names the version).
     """
     if upto is not None and (isinstance(upto, bool) or not isinstance(upto, int) or upto < 1):
         raise ValueError(f"upto must be an integer >= 1, got {upto!r}")

@@ -19,6 +19,7 @@ the offender's place (``details.at``, ``details.pointer``) is looked for only on
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,50 +28,14 @@ import orjson
 from schemadoc.errors import SchemaDocError
 from schemadoc.pointer import format_pointer
 
-__all__ = [
-    "MAX_PATCH_OPERATIONS",
-    "MAX_STRING_LENGTH",
-    "ArgumentScan",
-    "check_operation_count",
-    "check_pointer_length",
-    "check_string_lengths",
-    "deeper_than",
-    "scan_argument",
-]
+__all__ = ["MAX_PATCH_OPERATIONS", "MAX_STRING_LENGTH", "ArgumentScan", "check_operation_count", "check_pointer_length",
+           "check_string_lengths", "deeper_than", "scan_argument"]
 
 MAX_STRING_LENGTH = 1 << 20
 """Default longest string value or member name a write may carry, in characters (1,048,576)."""
 
 MAX_PATCH_OPERATIONS = 1000
 """Default most RFC 6902 operations one write may carry (a merge patch: the operations it compiles to)."""
-
-
-def _too_long(value: Any, limit: int) -> bool:
-    """Whether any string or member name in ``value`` is longer than ``limit`` (no paths kept: the fast pass)."""
-    if isinstance(value, str):
-        return len(value) > limit
-    if not isinstance(value, dict | list):
-        return False
-    stack: list[Any] = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key, child in node.items():
-                if len(key) > limit:
-                    return True
-                if isinstance(child, str):
-                    if len(child) > limit:
-                        return True
-                elif isinstance(child, dict | list):
-                    stack.append(child)
-        else:
-            for child in node:
-                if isinstance(child, str):
-                    if len(child) > limit:
-                        return True
-                elif isinstance(child, dict | list):
-                    stack.append(child)
-    return False
 
 
 def _first_too_long(value: Any, limit: int) -> tuple[list[str | int], str, int]:
@@ -88,7 +53,7 @@ def _first_too_long(value: Any, limit: int) -> tuple[list[str | int], str, int]:
                 stack.append((child, [*tokens, key]))
         elif isinstance(node, list):
             stack.extend((child, [*tokens, index]) for index, child in enumerate(node))
-    raise AssertionError("no string is too long")  # pragma: no cover - called after _too_long
+    raise AssertionError("no string is too long")  # pragma: no cover - called once a scan found one
 
 
 def _refuse_length(argument: str, at: str, kind: str, length: int, limit: int) -> SchemaDocError:
@@ -107,22 +72,13 @@ def _refuse_length(argument: str, at: str, kind: str, length: int, limit: int) -
 def check_string_lengths(value: Any, limit: int, argument: str, prefix: list[str | int] | None = None) -> None:
     """``request-too-large`` when a string value or member name in ``value`` has more than ``limit`` characters.
 
-    ``details.at`` is the JSON Pointer of the offender inside ``argument`` (under ``prefix``).
-    A value whose JSON is no longer than ``limit`` bytes cannot hold a longer string (a character
-    takes at least one byte): that is checked first, with one ``orjson.dumps`` (15x faster than the
-    walk on 0.4 MB of prose), and only bigger values are walked.
+    ``details.at`` is the JSON Pointer of the offender inside ``argument`` (under ``prefix``), looked for only
+    once :func:`scan_argument` found one.
     """
-    if isinstance(value, dict | list):
-        try:
-            if len(orjson.dumps(value)) <= limit:
-                return
-        except orjson.JSONEncodeError:
-            pass  # what orjson cannot write (integers beyond 64 bits, deep nesting) is walked
-    if not _too_long(value, limit):
-        return
-    tokens, kind, length = _first_too_long(value, limit)
-    raise _refuse_length(argument, format_pointer([*(prefix or []), *tokens]) if prefix or tokens else "",
-                         kind, length, limit)
+    if scan_argument(value, max_json_depth=sys.maxsize, max_string_length=limit).too_long:
+        tokens, kind, length = _first_too_long(value, limit)
+        raise _refuse_length(argument, format_pointer([*(prefix or []), *tokens]) if prefix or tokens else "",
+                             kind, length, limit)
 
 
 def check_pointer_length(pointer: Any, limit: int, argument: str, at: str = "") -> None:

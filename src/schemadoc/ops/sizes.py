@@ -23,6 +23,7 @@ import orjson
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.apply import apply_patch
 from schemadoc.pointer import parse, resolve
+from schemadoc.reading.sizes import json_size
 
 __all__ = ["PatchSize", "patch_size", "serialise"]
 
@@ -58,39 +59,27 @@ def serialise(value: Any, doc_id: str, depth: int = 0) -> bytes:
     return data[depth:len(data) - depth] if depth else data
 
 
-def _length(value: Any) -> int:
-    return len(orjson.dumps(value))
-
-
 def _member_length(parent: Any, token: str, value_length: int) -> int:
     """The bytes a member of ``parent`` takes besides its value's own: ``"key":`` in an object."""
-    return _length(token) + 1 + value_length if isinstance(parent, dict) else value_length
-
-
-def _parent(document: Any, tokens: list[str]) -> Any:
-    parent, _ = resolve(document, tokens[:-1], allow_negative=False)
-    return parent
+    return json_size(token) + 1 + value_length if isinstance(parent, dict) else value_length
 
 
 def _insert(document: Any, size: int, tokens: list[str], value_length: int) -> int:
-    """The size after adding a value of ``value_length`` bytes at ``tokens`` (an add, or a move's second half)."""
+    """The size after adding a value of ``value_length`` bytes at ``tokens`` (an add, a copy, a move's second half)."""
     if not tokens:
         return value_length
-    parent = _parent(document, tokens)
+    parent, _ = resolve(document, tokens[:-1], allow_negative=False)
     key = tokens[-1]
     if isinstance(parent, dict) and key in parent:  # add onto an existing member replaces it
-        return size - _length(parent[key]) + value_length
-    comma = 1 if parent else 0
-    return size + _member_length(parent, key, value_length) + comma
+        return size - json_size(parent[key]) + value_length
+    return size + _member_length(parent, key, value_length) + (1 if parent else 0)
 
 
-def _take(document: Any, size: int, tokens: list[str]) -> tuple[int, Any]:
-    """The size after removing the value at ``tokens``, and that value."""
-    parent = _parent(document, tokens)
-    key = tokens[-1]
-    old = parent[key] if isinstance(parent, dict) else parent[int(key)]
-    comma = 1 if len(parent) > 1 else 0
-    return size - _member_length(parent, key, _length(old)) - comma, old
+def _take(document: Any, size: int, tokens: list[str]) -> int:
+    """The size after removing the value at ``tokens``."""
+    parent, _ = resolve(document, tokens[:-1], allow_negative=False)
+    old = parent[tokens[-1]] if isinstance(parent, dict) else parent[int(tokens[-1])]
+    return size - _member_length(parent, tokens[-1], json_size(old)) - (1 if len(parent) > 1 else 0)
 
 
 def patch_size(document: Any, size: int, patch: list[dict[str, Any]], doc_id: str) -> PatchSize:
@@ -103,31 +92,27 @@ def patch_size(document: Any, size: int, patch: list[dict[str, Any]], doc_id: st
     for index, operation in enumerate(patch):
         op = operation["op"]
         tokens = parse(operation["path"])
-        if op in ("add", "replace"):
-            data = serialise(operation["value"], doc_id, len(tokens))
-            added += len(data)
-            if op == "add":
-                size = _insert(document, size, tokens, len(data))
-            elif tokens:
-                old, _ = resolve(document, tokens, allow_negative=False)
-                size = size - _length(old) + len(data)
-            else:
-                size = len(data)
-        elif op == "remove":
-            size, _ = _take(document, size, tokens)
+        if op == "test" or (op == "move" and operation["from"] == operation["path"]):
+            continue
+        if op == "remove":
+            size = _take(document, size, tokens)
         elif op in ("move", "copy"):
-            source = parse(operation["from"])
-            value, _ = resolve(document, source, allow_negative=False)
+            value, _ = resolve(document, parse(operation["from"]), allow_negative=False)
             value_length = len(serialise(value, doc_id, len(tokens)))
-            if op == "move":
-                if source == tokens:
-                    continue
-                size, _ = _take(document, size, source)
+            if op == "move":  # a remove, then an add of the value
+                size = _take(document, size, parse(operation["from"]))
                 document = apply_patch(document, [{"op": "remove", "path": operation["from"]}]).document
-                size = _insert(document, size, tokens, value_length)
-                document = apply_patch(document, [{"op": "add", "path": operation["path"], "value": value}]).document
-                continue
+                operation = {"op": "add", "path": operation["path"], "value": value}
             size = _insert(document, size, tokens, value_length)
-        if op != "test" and index < len(patch) - 1:
+        else:
+            value_length = len(serialise(operation["value"], doc_id, len(tokens)))
+            added += value_length
+            if op == "add":
+                size = _insert(document, size, tokens, value_length)
+            elif tokens:
+                size += value_length - json_size(resolve(document, tokens, allow_negative=False)[0])
+            else:
+                size = value_length
+        if index < len(patch) - 1:
             document = apply_patch(document, [operation]).document
     return PatchSize(size, added)

@@ -11,23 +11,6 @@ from schemadoc.reading.schemas import NodeSchemas
 from schemadoc.reading.sizes import SizeCache, json_size
 from schemadoc.reading.views import BoundedView, Window, bounded_view, is_stub, stub
 
-__all__ = [
-    "BoundedView",
-    "Hit",
-    "Incomplete",
-    "NodeCounts",
-    "NodeSchemas",
-    "Outline",
-    "Rendered",
-    "SizeCache",
-    "Window",
-    "bounded_view",
-    "count_nodes",
-    "is_stub",
-    "json_size",
-    "next_incomplete",
-    "outline",
-    "render_markdown",
-    "search",
-    "stub",
-]
+__all__ = ["BoundedView", "Hit", "Incomplete", "NodeCounts", "NodeSchemas", "Outline", "Rendered", "SizeCache",
+           "Window", "bounded_view", "count_nodes", "is_stub", "json_size", "next_incomplete", "outline",
+           "render_markdown", "search", "stub"]

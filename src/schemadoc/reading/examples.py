@@ -11,28 +11,19 @@ from __future__ import annotations
 import copy
 import re
 import re._parser as _sre  # type: ignore[import-not-found]  # the standard library's own regular-expression parser (Python 3.11+)
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from schemadoc.errors import SchemaDocError
+from schemadoc.reading.schemas import SchemaSource, node_schema, parts, properties
 
 __all__ = ["example_for", "fill_defaults", "is_placeholder"]
 
 _FORMATS: dict[str, str] = {
-    "date-time": "2025-01-01T12:00:00Z",
-    "date": "2025-01-01",
-    "time": "12:00:00Z",
-    "email": "author@example.org",
-    "idn-email": "author@example.org",
-    "uri": "https://example.org/",
-    "iri": "https://example.org/",
-    "uri-reference": "https://example.org/",
-    "hostname": "example.org",
-    "idn-hostname": "example.org",
-    "ipv4": "192.0.2.1",
-    "ipv6": "2001:db8::1",
+    "date-time": "2025-01-01T12:00:00Z", "date": "2025-01-01", "time": "12:00:00Z", "duration": "P1D",
+    "email": "author@example.org", "idn-email": "author@example.org", "hostname": "example.org",
+    "idn-hostname": "example.org", "uri": "https://example.org/", "iri": "https://example.org/",
+    "uri-reference": "https://example.org/", "ipv4": "192.0.2.1", "ipv6": "2001:db8::1",
     "uuid": "123e4567-e89b-42d3-a456-426614174000",
-    "duration": "P1D",
 }
 _TEXT = "Example text"
 _MAX_DEPTH = 12
@@ -42,7 +33,10 @@ def example_for(schema: Any, avoid: Any = None, *, _depth: int = 0) -> tuple[boo
     """(found, value): an example for ``schema`` different from ``avoid`` (when ``avoid`` is given)."""
     if _depth > _MAX_DEPTH or not isinstance(schema, dict):
         return (schema is True and avoid is None, None) if isinstance(schema, bool) else (False, None)
-    different = _Different(avoid)
+
+    def different(value: Any) -> bool:
+        return avoid is None or value != avoid
+
     for candidate in schema.get("examples", []) if isinstance(schema.get("examples"), list) else []:
         if different(candidate):
             return True, candidate
@@ -92,8 +86,7 @@ def example_for(schema: Any, avoid: Any = None, *, _depth: int = 0) -> tuple[boo
     if kind in ("integer", "number"):
         return _number(schema, kind, different)
     if kind == "boolean":
-        value = avoid is not True
-        return True, value
+        return True, avoid is not True
     if kind == "null":
         return different(None), None
     return False, None
@@ -104,33 +97,19 @@ def is_placeholder(schema: Any, value: Any) -> bool:
     (``default``, ``const``, ``examples``, ``enum``): a made-up value stands in for real content."""
     if not isinstance(schema, dict):
         return True
-    if "default" in schema and schema["default"] == value:
+    if any(word in schema and schema[word] == value for word in ("default", "const")):
         return False
-    if "const" in schema and schema["const"] == value:
+    if any(isinstance(schema.get(word), list) and value in schema[word] for word in ("examples", "enum")):
         return False
-    for words in ("examples", "enum"):
-        listed = schema.get(words)
-        if isinstance(listed, list) and value in listed:
-            return False
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, bool) or value is None or (isinstance(value, list) and not value):
         return False  # a boolean or null is a choice, not a stand-in for content
-    if isinstance(value, list) and not value:
-        return False
     if isinstance(value, dict):
-        return any(is_placeholder(_member_schema(schema, name), member) for name, member in value.items())
+        members = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+        return any(is_placeholder(members.get(name, {}), member) for name, member in value.items())
     return True
 
 
-def _member_schema(schema: dict[str, Any], name: str) -> Any:
-    properties = schema.get("properties")
-    return properties.get(name, {}) if isinstance(properties, dict) else {}
-
-
-class _NodeSchemaSource(Protocol):
-    def shared_node_schema(self, tokens: Sequence[str]) -> dict[str, Any]: ...
-
-
-def fill_defaults(value: Any, tokens: Sequence[str], schemas: _NodeSchemaSource, *, _depth: int = 0) -> Any:
+def fill_defaults(value: Any, tokens: Sequence[str], schemas: SchemaSource, *, _depth: int = 0) -> Any:
     """``value`` (a node at ``tokens``) with the defaults the schema gives its absent members filled in, the way
     ``document_create`` builds a document: a member with a ``default`` takes it, a required object member without
     one is built from its own schema; members present are kept (and filled inside), nothing is replaced. Array
@@ -140,91 +119,55 @@ def fill_defaults(value: Any, tokens: Sequence[str], schemas: _NodeSchemaSource,
     if isinstance(value, list):
         return [fill_defaults(item, [*tokens, str(index)], schemas, _depth=_depth + 1)
                 for index, item in enumerate(value)]
-    schema = _schema_at(schemas, tokens)
+    schema = node_schema(schemas, tokens)
     if schema is None:
         return value
-    properties, required = _object_words(schema)
-    filled = dict(value)
-    for name, member in value.items():
-        filled[name] = fill_defaults(member, [*tokens, name], schemas, _depth=_depth + 1)
-    for name in properties:
-        if name in filled:
-            continue
-        member_schema = _schema_at(schemas, [*tokens, name])
+    filled = {name: fill_defaults(member, [*tokens, name], schemas, _depth=_depth + 1)
+              for name, member in value.items()}
+    required = {name for part in parts(schema) if isinstance(part.get("required"), list)
+                for name in part["required"] if isinstance(name, str)}
+    for name in properties(schema):
+        member_schema = None if name in filled else node_schema(schemas, [*tokens, name])
         if not isinstance(member_schema, dict):
             continue
+        kind = member_schema.get("type", "object" if "properties" in member_schema else None)
         if "default" in member_schema:
             filled[name] = fill_defaults(copy.deepcopy(member_schema["default"]), [*tokens, name], schemas,
                                          _depth=_depth + 1)
-        elif name in required and _is_object(member_schema):
-            built = fill_defaults({}, [*tokens, name], schemas, _depth=_depth + 1)
-            filled[name] = built
+        elif name in required and kind == "object":
+            filled[name] = fill_defaults({}, [*tokens, name], schemas, _depth=_depth + 1)
     return filled
 
 
-def _schema_at(schemas: _NodeSchemaSource, tokens: Sequence[str]) -> dict[str, Any] | None:
-    try:
-        return schemas.shared_node_schema(tokens)
-    except SchemaDocError:
-        return None
-
-
-def _object_words(schema: dict[str, Any]) -> tuple[list[str], set[str]]:
-    """The property names (in the schema's order) and required names of an object schema, ``allOf`` included."""
-    names: list[str] = []
-    required: set[str] = set()
-    for part in [schema, *[p for p in schema.get("allOf", []) if isinstance(p, dict)]]:
-        found = part.get("properties")
-        if isinstance(found, dict):
-            names += [name for name in found if name not in names]
-        listed = part.get("required")
-        if isinstance(listed, list):
-            required.update(name for name in listed if isinstance(name, str))
-    return names, required
-
-
-def _is_object(schema: dict[str, Any]) -> bool:
-    kind = schema.get("type")
-    return kind == "object" or (kind is None and "properties" in schema)
-
-
-class _Different:
-    def __init__(self, avoid: Any) -> None:
-        self.avoid = avoid
-
-    def __call__(self, value: Any) -> bool:
-        return self.avoid is None or value != self.avoid
+def _each(schemas: list[Any], depth: int) -> list[Any] | None:
+    """An example for each of ``schemas``, or None when one has none."""
+    values = []
+    for schema in schemas:
+        found, value = example_for(schema, _depth=depth + 1)
+        if not found:
+            return None
+        values.append(value)
+    return values
 
 
 def _object(schema: dict[str, Any], depth: int) -> tuple[bool, Any]:
     found = schema.get("properties")
-    properties: dict[str, Any] = found if isinstance(found, dict) else {}
-    out: dict[str, Any] = {}
-    for name in schema.get("required", []) if isinstance(schema.get("required"), list) else []:
-        found, value = example_for(properties.get(name, {"type": "string"}), _depth=depth + 1)
-        if not found:
-            return False, None
-        out[name] = value
-    return True, out
+    members: dict[str, Any] = found if isinstance(found, dict) else {}
+    names = schema["required"] if isinstance(schema.get("required"), list) else []
+    values = _each([members.get(name, {"type": "string"}) for name in names], depth)
+    return (False, None) if values is None else (True, dict(zip(names, values, strict=True)))
 
 
 def _array(schema: dict[str, Any], depth: int) -> tuple[bool, Any]:
     need = schema.get("minItems", 0)
     if not isinstance(need, int) or need <= 0:
         return True, []
-    given = schema.get("prefixItems")
-    prefix: list[Any] = given if isinstance(given, list) else []
-    out: list[Any] = []
-    for index in range(need):
-        item_schema = prefix[index] if index < len(prefix) else schema.get("items", {})
-        found, value = example_for(item_schema, _depth=depth + 1)
-        if not found:
-            return False, None
-        out.append(value)
-    return True, out
+    prefix = schema["prefixItems"] if isinstance(schema.get("prefixItems"), list) else []
+    values = _each([prefix[index] if index < len(prefix) else schema.get("items", {}) for index in range(need)], depth)
+    return (False, None) if values is None else (True, values)
 
 
-def _string(schema: dict[str, Any], different: _Different) -> tuple[bool, Any]:
+def _string(schema: dict[str, Any], different: Callable[[Any], bool]) -> tuple[bool, Any]:
     candidates: list[str] = []
     fmt = schema.get("format")
     if isinstance(fmt, str) and fmt in _FORMATS:
@@ -255,7 +198,7 @@ def _matches(pattern: str, value: str) -> bool:
         return False
 
 
-def _number(schema: dict[str, Any], kind: str, different: _Different) -> tuple[bool, Any]:
+def _number(schema: dict[str, Any], kind: str, different: Callable[[Any], bool]) -> tuple[bool, Any]:
     low = schema.get("minimum")
     if not isinstance(low, int | float) or isinstance(low, bool):
         exclusive = schema.get("exclusiveMinimum")
@@ -273,7 +216,6 @@ def _number(schema: dict[str, Any], kind: str, different: _Different) -> tuple[b
 
 
 # -- strings from a regular expression -------------------------------------------------------
-
 
 
 def _from_pattern(pattern: str) -> str | None:
@@ -299,29 +241,16 @@ _CATEGORY_CHARS = {
 def _emit(items: list[tuple[Any, Any]]) -> str:
     out: list[str] = []
     for op, arg in items:
-        name = str(op)
-        if name == "LITERAL":
-            out.append(chr(arg))
-        elif name == "NOT_LITERAL":
-            out.append("a" if chr(arg) != "a" else "b")
-        elif name == "ANY":
-            out.append("a")
-        elif name == "IN":
-            out.append(_in(arg))
-        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            low, _high, sub = arg
-            out.append(_emit(list(sub)) * max(int(low), 0))
-        elif name == "SUBPATTERN":
-            out.append(_emit(list(arg[-1])))
-        elif name == "BRANCH":
-            out.append(_emit(list(arg[1][0])))
-        elif name in ("AT", "ASSERT", "ASSERT_NOT"):
-            continue
-        elif name == "CATEGORY":
-            out.append(_CATEGORY_CHARS.get(str(arg), "a"))
-        else:
-            raise _Unsupported(name)
+        emit = _EMIT.get(str(op))
+        if emit is None:
+            raise _Unsupported(str(op))
+        out.append(emit(arg))
     return "".join(out)
+
+
+def _repeat(arg: Any) -> str:
+    low, _high, sub = arg
+    return _emit(list(sub)) * max(int(low), 0)
 
 
 def _in(items: list[tuple[Any, Any]]) -> str:
@@ -338,3 +267,15 @@ def _in(items: list[tuple[Any, Any]]) -> str:
             return _CATEGORY_CHARS.get(str(arg), "a")
     raise _Unsupported("IN")
 
+
+_EMIT: dict[str, Callable[[Any], str]] = {
+    "LITERAL": chr,
+    "NOT_LITERAL": lambda arg: "a" if chr(arg) != "a" else "b",
+    "ANY": lambda arg: "a",
+    "IN": _in,
+    "MAX_REPEAT": _repeat, "MIN_REPEAT": _repeat, "POSSESSIVE_REPEAT": _repeat,
+    "SUBPATTERN": lambda arg: _emit(list(arg[-1])),
+    "BRANCH": lambda arg: _emit(list(arg[1][0])),
+    "AT": lambda arg: "", "ASSERT": lambda arg: "", "ASSERT_NOT": lambda arg: "",
+    "CATEGORY": lambda arg: _CATEGORY_CHARS.get(str(arg), "a"),
+}

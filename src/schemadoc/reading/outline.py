@@ -8,21 +8,19 @@ there are (``more``: ``{"count", "next_offset"}``).
 
 from __future__ import annotations
 
-import itertools
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from schemadoc.pointer import json_type
+from schemadoc.reading.render import heading
 from schemadoc.reading.schemas import NodeSchemas
 from schemadoc.reading.sizes import SizeCache, json_size
-from schemadoc.reading.views import Window, child_pointer
+from schemadoc.reading.views import MAX_CONTINUE_AT, Window, child_pointer, entries_of
 
 __all__ = ["Outline", "outline"]
 
-_LABEL_MEMBERS = ("title", "name")
 _MAX_LABEL = 80
-_MAX_CONTINUE_AT = 20
 _CHILDREN_OVERHEAD = len(',"children":[]')
 
 
@@ -42,13 +40,16 @@ def _entry(value: Any, pointer: str, tokens: list[str | int], sizes: SizeCache, 
     title = schemas.title(tokens)
     if title is not None:
         entry["title"] = title
-    if isinstance(value, dict):
-        for member in _LABEL_MEMBERS:
-            label = value.get(member)
-            if isinstance(label, str):
-                entry["label"] = label[:_MAX_LABEL]
-                break
+    label = heading(value)
+    if label is not None:
+        entry["label"] = label[:_MAX_LABEL]
     return entry
+
+
+def _more(total: int, first: int, shown: int) -> tuple[dict[str, int], int]:
+    """What says how many children were left out, and its bytes."""
+    more = {"count": total - first - shown, "next_offset": first + shown}
+    return more, json_size(more) + len(',"more":')
 
 
 def outline(node: Any, tokens: list[str | int], pointer: str, sizes: SizeCache, schemas: NodeSchemas, *,
@@ -64,16 +65,11 @@ def outline(node: Any, tokens: list[str | int], pointer: str, sizes: SizeCache, 
         entry, value, here_tokens, here, level = queue.popleft()
         if level >= depth or not isinstance(value, dict | list) or not value:
             continue
-        start, stop = (offset, None if limit is None else offset + limit) if level == 0 else (0, None)
-        # islice takes no index beyond sys.maxsize
-        pairs = (itertools.islice(value.items(), min(start, len(value)),
-                                  None if stop is None else min(stop, len(value))) if isinstance(value, dict)
-                 else enumerate(value[start:stop], start=start))
+        first, count = (offset, limit) if level == 0 else (0, None)
         children: list[dict[str, Any]] = []
-        kept: list[tuple[dict[str, Any], Any, list[str | int], str]] = []
+        kept: list[tuple[dict[str, Any], Any, list[str | int], str, int]] = []
         cost = _CHILDREN_OVERHEAD
-        shown = 0
-        for key, child in pairs:
+        for key, child in entries_of(value, first, count):
             child_tokens = [*here_tokens, key]
             at = child_pointer(here, key)
             child_entry = _entry(child, at, child_tokens, sizes, schemas)
@@ -82,36 +78,29 @@ def outline(node: Any, tokens: list[str | int], pointer: str, sizes: SizeCache, 
                 break
             cost += entry_cost
             children.append(child_entry)
-            kept.append((child_entry, child, child_tokens, at))
-            shown += 1
+            kept.append((child_entry, child, child_tokens, at, level + 1))
         total = len(value)
-        first = start if level == 0 else 0
         if level == 0:
-            window = Window(total, first, shown)
+            window = Window(total, first, len(children))
         requested = (total - first) if (level != 0 or limit is None) else min(limit, total - first)
-        if shown < requested:
+        if len(children) < requested:
             truncated = True
-            more = {"count": total - first - shown, "next_offset": first + shown}
-            more_cost = json_size(more) + len(',"more":')
+            more, more_cost = _more(total, first, len(children))
             while children and max_bytes is not None and used + cost + more_cost > max_bytes:
-                removed = children.pop()
+                cost -= json_size(children.pop()) + (1 if children else 0)
                 kept.pop()
-                cost -= json_size(removed) + (1 if children else 0)
-                shown -= 1
-                more = {"count": total - first - shown, "next_offset": first + shown}
-                more_cost = json_size(more) + len(',"more":')
+                more, more_cost = _more(total, first, len(children))
             if max_bytes is not None and used + cost + more_cost > max_bytes:
                 continue
             entry["more"] = more
             cost += more_cost
             if level == 0:
-                window = Window(total, first, shown)
-            if len(continue_at) < _MAX_CONTINUE_AT:
+                window = Window(total, first, len(children))
+            if len(continue_at) < MAX_CONTINUE_AT:
                 continue_at.append(here or "/")
         if children:
             entry["children"] = children
             used += cost
-        for item in kept:
-            queue.append((*item, level + 1))
+        queue.extend(kept)
     # containers listed but not opened because of the depth are not truncation: the caller asked for it
     return Outline(root, truncated, window, continue_at)

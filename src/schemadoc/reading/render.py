@@ -11,18 +11,16 @@ from next.
 
 from __future__ import annotations
 
-import itertools
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from schemadoc.pointer import escape
-from schemadoc.reading.schemas import NodeSchemas
-from schemadoc.reading.views import Window
+from schemadoc.pointer import format_pointer
+from schemadoc.reading.schemas import NodeSchemas, properties
+from schemadoc.reading.views import Window, child_pointer
 
-__all__ = ["Rendered", "render_markdown", "words"]
+__all__ = ["Rendered", "heading", "render_markdown", "words"]
 
-_HEADING_MEMBERS = ("title", "name")
 _PARAGRAPH_FROM = 80
 
 
@@ -34,12 +32,6 @@ class Rendered:
     continue_at: str | None = None
     """When the first child alone is over the budget: its pointer (render it to go on, a level deeper;
     the window counts it, so ``next_offset`` is the child after it)."""
-
-
-def _label(schemas: NodeSchemas, tokens: list[str | int], name: str) -> str:
-    """The schema's ``title``, else the words of the key: ``learningOutcomes`` and ``learning_outcomes`` read
-    "Learning outcomes"."""
-    return schemas.title(tokens) or words(name)
 
 
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^\W_]+")
@@ -54,16 +46,16 @@ def words(key: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def heading(value: Any) -> str | None:
+    """The ``title`` (else ``name``) string member of an object: the heading it makes of its own."""
+    if isinstance(value, dict):
+        return next((value[m] for m in ("title", "name") if isinstance(value.get(m), str)), None)
+    return None
+
+
 def _ordered(value: dict[str, Any], tokens: list[str | int], schemas: NodeSchemas) -> list[tuple[str, Any]]:
     """The members of ``value`` in the schema's order of ``properties`` (the others after, as they are)."""
-    schema = schemas.get(tokens)
-    order: list[str] = []
-    if isinstance(schema, dict):
-        for part in [schema, *[p for p in schema.get("allOf", []) if isinstance(p, dict)]]:
-            found = part.get("properties")
-            if isinstance(found, dict):
-                order += [name for name in found if name not in order]
-    ranked = {name: index for index, name in enumerate(order)}
+    ranked = {name: index for index, name in enumerate(properties(schemas.get(tokens)))}
     return sorted(value.items(), key=lambda item: ranked.get(item[0], len(ranked)))
 
 
@@ -75,61 +67,53 @@ def _scalar(value: Any) -> str:
     return str(value)
 
 
+def _is_scalar_list(value: Any) -> bool:
+    return isinstance(value, list) and all(not isinstance(item, dict | list) for item in value)
+
+
 def _render(value: Any, tokens: list[str | int], level: int, schemas: NodeSchemas, out: list[str]) -> None:
     """``value`` with its heading (if it has one) at ``level``."""
     if isinstance(value, dict):
-        heading = next((value[m] for m in _HEADING_MEMBERS if isinstance(value.get(m), str)), None)
-        if heading is not None:
-            out.append(f"{'#' * min(level, 6)} {heading}\n\n")
-        inner = level + 1 if heading is not None else level
+        title = heading(value)
+        if title is not None:
+            out.append(f"{'#' * min(level, 6)} {title}\n\n")
         for name, member in _ordered(value, tokens, schemas):
-            if heading is not None and member is heading:
-                continue
-            _member(name, member, [*tokens, name], inner, schemas, out)
+            if title is None or member is not title:
+                _member(name, member, [*tokens, name], level + (title is not None), schemas, out)
+    elif _is_scalar_list(value):
+        out.extend(f"- {_scalar(item)}\n" for item in value)
+        if value:
+            out.append("\n")
     elif isinstance(value, list):
-        if all(not isinstance(item, dict | list) for item in value):
-            out.extend(f"- {_scalar(item)}\n" for item in value)
-            if value:
-                out.append("\n")
-        else:
-            for index, item in enumerate(value):
-                _render(item, [*tokens, index], level, schemas, out)
+        for index, item in enumerate(value):
+            _render(item, [*tokens, index], level, schemas, out)
     else:
         out.append(f"{_scalar(value)}\n\n")
 
 
 def _member(name: str, member: Any, tokens: list[str | int], level: int, schemas: NodeSchemas,
             out: list[str]) -> None:
-    """A member of an object whose own members are at heading ``level``."""
+    """A member of an object whose own members are at heading ``level``; its label is the schema's ``title``,
+    else the words of its name."""
+    label = schemas.title(tokens) or words(name)
     if isinstance(member, str) and (len(member) >= _PARAGRAPH_FROM or "\n" in member):
-        out.append(f"**{_label(schemas, tokens, name)}**\n\n{member}\n\n")
+        out.append(f"**{label}**\n\n{member}\n\n")
     elif not isinstance(member, dict | list):
-        out.append(f"**{_label(schemas, tokens, name)}**: {_scalar(member)}\n\n")
-    elif isinstance(member, dict) and not any(isinstance(member.get(m), str) for m in _HEADING_MEMBERS):
-        out.append(f"**{_label(schemas, tokens, name)}**\n\n")
+        out.append(f"**{label}**: {_scalar(member)}\n\n")
+    elif (isinstance(member, dict) and heading(member) is None) or (_is_scalar_list(member) and member):
+        out.append(f"**{label}**\n\n")
         _render(member, tokens, level, schemas, out)
-    elif isinstance(member, list) and all(not isinstance(item, dict | list) for item in member):
-        if member:
-            out.append(f"**{_label(schemas, tokens, name)}**\n\n")
-            _render(member, tokens, level, schemas, out)
-    elif isinstance(member, list) and not all(_headed(item) for item in member):
+    elif isinstance(member, list) and not all(heading(item) is not None for item in member):
         # items without a title of their own: the array's label as a heading, each item numbered below it
-        label = _label(schemas, tokens, name)
         out.append(f"{'#' * min(level, 6)} {label}\n\n")
         for index, item in enumerate(member):
-            item_tokens = [*tokens, index]
-            if isinstance(item, dict) and not _headed(item):
+            if isinstance(item, dict) and heading(item) is None:
                 out.append(f"{'#' * min(level + 1, 6)} {label} {index + 1}\n\n")
-                _render(item, item_tokens, level + 2, schemas, out)
+                _render(item, [*tokens, index], level + 2, schemas, out)
             else:
-                _render(item, item_tokens, level + 1, schemas, out)
-    else:
+                _render(item, [*tokens, index], level + 1, schemas, out)
+    elif not _is_scalar_list(member):
         _render(member, tokens, level, schemas, out)
-
-
-def _headed(value: Any) -> bool:
-    """Whether ``value`` is an object that makes its own heading (a title or name)."""
-    return isinstance(value, dict) and any(isinstance(value.get(m), str) for m in _HEADING_MEMBERS)
 
 
 def render_markdown(node: Any, tokens: list[str | int], schemas: NodeSchemas, *, offset: int = 0,
@@ -140,55 +124,38 @@ def render_markdown(node: Any, tokens: list[str | int], schemas: NodeSchemas, *,
     if not isinstance(node, dict | list):
         text = f"{_scalar(node)}\n"
         return Rendered(_cut(text, max_bytes), max_bytes is not None and len(text.encode()) > max_bytes, None)
-    pointer = "".join(f"/{escape(t) if isinstance(t, str) else t}" for t in tokens)
-    continue_at: str | None = None
-    total = len(node)
+    pointer = format_pointer(tokens)
     stop = None if limit is None else offset + limit
-    pieces: list[str] = []
-    used = 0
+    title = heading(node)
+    pieces = [f"# {title}\n\n"] if title is not None and offset == 0 else []
+    used = len(pieces[0].encode()) if pieces else 0
     shown = 0
     truncated = False
-    if isinstance(node, dict):
-        heading = next((node[m] for m in _HEADING_MEMBERS if isinstance(node.get(m), str)), None)
-        # islice takes no index beyond sys.maxsize
-        children: Any = itertools.islice(_ordered(node, tokens, schemas), min(offset, len(node)),
-                                         None if stop is None else min(stop, len(node)))
-        if heading is not None and offset == 0:
-            pieces.append(f"# {heading}\n\n")
-            used = len(pieces[0].encode())
-        for name, member in children:
-            part: list[str] = []
-            if not (heading is not None and member is heading):
-                _member(name, member, [*tokens, name], 2 if heading is not None else 1, schemas, part)
-            chunk = "".join(part)
-            size = len(chunk.encode())
-            if max_bytes is not None and used + size > max_bytes:
-                truncated = True
-                if shown == 0:  # one child larger than the budget: its beginning, cut, and where to go deeper
-                    pieces.append(_cut(chunk, max_bytes - used))
-                    continue_at = f"{pointer}/{escape(name)}"
-                break
-            pieces.append(chunk)
-            used += size
-            shown += 1
-    else:
-        for index, item in enumerate(node[offset:stop], start=offset):
-            part = []
-            _render(item, [*tokens, index], 1, schemas, part) if isinstance(item, dict | list) \
-                else part.append(f"- {_scalar(item)}\n")
-            chunk = "".join(part)
-            size = len(chunk.encode())
-            if max_bytes is not None and used + size > max_bytes:
-                truncated = True
-                if shown == 0:
-                    pieces.append(_cut(chunk, max_bytes - used))
-                    continue_at = f"{pointer}/{index}"
-                break
-            pieces.append(chunk)
-            used += size
-            shown += 1
-    # a child begun here and continued at its own pointer counts as shown: next_offset goes past it
-    return Rendered("".join(pieces), truncated, Window(total, offset, shown + (continue_at is not None)), continue_at)
+    continue_at: str | None = None
+    children = _ordered(node, tokens, schemas)[offset:stop] if isinstance(node, dict) \
+        else enumerate(node[offset:stop], start=offset)
+    for key, child in children:
+        part: list[str] = []
+        if isinstance(key, str):
+            if title is None or child is not title:
+                _member(key, child, [*tokens, key], 1 + (title is not None), schemas, part)
+        elif isinstance(child, dict | list):
+            _render(child, [*tokens, key], 1, schemas, part)
+        else:
+            part.append(f"- {_scalar(child)}\n")
+        chunk = "".join(part)
+        size = len(chunk.encode())
+        if max_bytes is not None and used + size > max_bytes:
+            truncated = True
+            if shown == 0:  # one child larger than the budget: its beginning, cut, and where to go deeper
+                pieces.append(_cut(chunk, max_bytes - used))
+                continue_at = child_pointer(pointer, key)
+                shown = 1  # begun here and continued at its own pointer, it counts: next_offset goes past it
+            break
+        pieces.append(chunk)
+        used += size
+        shown += 1
+    return Rendered("".join(pieces), truncated, Window(len(node), offset, shown), continue_at)
 
 
 def _render_string(node: str, offset: int, limit: int | None, max_bytes: int | None) -> Rendered:

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.pointer import format_pointer
+from schemadoc.ops.apply import apply_patch
+from schemadoc.pointer import format_pointer, resolve
 from schemadoc.reading.examples import example_for
+from schemadoc.reading.schemas import node_schema
 
 if TYPE_CHECKING:
     from schemadoc.schema.loader import LoadedSchema
@@ -43,7 +45,7 @@ class _Edit:
 @dataclass(frozen=True)
 class _Found:
     initial: Any
-    update: _Edit | None  # replace the node at tokens by value
+    update: _Edit  # replace the node at tokens by value
     create: _Edit | None  # add value at tokens (an absent member, or '-' to append)
     delete: tuple[str, ...] | None
     container: tuple[str, ...]  # a container to read, outline or render
@@ -64,58 +66,13 @@ def _walk(document: Any) -> Iterator[tuple[tuple[str, ...], Any]]:
             queue.extend(((*tokens, str(index)), child) for index, child in enumerate(value))
 
 
+def _after(document: Any, op: str, tokens: tuple[str, ...], **value: Any) -> Any:
+    """``document`` after one RFC 6902 operation at ``tokens`` (on a structurally shared copy)."""
+    return apply_patch(document, [{"op": op, "path": format_pointer(tokens), **value}]).document
+
+
 def _get(document: Any, tokens: tuple[str, ...]) -> Any:
-    for token in tokens:
-        document = document[int(token)] if isinstance(document, list) else document[token]
-    return document
-
-
-def _with(document: Any, tokens: tuple[str, ...], change: Callable[[Any, str], None]) -> Any:
-    """A copy of ``document`` (containers on the path copied) with ``change(parent, last_token)`` applied."""
-    if not tokens:
-        raise ValueError("the root has no parent")
-    root = _copy(document)
-    parent = root
-    for token in tokens[:-1]:
-        key: Any = int(token) if isinstance(parent, list) else token
-        parent[key] = _copy(parent[key])
-        parent = parent[key]
-    change(parent, tokens[-1])
-    return root
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return dict(value)
-    if isinstance(value, list):
-        return list(value)
-    return value
-
-
-def _replace(value: Any) -> Callable[[Any, str], None]:
-    def change(parent: Any, token: str) -> None:
-        parent[int(token) if isinstance(parent, list) else token] = value
-    return change
-
-
-def _add(value: Any) -> Callable[[Any, str], None]:
-    def change(parent: Any, token: str) -> None:
-        if isinstance(parent, list):
-            parent.append(value) if token == "-" else parent.insert(int(token), value)
-        else:
-            parent[token] = value
-    return change
-
-
-def _remove(parent: Any, token: str) -> None:
-    del parent[int(token) if isinstance(parent, list) else token]
-
-
-def _node_schema(schema: LoadedSchema, tokens: tuple[str, ...]) -> Any:
-    try:
-        return schema.shared_node_schema(tokens)
-    except SchemaDocError:
-        return None
+    return resolve(document, tokens, allow_negative=False)[0]
 
 
 def _find(schema: LoadedSchema) -> _Found | None:
@@ -127,16 +84,15 @@ def _find(schema: LoadedSchema) -> _Found | None:
     if not validator.is_valid(initial):
         return None
     nodes = list(_walk(initial))
-    update = create = None
-    delete = None
+    update = create = delete = None
     container: tuple[str, ...] = ()
     text = None
     # leaves first (a title, a number), then containers; shallow before deep
     ordered = sorted(nodes[1:], key=lambda node: (isinstance(node[1], dict | list), len(node[0])))
     for tokens, value in ordered:
         if update is None:
-            found, new = example_for(_node_schema(schema, tokens), value)
-            if found and new != value and validator.is_valid(_with(initial, tokens, _replace(new))):
+            found, new = example_for(node_schema(schema, tokens), value)
+            if found and new != value and validator.is_valid(_after(initial, "replace", tokens, value=new)):
                 update = _Edit(tokens, new)
         if text is None and isinstance(value, str) and value.strip():
             text = value
@@ -144,29 +100,27 @@ def _find(schema: LoadedSchema) -> _Found | None:
         if isinstance(value, dict | list) and tokens and not container:
             container = tokens
         if create is None and isinstance(value, dict | list):
-            node = _node_schema(schema, tokens)
+            node = node_schema(schema, tokens)
             names = [name for name in (node.get("properties") or {}) if name not in value] \
                 if isinstance(value, dict) and isinstance(node, dict) else ["-"]
             for name in names:
                 child = (*tokens, name)
-                found, new = example_for(_node_schema(schema, child))
-                if found and validator.is_valid(_with(initial, child, _add(new))):
+                found, new = example_for(node_schema(schema, child))
+                if found and validator.is_valid(_after(initial, "add", child, value=new)):
                     create = _Edit(child, new)
                     break
-        if delete is None and tokens and validator.is_valid(_with(initial, tokens, _remove)):
+        if delete is None and tokens and validator.is_valid(_after(initial, "remove", tokens)):
             delete = tokens
-    if update is None:  # the whole document, as it is: always valid
-        update = _Edit((), initial)
-    return _Found(initial, update, create, delete, container, text)
+    # else the whole document, as it is: always valid
+    return _Found(initial, update or _Edit((), initial), create, delete, container, text)
 
 
 def _pointer(tokens: tuple[str, ...]) -> str:
-    return format_pointer(list(tokens)) if tokens else "/"
+    return format_pointer(tokens) or "/"
 
 
 def _merge_patch(found: _Found) -> tuple[str, Any]:
     """(node path, merge patch) making the update's change."""
-    assert found.update is not None
     tokens, value = found.update.tokens, found.update.value
     if tokens and isinstance(_get(found.initial, tokens[:-1]), dict):
         return _pointer(tokens[:-1]), {tokens[-1]: value}
@@ -188,8 +142,7 @@ def request_examples(schema: LoadedSchema) -> dict[str, dict[str, Any]]:
     if found is None:
         examples["schema_get_node"] = {"parameters": {"path": "/"}}
         return examples
-    assert found.update is not None
-    update_path = _pointer(found.update.tokens)
+    update_path, update_pointer = _pointer(found.update.tokens), format_pointer(found.update.tokens)
     container = _pointer(found.container)
     v = {"version": _FIRST_VERSION}
     examples.update({
@@ -200,10 +153,8 @@ def request_examples(schema: LoadedSchema) -> dict[str, dict[str, Any]]:
         # the verdict a write would get, without writing (where the server has the operation)
         "document_validate_node": {"parameters": {"path": update_path}, "body": {"node_data": found.update.value}},
         "document_apply_patch": {"body": {"patch": [
-            {"op": "test", "path": _pointer(found.update.tokens) if found.update.tokens else "",
-             "value": _get(found.initial, found.update.tokens)},
-            {"op": "replace", "path": _pointer(found.update.tokens) if found.update.tokens else "",
-             "value": found.update.value}], **v}},
+            {"op": "test", "path": update_pointer, "value": _get(found.initial, found.update.tokens)},
+            {"op": "replace", "path": update_pointer, "value": found.update.value}], **v}},
         "document_move_node": {"body": {"from_path": update_path, "to_path": update_path, **v}}
         if found.update.tokens else {},
         "document_revert": {"body": {"to_version": _FIRST_VERSION, **v}},
@@ -228,19 +179,15 @@ def request_examples(schema: LoadedSchema) -> dict[str, dict[str, Any]]:
     return {name: example for name, example in examples.items() if example}
 
 
-# MCP tool arguments: REST's query parameter `path` is the tool's `node_path`; the body's members are arguments
-_TOOL_OF = {"document_merge_patch_post": None}
-
-
 def tool_examples(schema: LoadedSchema, doc_id: str = EXAMPLE_DOC_ID) -> dict[str, dict[str, Any]]:
     """Example arguments per MCP tool name, built as :func:`request_examples` (``doc_id`` where a tool takes one)."""
     tools: dict[str, dict[str, Any]] = {}
     for operation, example in request_examples(schema).items():
-        if operation in _TOOL_OF:
+        if operation == "document_merge_patch_post":  # REST only: the tool is document_merge_patch
             continue
-        arguments: dict[str, Any] = {}
-        for name, value in example.get("parameters", {}).items():
-            arguments["node_path" if name == "path" else name] = value
+        # REST's query parameter `path` is the tool's `node_path`; the body's members are arguments
+        arguments = {"node_path" if name == "path" else name: value
+                     for name, value in example.get("parameters", {}).items()}
         body = example.get("body")
         if operation == "document_merge_patch":
             arguments.update({"merge_patch": body, "version": _FIRST_VERSION})
@@ -273,11 +220,10 @@ def apply_to_openapi(spec: dict[str, Any], schema: LoadedSchema) -> dict[str, An
             if not isinstance(operation, dict):
                 continue
             example = examples.get(str(operation.get("operationId")), {})
+            values = {**_SHARED_PARAMETERS, **example.get("parameters", {})}
             for parameter in operation.get("parameters", []):
-                if parameter.get("name") in example.get("parameters", {}):
-                    parameter["example"] = example["parameters"][parameter["name"]]
-                elif parameter.get("name") in _SHARED_PARAMETERS:
-                    parameter["example"] = _SHARED_PARAMETERS[parameter["name"]]
+                if parameter.get("name") in values:
+                    parameter["example"] = values[parameter["name"]]
             for content in operation.get("requestBody", {}).get("content", {}).values():
                 content.pop("examples", None)
                 if "body" in example:

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from schemadoc.pointer import escape, json_type
 from schemadoc.reading.sizes import SizeCache, json_size
 
-__all__ = ["BoundedView", "Window", "bounded_view", "child_pointer", "is_stub", "stub"]
+__all__ = ["MAX_CONTINUE_AT", "BoundedView", "Window", "bounded_view", "child_pointer", "entries_of", "is_stub", "stub"]
 
 _MIN_INLINE_STRING = 256
 _STUB_FRAME = len('{"$stub":true,"type":"object","count":,"size_bytes":,"pointer":""}')
-_MAX_CONTINUE_AT = 20
+MAX_CONTINUE_AT = 20
 
 
 @dataclass(frozen=True)
@@ -82,15 +83,17 @@ def is_stub(value: Any) -> bool:
     return isinstance(value, dict) and value.get("$stub") is True and "pointer" in value
 
 
-def _entries(node: Any, offset: int, limit: int | None) -> list[tuple[str | int, Any]]:
+def entries_of(node: Any, offset: int = 0, limit: int | None = None) -> Iterator[tuple[str | int, Any]]:
+    """(key or index, value) of a container's members or items from ``offset``, at most ``limit`` of them."""
     offset = min(offset, len(node))  # islice takes no index beyond sys.maxsize
     stop = None if limit is None else min(offset + limit, len(node))
     if isinstance(node, dict):
-        return list(itertools.islice(node.items(), offset, stop))
-    return list(enumerate(node[offset:stop], start=offset))
+        return itertools.islice(node.items(), offset, stop)
+    return enumerate(node[offset:stop], start=offset)
 
 
-def _frame(is_object: bool, entries: int) -> int:
+def _frame(entries: int) -> int:
+    """The bytes of a container's brackets and commas."""
     return 2 + max(entries - 1, 0)
 
 
@@ -114,7 +117,7 @@ def bounded_view(node: Any, pointer: str, sizes: SizeCache, *, max_depth: int | 
     is_object = isinstance(node, dict)
     total = len(node)
     whole_window = offset == 0 and (limit is None or limit >= total)
-    entries = None if whole_window else _entries(node, offset, limit)
+    entries = None if whole_window else list(entries_of(node, offset, limit))
     count = total if entries is None else len(entries)
     if max_depth == 0 and not inline_small(node, pointer, sizes):
         return BoundedView(stub(node, pointer, sizes), kind, size, True, Window(total, offset, count), [pointer or "/"])
@@ -125,12 +128,12 @@ def bounded_view(node: Any, pointer: str, sizes: SizeCache, *, max_depth: int | 
         if entries is None:
             window_size = size
         else:
-            window_size = _frame(is_object, count) + sum(_key_size(is_object, k) + sizes.size(v) for k, v in entries)
+            window_size = _frame(count) + sum(_key_size(is_object, k) + sizes.size(v) for k, v in entries)
         if max_bytes is None or window_size <= max_bytes:
             content = node if entries is None else (dict(entries) if is_object else [v for _, v in entries])
             return BoundedView(content, kind, size, False, Window(total, offset, count))
     if entries is None:
-        entries = _entries(node, offset, limit)
+        entries = list(entries_of(node, offset, limit))
     return _Builder(sizes, max_depth, max_bytes).build(node, pointer, entries, total, offset, size)
 
 
@@ -170,65 +173,64 @@ class _Builder:
             return stub(value, pointer, self.sizes), False
         return value, False
 
-    def _level(self, entries: list[tuple[str | int, Any]], pointer: str,
+    def _level(self, entries: Iterable[tuple[str | int, Any]], pointer: str,
                is_object: bool) -> tuple[list[tuple[str | int, Any, bool, int]], int]:
+        """Each entry as shown at the first level (key, view, expandable, bytes), and the level's bytes."""
         shown = []
-        size = _frame(is_object, len(entries))
         for key, value in entries:
-            child = child_pointer(pointer, key)
-            view, expandable = self._repr(value, child)
-            entry_size = _key_size(is_object, key) + json_size(view)
-            shown.append((key, view, expandable, entry_size))
-            size += entry_size
-        return shown, size
+            view, expandable = self._repr(value, child_pointer(pointer, key))
+            shown.append((key, view, expandable, _key_size(is_object, key) + json_size(view)))
+        return shown, _frame(len(shown)) + sum(entry[3] for entry in shown)
+
+    def _forget(self, level: list[tuple[str | int, Any, bool, int]]) -> None:
+        """The stubs of entries left out of the view are not in it."""
+        for _, view, _, _ in level:
+            if is_stub(view):
+                self.stubs.pop(view["pointer"], None)
 
     def build(self, node: Any, pointer: str, entries: list[tuple[str | int, Any]], total: int, offset: int,
               size: int) -> BoundedView:
         is_object = isinstance(node, dict)
-        kind = json_type(node)
         shown, used = self._level(entries, pointer, is_object)
         shortened = False
         if self.max_bytes is not None and used > self.max_bytes:
-            kept = _frame(is_object, 0)
+            kept = _frame(0)
             keep = 0
             for _, _, _, entry_size in shown:
                 if kept + entry_size + (1 if keep else 0) > self.max_bytes:
                     break
                 kept += entry_size + (1 if keep else 0)
                 keep += 1
-            for _key, view, _, _ in shown[keep:]:
-                if isinstance(view, dict) and view.get("$stub") is True:
-                    self.stubs.pop(view["pointer"], None)
+            self._forget(shown[keep:])
             if keep == 0:  # the first entry alone is too big (a member name longer than the budget):
-                keep, kept = 1, used if len(shown) == 1 else _frame(is_object, 1) + shown[0][3]
+                keep, kept = 1, used if len(shown) == 1 else _frame(1) + shown[0][3]
             shown, used, shortened = shown[:keep], kept, True  # always one entry at least: the window moves on
-        root: Any = {key: view for key, view, _, _ in shown} if is_object else [view for _, view, _, _ in shown]
         queue: deque[tuple[Any, str | int, Any, str, int]] = deque()
-        for key, _, expandable, _ in shown:
-            if expandable:
-                value = node[key]
-                slot = key if isinstance(key, str) else key - offset
-                queue.append((root, slot, value, child_pointer(pointer, key), 1))
+        root = self._container(shown, node, pointer, is_object, queue, 1, offset)
         while queue:
             parent, slot, value, here, depth = queue.popleft()
             if self.max_depth is not None and depth >= self.max_depth:
                 continue
             child_is_object = isinstance(value, dict)
-            level, level_size = self._level(_entries(value, 0, None), here, child_is_object)
+            level, level_size = self._level(entries_of(value), here, child_is_object)
             cost = level_size - json_size(parent[slot])
             if self.max_bytes is not None and used + cost > self.max_bytes:
-                for _, view, _, _ in level:
-                    if isinstance(view, dict) and view.get("$stub") is True:
-                        self.stubs.pop(view["pointer"], None)
+                self._forget(level)
                 continue
-            expanded: Any = ({key: view for key, view, _, _ in level} if child_is_object
-                             else [view for _, view, _, _ in level])
-            parent[slot] = expanded
+            parent[slot] = self._container(level, value, here, child_is_object, queue, depth + 1)
             used += cost
             self.stubs.pop(here or "/", None)
-            for key, _, expandable, _ in level:
-                if expandable:
-                    queue.append((expanded, key, value[key], child_pointer(here, key), depth + 1))
         window = Window(total, offset, len(shown))
-        truncated = shortened or bool(self.stubs)
-        return BoundedView(root, kind, size, truncated, window, list(itertools.islice(self.stubs, _MAX_CONTINUE_AT)))
+        continue_at = list(itertools.islice(self.stubs, MAX_CONTINUE_AT))
+        return BoundedView(root, json_type(node), size, shortened or bool(self.stubs), window, continue_at)
+
+    @staticmethod
+    def _container(level: list[tuple[str | int, Any, bool, int]], node: Any, pointer: str, is_object: bool,
+                   queue: deque[tuple[Any, str | int, Any, str, int]], depth: int, offset: int = 0) -> Any:
+        """The view of ``node`` from its ``level``; each expandable stub in it queued (its slot, at ``depth``)."""
+        built: Any = {key: view for key, view, _, _ in level} if is_object else [view for _, view, _, _ in level]
+        for key, _, expandable, _ in level:
+            if expandable:
+                slot = key if isinstance(key, str) else key - offset
+                queue.append((built, slot, node[key], child_pointer(pointer, key), depth))
+        return built
