@@ -134,15 +134,18 @@ def resolve(document: Any, tokens: Sequence[str], *, allow_negative: bool = True
             node = node[token]
             concrete.append(token)
         elif isinstance(node, list):
-            if token == "-":
+            if _INDEX.match(token):
+                index = int(token)
+            elif token == "-":
                 _not_found(concrete, tokens, depth,
                            "'-' names the position after the last item; it can only be used to append",
                            array_length=len(node))
-            if allow_negative and _NEGATIVE_INDEX.match(token):
-                index = len(node) + int(token)
-            else:
-                index = index_token(token, len(node), format_pointer(tokens), allow_negative=False)
-            if not 0 <= index < len(node):
+            elif allow_negative and _NEGATIVE_INDEX.match(token) and len(node) + int(token) < 0:
+                _not_found(concrete, tokens, depth,
+                           f"index {token} is out of range (length {len(node)})", array_length=len(node))
+            else:  # a negative index in range, or not an index (refused with the pointer named)
+                index = index_token(token, len(node), format_pointer(tokens), allow_negative=allow_negative)
+            if index >= len(node):
                 _not_found(concrete, tokens, depth,
                            f"index {token} is out of range (length {len(node)})", array_length=len(node))
             node = node[index]
