@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-rest bench-validation bench-agents bench-limits bench-startup bench-ui bench-memory docs clean inspector
+.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-instructions bench-rest bench-validation bench-agents bench-limits bench-startup bench-ui bench-memory docs clean inspector
 
 # development: the server, the client, the conformance suite and the tools (make test)
 $(VENV)/.installed: pyproject.toml
@@ -66,6 +66,9 @@ bench-history: $(VENV)/.installed  ## past reads, diffs, reverts on a 10,000-ver
 
 bench-postgres: $(VENV)/.installed  ## the PostgreSQL store beside the files store (needs PostgreSQL)
 	$(PY) benchmarks/postgres.py
+
+bench-instructions: $(VENV)/.installed  ## instructions per request (callgrind): read, write, leaf update; steady under load
+	$(PY) benchmarks/instructions.py
 
 bench-rest: $(VENV)/.installed  ## black box: a real server on 127.0.0.1, REST reads and writes (10 KB to 100 MB)
 	$(PY) benchmarks/rest.py
