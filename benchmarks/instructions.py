@@ -51,21 +51,18 @@ def _wait_for(path: Path) -> None:
         time.sleep(0.05)
 
 
-def _counted(sync: Path, run: Any) -> None:
-    """Signal the parent, wait for instrumentation, ``run``, then signal again and wait until it is off."""
-    (sync / "ready").touch()
-    _wait_for(sync / "go")
-    run()
-    (sync / "done").touch()
-    _wait_for(sync / "end")
+def _service(storage: str) -> tuple[Any, Any]:
+    from schemadoc.config import load_settings
+    from schemadoc.interfaces.app import create_service
+
+    settings = load_settings(_SETTINGS | {"storage_dir": storage}, {})
+    return settings, create_service(settings)
 
 
 def _http_scenario(kind: str, n: int, sync: Path, storage: str) -> None:
-    from schemadoc.config import load_settings
-    from schemadoc.interfaces.app import build_app, create_service
+    from schemadoc.interfaces.app import build_app
 
-    settings = load_settings(_SETTINGS | {"storage_dir": storage}, {})
-    service = create_service(settings)
+    settings, service = _service(storage)
     app = build_app(service, settings)
 
     async def call(method: str, path: str, query: bytes = b"", body: bytes = b"") -> list[dict[str, Any]]:
@@ -121,11 +118,13 @@ def _http_scenario(kind: str, n: int, sync: Path, storage: str) -> None:
 
 
 def _wait_ready(sync: Path) -> None:
+    """Tell the parent the counted part begins; return once instrumentation is on."""
     (sync / "ready").touch()
     _wait_for(sync / "go")
 
 
 def _wait_done(sync: Path) -> None:
+    """Tell the parent the counted part is over; return once instrumentation is off."""
     (sync / "done").touch()
     _wait_for(sync / "end")
 
@@ -134,11 +133,7 @@ def _leaf_scenario(n: int, sync: Path, storage: str) -> None:
     sys.path.insert(0, str(HERE))
     from generate import make_book, mid_paragraph_path
 
-    from schemadoc.config import load_settings
-    from schemadoc.interfaces.app import create_service
-
-    settings = load_settings(_SETTINGS | {"storage_dir": storage}, {})
-    service = create_service(settings)
+    _settings, service = _service(storage)
     doc_id, _content, meta, _report = service.create_document()
     book = make_book(10.0)
     leaf = mid_paragraph_path(book) + "/text"
@@ -146,12 +141,10 @@ def _leaf_scenario(n: int, sync: Path, storage: str) -> None:
     for i in range(5):  # warm-up
         version = service.update_node(doc_id, leaf, f"warm-up {i}", version).version
 
-    def run() -> None:
-        current = version
-        for i in range(n):
-            current = service.update_node(doc_id, leaf, f"paragraph {i}", current).version
-
-    _counted(sync, run)
+    _wait_ready(sync)
+    for i in range(n):
+        version = service.update_node(doc_id, leaf, f"paragraph {i}", version).version
+    _wait_done(sync)
     service.close()
 
 

@@ -55,7 +55,7 @@ def _route(operation: str) -> tuple[Route, bool, Callable[[Any], Any]]:
     reads one: some argument besides the path's and ``node_path``), and the parser of its result."""
     entry = BY_NAME[operation]
     route = next(route for route in entry.routes if route.whole is None)
-    body = route.method != "GET" and any(f"{{{name}}}" not in route.path and name != "node_path"
+    body = route.method != "GET" and any(route.carries(name) != "path" and name != "node_path"
                                          for name in entry.args.model_fields)
     return route, body, TypeAdapter(entry.rest_result or entry.result).validate_python
 
