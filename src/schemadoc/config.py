@@ -66,6 +66,22 @@ class Settings:
     max_subscribers_total: int = 1000
     max_mcp_sessions: int = 1000
     mcp_session_idle_seconds: int = 1800
+    max_subscribers_per_client: int = 100
+    """Event streams and MCP resource subscriptions one client address may hold at once."""
+    max_mcp_sessions_per_client: int = 100
+    """Handshake-era MCP sessions (streamable HTTP) one client address may hold at once."""
+    subscriber_buffer_bytes: int = 8 << 20
+    """Change events one subscriber may leave unread (bytes) before it is cut off with a resumable position."""
+    max_header_bytes: int = 32 << 10
+    """The request line and headers of one HTTP request, at most (``431`` beyond)."""
+    header_timeout_seconds: int = 10
+    """The longest a client may take to send a request's line and headers once it started."""
+    body_timeout_seconds: int = 30
+    """The longest a client may leave a request body unfinished without sending more of it."""
+    max_connections: int = 512
+    """Open HTTP connections the server holds at once, from all clients."""
+    max_connections_per_client: int = 64
+    """Open HTTP connections one client address may hold at once."""
     snapshot_policy: str = "lazy"
     snapshot_inline_below_bytes: int = 0
     snapshot_lag_versions: int = 1000
@@ -248,6 +264,14 @@ _SETTINGS: dict[str, tuple[_Convert, str | None]] = {
     "max_subscribers_total": (_int(1), None),
     "max_mcp_sessions": (_int(1), None),
     "mcp_session_idle_seconds": (_int(1), None),
+    "max_subscribers_per_client": (_int(1), None),
+    "max_mcp_sessions_per_client": (_int(1), None),
+    "subscriber_buffer_bytes": (_as_size, None),
+    "max_header_bytes": (_int(1024), None),
+    "header_timeout_seconds": (_int(1), None),
+    "body_timeout_seconds": (_int(1), None),
+    "max_connections": (_int(1), None),
+    "max_connections_per_client": (_int(1), None),
     "snapshot_policy": (_choice(SNAPSHOT_POLICIES, ", ".join(SNAPSHOT_POLICIES)), None),
     "snapshot_inline_below_bytes": (_int(0), None),
     "snapshot_lag_versions": (_int(1), None),

@@ -279,6 +279,45 @@ _ENTRIES: list[ErrorCode] = [
        "or raise the setting details.limit names; existing subscribers are not affected.",
        extension=("a capacity limit on live change feeds, beyond the specification; 503 because the refusal is "
                   "about the server's load, not about the request, and a retry can succeed once a slot frees")),
+    _e("subscriber-too-slow", 503, "server", "A change subscriber fell further behind than the server buffers for "
+       "it, so its stream was ended; nothing was lost.",
+       ["an event-stream reader (or MCP subscriber) that reads slower than the document changes, more than "
+        "subscriber_buffer_bytes of unread change events"],
+       "Reconnect with Last-Event-ID (details.last_version, the last version delivered) to resume without a gap, "
+       "or read the change feed (GET /api/v1/changes) from there.",
+       extension=("back-pressure on live change feeds, beyond the specification: a slow reader is cut off with a "
+                  "resumable position instead of being buffered in memory")),
+    _e("too-many-connections", 503, "server", "The server already holds as many HTTP connections, in total or from "
+       "this client address, as it is configured to.",
+       ["more than max_connections_per_client open connections from one client address",
+        "more than max_connections open connections in total"],
+       "Close idle connections (reuse one with keep-alive), or retry later, or raise the setting details.limit "
+       "names.",
+       extension=("a bound on connections per client and in total, beyond the specification, so one client cannot "
+                  "take every connection the server can hold")),
+    _e("headers-too-large", 431, "request", "The request line and headers are larger than the server reads.",
+       ["request headers (cookies, tokens, many custom headers) over max_header_bytes in total"],
+       "Send smaller headers, or raise max_header_bytes.",
+       extension="a header size limit, beyond the specification; 431 Request Header Fields Too Large (RFC 6585)"),
+    _e("request-timeout", 408, "request", "The client took too long to send its request; the connection is "
+       "closed.",
+       ["request headers not complete within header_timeout_seconds of their first byte",
+        "a request body with no new bytes for body_timeout_seconds"],
+       "Send the whole request promptly; raise header_timeout_seconds or body_timeout_seconds for very slow links.",
+       extension="read timeouts on partial requests, beyond the specification; 408 Request Timeout (RFC 9110)"),
+    _e("unsupported-media-type", 415, "request", "The request body is not declared as JSON; nothing was changed.",
+       ["a body sent with a Content-Type other than application/json or a +json type (text/plain, a form, "
+        "multipart, XML), or with none"],
+       "Send the body with 'Content-Type: application/json'.",
+       extension=("415 Unsupported Media Type (RFC 9110) for bodies not declared as JSON: browsers send text/plain "
+                  "and forms across origins without a preflight, so they are never read as JSON")),
+    _e("session-not-found", 404, "request", "No MCP session with this Mcp-Session-Id is open for the credential "
+       "presented.",
+       ["a session that ended or expired", "a session opened with another access token (a session is usable and "
+        "deletable only with the token that opened it)"],
+       "Start a new session (initialize) with your own token.",
+       extension=("MCP sessions over HTTP are bound to the access token that opened them, beyond the "
+                  "specification; the JSON-RPC error carries the error object in its data")),
     _e("too-many-sessions", 503, "server", "The server already has as many MCP sessions open as it is configured "
        "to serve.",
        ["more than max_mcp_sessions handshake-era MCP sessions (streamable HTTP) open at once"],
