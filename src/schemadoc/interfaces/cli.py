@@ -233,7 +233,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if _use_example(args):
         return EXIT_OK
     settings = load_settings(overrides(args), environ)
-    configure_logging(settings.log_level_number)
+    configure_logging(settings.log_level_number, settings.tokens_file)
     _check_schema_file(settings)
     if settings.transport == "stdio":
         service = create_service(settings)

@@ -83,9 +83,15 @@ def problem_line(problem: Mapping[str, Any]) -> str:
     return " ".join(f"{where}{keyword}: {problem.get('reason', '')}".split())
 
 
-def configure_logging(level: int) -> None:
-    logging.basicConfig(level=level, stream=sys.stderr, force=True,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def configure_logging(level: int, tokens_file: Path | None = None) -> None:
+    """Every record at ``level`` or above to stderr, one line each, with no secret (:mod:`.logs`): query values,
+    bearer credentials and the tokens of ``tokens_file`` redacted; a client that went away logged at INFO."""
+    from schemadoc.interfaces.logs import ClientGoneFilter, LogFormatter, TokenSecrets
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(LogFormatter(TokenSecrets(tokens_file) if tokens_file is not None else None))
+    handler.addFilter(ClientGoneFilter(level))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
     quiet = max(level, logging.WARNING)
     for name in ("mcp", "sse_starlette", "httpx", "httpcore"):
         logging.getLogger(name).setLevel(level if level <= logging.DEBUG else quiet)

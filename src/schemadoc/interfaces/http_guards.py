@@ -18,6 +18,7 @@ from mcp.types import INTERNAL_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.logs import client_gone
 from schemadoc.interfaces.mcp import SchemaDocMCPServer
 from schemadoc.interfaces.rest import check_depth, dump_body
 from schemadoc.interfaces.rest_wire import READ_BODY
@@ -88,7 +89,11 @@ _OTEL_PLACEHOLDERS = ("opentelemetry.trace", "opentelemetry.metrics", "opentelem
 
 
 class ErrorGuard:
-    """The last line: an unexpected exception becomes ``internal-error`` 500, logged, without a traceback."""
+    """The last line: an unexpected exception becomes ``internal-error`` 500, logged, without a traceback.
+
+    A client that went away (:func:`~schemadoc.interfaces.logs.client_gone`: it hung up in the middle of its
+    body, reset the connection, left a stream) is no error: one INFO line says so, and nothing is answered.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -97,7 +102,7 @@ class ErrorGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
+        started = disconnected = False
 
         async def guarded_send(message: Message) -> None:
             nonlocal started
@@ -105,9 +110,20 @@ class ErrorGuard:
                 started = True
             await send(message)
 
+        async def watched_receive() -> Message:
+            nonlocal disconnected
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                disconnected = True
+            return message
+
         try:
-            await self.app(scope, receive, guarded_send)
-        except Exception:
+            await self.app(scope, watched_receive, guarded_send)
+        except Exception as failure:
+            if client_gone(failure, disconnected=disconnected):
+                log.info("%s %s: the client went away (%s)", scope.get("method"), scope.get("path"),
+                         type(failure).__name__)
+                return
             log.exception("unexpected error in %s %s", scope.get("method"), scope.get("path"))
             if not started:
                 error = SchemaDocError("internal-error", "An unexpected error happened in the server.",
