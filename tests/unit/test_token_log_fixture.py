@@ -1,0 +1,53 @@
+"""The end-to-end tests' guard against tokens in server logs (``tests/e2e/conftest.py``) fails a test whose
+server logged a secret of a tokens file it wrote, and only that test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+E2E_CONFTEST = Path(__file__).resolve().parents[1] / "e2e" / "conftest.py"
+
+TESTS = '''
+import json
+
+
+def _tokens(path, secret):
+    path.write_text(json.dumps({"tokens": [{"name": "ci", "token": secret, "access": "read-write"}]}))
+
+
+def test_a_server_that_logs_its_token(tmp_path):
+    _tokens(tmp_path / "tokens.json", "leaked-0123456789abcdef")
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "stderr-8080.txt").write_text('"GET /api/v1/documents?access_token=leaked-0123456789abcdef"')
+
+
+def test_a_server_that_logs_a_token_later(tmp_path):
+    _tokens(tmp_path / "access.json", "late-0123456789abcdef")
+    (tmp_path / "server-1.log").write_text("starting\\n")
+    (tmp_path / "server-1.log").write_text("starting\\nrefused /api/v1/documents/late-0123456789abcdef\\n")
+
+
+def test_a_server_that_logs_no_token(tmp_path):
+    _tokens(tmp_path / "tokens.json", "kept-0123456789abcdef")
+    (tmp_path / "stderr-8081.txt").write_text('"GET /api/v1/documents?access_token=[redacted]"')
+
+
+def test_a_token_in_a_file_that_is_not_a_log(tmp_path):
+    _tokens(tmp_path / "tokens.json", "elsewhere-0123456789abcdef")
+    (tmp_path / "notes.txt").write_text("elsewhere-0123456789abcdef")
+'''
+
+
+def test_a_logged_token_fails_the_test_that_logged_it(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(E2E_CONFTEST.read_text(encoding="utf-8"))
+    pytester.makepyfile(test_servers=TESTS)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4, errors=2)
+    errors = [line for line in result.outlines if line.startswith("ERROR ")]
+    assert len(errors) == 2 and all("logs_a_token_later" in line or "logs_its_token" in line for line in errors)
+    assert "stderr-8080.txt shows the token" in result.stdout.str()
+    assert "server-1.log shows the token" in result.stdout.str()
