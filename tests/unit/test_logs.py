@@ -118,8 +118,9 @@ def tokens_file(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("where", [
     "refused /api/v1/documents/{}: token-missing", '"GET /{}/api HTTP/1.1" 404', "x {} y", "/a/{}",
+    "No endpoint at POST /mcp/{}.",
     '"GET /api/v1/{}?access_token={} HTTP/1.1" 401',
-], ids=["path", "first segment", "word", "last segment", "path and query"])
+], ids=["path", "first segment", "word", "last segment", "end of a sentence", "path and query"])
 @pytest.mark.parametrize(("secret", "shown"), [
     ("plain+secret/0123456789", "plain+secret/0123456789"),
     ("plain+secret/0123456789", "plain%2Bsecret/0123456789"),

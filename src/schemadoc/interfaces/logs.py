@@ -141,9 +141,10 @@ class TokenSecrets:
 
     def _hide_word(self, found: re.Match[str]) -> str:
         word = found.group()
-        for candidate in (word, unquote(word)) if "%" in word else (word,):
-            if hashlib.sha256(candidate.encode("utf-8", "surrogateescape")).digest() in self.digests:
-                return TOKEN
+        for candidate in (word, word.rstrip(".")):  # a word may end a sentence
+            for form in (candidate, unquote(candidate)) if "%" in candidate else (candidate,):
+                if hashlib.sha256(form.encode("utf-8", "surrogateescape")).digest() in self.digests:
+                    return TOKEN + word[len(candidate):]
         return word
 
 
