@@ -54,8 +54,8 @@ def escape_controls(text: str, *, keep_newlines: bool = False) -> str:
 
 REDACTED = "[redacted]"
 TOKEN = "[token]"
-# a URL (scheme://authority/path) or an absolute path standing on its own, then "?" and its query
-_QUERY = re.compile(r"""(?<![^\s"'(<\[=])((?:[A-Za-z][A-Za-z0-9+.-]*://[^\s"'/?#]*)?/[^\s"'?#]*)\?([^\s"'#<>]*)""")
+# a URL (scheme://authority/path) or an absolute path after a space, quote, bracket or "=", then "?" and its query
+_QUERY = re.compile(r"""([\s"'(<\[=])((?:[A-Za-z][A-Za-z0-9+.-]*://[^\s"'/?#]*)?/[^\s"'?#]*)\?([^\s"'#<>]*)""")
 _NAME = re.compile(r"[A-Za-z0-9_.\-\[\]]{1,64}")
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;]{16,}")
 
@@ -82,7 +82,8 @@ def redact_queries(text: str) -> str:
     """
     if "?" not in text:
         return text
-    return _QUERY.sub(lambda found: f"{found.group(1)}?{_redacted_query(found.group(2))}", text)
+    redacted = _QUERY.sub(lambda found: f"{found[1]}{found[2]}?{_redacted_query(found[3])}", f" {text}")
+    return redacted[1:]
 
 
 # the words a token given as a digest is looked for as: runs between whitespace, quotes and URL delimiters
@@ -122,8 +123,7 @@ class TokenSecrets:
                 secret = entry.get("token") if isinstance(entry, dict) else None
                 digest = entry.get("sha256") if isinstance(entry, dict) else None
                 if isinstance(secret, str) and secret:
-                    secrets.update({secret, quote(secret, safe="/")})
-                    digests.add(hashlib.sha256(secret.encode()).digest())
+                    secrets.update({secret, quote(secret, safe="/")})  # as written, and as uvicorn shows a path
                 elif isinstance(digest, str):
                     with contextlib.suppress(ValueError):
                         digests.add(bytes.fromhex(digest))
@@ -164,19 +164,23 @@ class LogFormatter(logging.Formatter):
         self.tokens = tokens
 
     def format(self, record: logging.LogRecord) -> str:
-        record.message = safe_message(record)
+        record.message = self.redact(safe_message(record))
         record.asctime = self.formatTime(record, self.datefmt)
         text = self.formatMessage(record)
         if record.exc_info and not record.exc_text:
             record.exc_text = self.formatException(record.exc_info)
         if record.exc_text:
-            text += "\n" + escape_controls(record.exc_text, keep_newlines=True)
+            text += "\n" + self.redact(escape_controls(record.exc_text, keep_newlines=True))
         if record.stack_info:
-            text += "\n" + escape_controls(self.formatStack(record.stack_info), keep_newlines=True)
-        text = _BEARER.sub(rf"\1 {REDACTED}", redact_queries(text))
-        if self.tokens is not None:
-            text = self.tokens.hide(text)
-        return text.replace("\n", "\n  ")
+            text += "\n" + self.redact(escape_controls(self.formatStack(record.stack_info), keep_newlines=True))
+        return text.replace("\n", "\n  ") if "\n" in text else text
+
+    def redact(self, text: str) -> str:
+        """``text`` without query values, bearer credentials and the tokens of the tokens file."""
+        text = redact_queries(text)
+        if "earer" in text or "EARER" in text:
+            text = _BEARER.sub(rf"\1 {REDACTED}", text)
+        return self.tokens.hide(text) if self.tokens is not None else text
 
 
 def client_gone(error: BaseException, *, disconnected: bool = False) -> bool:
