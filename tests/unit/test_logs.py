@@ -163,6 +163,9 @@ def test_a_record_saying_the_client_went_away_is_one_info_line() -> None:
     assert text.endswith("Error handling POST request /mcp (the client went away: ClientDisconnect)")
     quiet = _record("x", level=logging.ERROR, exc=_raised(ConnectionResetError()))
     assert not ClientGoneFilter(logging.WARNING).filter(quiet)  # --log-level warning: not shown at all
+    detail = _record("stream ended", level=logging.DEBUG, exc=_raised(ExceptionGroup("tasks", [BrokenPipeError()])))
+    assert ClientGoneFilter(logging.DEBUG).filter(detail)
+    assert LogFormatter().format(detail).endswith(" DEBUG test: stream ended (the client went away: ExceptionGroup)")
     fault = _record("x", level=logging.ERROR, exc=_raised(ValueError("boom")))
     assert ClientGoneFilter(logging.INFO).filter(fault) and fault.levelno == logging.ERROR and fault.exc_info
 

@@ -208,8 +208,8 @@ def client_gone(error: BaseException, *, disconnected: bool = False) -> bool:
 
 
 class ClientGoneFilter(logging.Filter):
-    """A record whose exception says the client went away, at any level, becomes one INFO line without a traceback
-    (dropped when the log shows only warnings and errors)."""
+    """A record whose exception says the client went away loses its traceback and says so; above INFO it becomes
+    INFO (and is dropped when the log shows only warnings and errors)."""
 
     def __init__(self, level: int) -> None:
         super().__init__()
@@ -217,12 +217,13 @@ class ClientGoneFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        if error is None or record.levelno <= logging.INFO or not client_gone(error):
+        if error is None or not client_gone(error):
             return True
-        if self.level > logging.INFO:
-            return False
+        if record.levelno > logging.INFO:
+            if self.level > logging.INFO:
+                return False
+            record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
         record.msg = f"{safe_message(record)} (the client went away: {type(error).__name__})"
         record.args = None
-        record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
         record.exc_info, record.exc_text = None, None
         return True
