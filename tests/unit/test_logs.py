@@ -244,3 +244,14 @@ def test_error_guard_still_answers_a_fault_with_internal_error(caplog: pytest.Lo
     sent = anyio.run(_call, _guarded(stream_broke), [{"type": "http.request", "body": b"", "more_body": False}])
     assert sent[0]["status"] == 500 and b"internal-error" in sent[1]["body"]
     assert caplog.records[-1].levelno == logging.ERROR and caplog.records[-1].exc_info
+
+
+@pytest.mark.usefixtures("root_logging")
+def test_a_record_that_cannot_be_written_is_one_line_without_its_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    stderr = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    configure_logging(logging.INFO)
+    logging.getLogger("a.library").info("%d bytes from %s", "many", f"/x?access_token=s3cret\r\n{FORGED}")
+    lines = stderr.getvalue().splitlines()
+    assert len(lines) == 1 and RECORD_START.match(lines[0]), lines
+    assert lines[0].endswith(" ERROR schemadoc: a log record of a.library could not be written (TypeError)")

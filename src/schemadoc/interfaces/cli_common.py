@@ -86,9 +86,9 @@ def problem_line(problem: Mapping[str, Any]) -> str:
 def configure_logging(level: int, tokens_file: Path | None = None) -> None:
     """Every record at ``level`` or above to stderr, one line each, with no secret (:mod:`.logs`): query values,
     bearer credentials and the tokens of ``tokens_file`` redacted; a client that went away logged at INFO."""
-    from schemadoc.interfaces.logs import ClientGoneFilter, LogFormatter, TokenSecrets
+    from schemadoc.interfaces.logs import ClientGoneFilter, LogFormatter, LogHandler, TokenSecrets
 
-    handler = logging.StreamHandler(sys.stderr)
+    handler = LogHandler(sys.stderr)
     handler.setFormatter(LogFormatter(TokenSecrets(tokens_file) if tokens_file is not None else None))
     handler.addFilter(ClientGoneFilter(level))
     logging.basicConfig(level=level, handlers=[handler], force=True)

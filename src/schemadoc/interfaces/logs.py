@@ -26,10 +26,11 @@ import re
 import sys
 import threading
 from pathlib import Path
+from typing import TextIO
 from urllib.parse import quote, unquote
 
-__all__ = ["FORMAT", "ClientGoneFilter", "LogFormatter", "TokenSecrets", "client_gone", "escape_controls",
-           "redact_queries", "safe_message"]
+__all__ = ["FORMAT", "ClientGoneFilter", "LogFormatter", "LogHandler", "TokenSecrets", "client_gone",
+           "escape_controls", "redact_queries", "safe_message"]
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -181,6 +182,20 @@ class LogFormatter(logging.Formatter):
         if "earer" in text or "EARER" in text:
             text = _BEARER.sub(rf"\1 {REDACTED}", text)
         return self.tokens.hide(text) if self.tokens is not None else text
+
+
+class LogHandler(logging.StreamHandler[TextIO]):
+    """A stream handler whose own failures are one line naming the logger and the exception, never the record:
+    :class:`logging.Handler` would print the record's message and arguments as they are (a request's path, a
+    token) and a traceback."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        with contextlib.suppress(Exception):  # the stream itself failed: nothing is left to tell
+            self.stream.write(f"{self.formatter.formatTime(record) if self.formatter else record.created} ERROR "
+                              f"schemadoc: a log record of {escape_controls(record.name)} could not be written "
+                              f"({type(error).__name__})\n")
+            self.flush()
 
 
 def client_gone(error: BaseException, *, disconnected: bool = False) -> bool:
