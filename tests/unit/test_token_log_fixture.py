@@ -3,6 +3,8 @@ server logged a secret of a tokens file it wrote, and only that test."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -45,7 +47,12 @@ def test_a_token_in_a_file_that_is_not_a_log(tmp_path):
 def test_a_logged_token_fails_the_test_that_logged_it(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(E2E_CONFTEST.read_text(encoding="utf-8"))
     pytester.makepyfile(test_servers=TESTS)
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    # the logs it leaks go outside this session's temporary directories, which the guard itself looks at
+    outside = Path(tempfile.mkdtemp(prefix="token-log-guard-"))
+    try:
+        result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider", f"--basetemp={outside}")
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
     result.assert_outcomes(passed=4, errors=2)
     errors = [line for line in result.outlines if line.startswith("ERROR ")]
     assert len(errors) == 2 and all("logs_a_token_later" in line or "logs_its_token" in line for line in errors)
