@@ -95,7 +95,9 @@ def test_a_traceback_stays_multi_line_every_line_indented_its_controls_escaped()
      "proxy https://user@example.com:8443/x/y?sig=[redacted]#frag said no"),
     ("url=/cb?code=xyz", "url=/cb?code=[redacted]"),
     ("is this a question? /a and HTTP/1.1?", "is this a question? /a and HTTP/1.1?"),
-], ids=["access log", "every value", "names that are not names", "url", "after =", "prose"])
+    ('"GET %2A?access_token=s3cret HTTP/1.1" 404', '"GET %2A?access_token=[redacted] HTTP/1.1" 404'),
+    ("?token=s3cret at the start", "?token=[redacted] at the start"),
+], ids=["access log", "every value", "names that are not names", "url", "after =", "prose", "any target", "start"])
 def test_every_query_value_is_redacted_the_names_kept(logged: str, shown: str) -> None:
     assert redact_queries(logged) == shown
 

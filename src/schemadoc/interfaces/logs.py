@@ -55,8 +55,9 @@ def escape_controls(text: str, *, keep_newlines: bool = False) -> str:
 
 REDACTED = "[redacted]"
 TOKEN = "[token]"
-# a URL (scheme://authority/path) or an absolute path after a space, quote, bracket or "=", then "?" and its query
-_QUERY = re.compile(r"""([\s"'(<\[=])((?:[A-Za-z][A-Za-z0-9+.-]*://[^\s"'/?#]*)?/[^\s"'?#]*)\?([^\s"'#<>]*)""")
+# a word (a URL, a path, any request target: "*", "%2A") after a space, quote, bracket or "=", then "?" and the
+# query: whatever follows up to a space, a quote or a fragment
+_QUERY = re.compile(r"""([\s"'(<\[=])([^\s"'?#<>]*)\?([^\s"'#<>]+)""")
 _NAME = re.compile(r"[A-Za-z0-9_.\-\[\]]{1,64}")
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;]{16,}")
 
@@ -75,7 +76,8 @@ def _redacted_query(query: str) -> str:
 
 
 def redact_queries(text: str) -> str:
-    """``text`` with the value of every query parameter of every URL or path in it replaced by ``[redacted]``.
+    """``text`` with the value of every query parameter of every URL, path or word in it replaced by
+    ``[redacted]`` (a question mark ending a word, as in prose, is left alone).
 
     Every value, not only those of names that look like credentials: the log cannot know every name a
     credential travels under (RFC 6750's ``access_token``, but also ``t``, ``sig``, a proxy's own), and the
