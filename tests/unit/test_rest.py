@@ -309,7 +309,8 @@ def test_deeply_nested_json_is_request_too_deep(make_client: Client) -> None:
                      400, "request-too-deep")
     assert error["details"] == {"argument": "node_data", "max_json_depth": 8}
     beyond_any_parser = b'{"node_data": ' + b"[" * 5000 + b"]" * 5000 + b', "version": 1}'
-    error_of(client.put(url, params={"path": "/title"}, content=beyond_any_parser), 400, "request-too-deep")
+    error_of(client.put(url, params={"path": "/title"}, content=beyond_any_parser,
+                        headers={"content-type": "application/json"}), 400, "request-too-deep")
     error_of(client.post(f"{url}/patch", json=[{"op": "add", "path": "/tags/-", "value": nested}],
                          headers={"If-Match": '"1"'}), 400, "request-too-deep")
     as_deep_as_allowed = nested[0]  # 8 levels: a request the limit accepts, but /title puts it 9 levels down
@@ -480,11 +481,13 @@ def test_the_openapi_document_says_what_each_parameter_takes_and_every_status(cl
 
 
 def test_huge_offsets_read_an_empty_window_rather_than_fail(client: TestClient, doc_id: str) -> None:
-    huge = 2**70  # beyond what itertools.islice takes
+    huge = 2**63 - 1  # the largest integer an argument may be (what itertools.islice takes, too)
     for url in (f"{API}/documents/{doc_id}?offset={huge}", f"{API}/documents/{doc_id}?offset={huge}&limit=3",
                 f"{API}/documents/{doc_id}/render?offset={huge}", f"{API}/documents/{doc_id}/outline?offset={huge}"):
         response = client.get(url)
         assert response.status_code == 200, (url, response.text)
+        beyond = client.get(url.replace(str(huge), str(huge + 1)))
+        assert error_of(beyond, 400, "invalid-request")["details"]["argument"] == "offset"
     assert client.get(f"{API}/documents/{doc_id}?offset={huge}").json()["node_content"] == {}
     assert client.get(f"{API}/documents/{doc_id}/render?offset={huge}").json()["text"] == ""
 

@@ -18,6 +18,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from schemadoc.service.checks import LARGEST_INTEGER
+
 EXAMPLE_ID = "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"
 ULID_PATTERN = "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$"
 _TOKEN = "([^~/]|~[01])"  # a reference token: '~' only as '~0' or '~1'
@@ -30,7 +32,19 @@ def _text(description: str, **extra: Any) -> Any:
 
 
 def _count(description: str, low: int, high: int | None = None) -> Any:
-    return Field(strict=True, ge=low, le=high, description=description)
+    """An integer from ``low`` to ``high``; without ``high``, at most :data:`LARGEST_INTEGER` (a signed 64-bit
+    integer: a bigger one is ``invalid-request``, never a failure), which the JSON schema says as
+    ``format: int64`` rather than as a 19-digit ``maximum``."""
+    if high is not None:
+        return Field(strict=True, ge=low, le=high, description=description)
+    return Field(strict=True, ge=low, le=LARGEST_INTEGER, description=description, json_schema_extra=_int64)
+
+
+def _int64(schema: dict[str, Any]) -> None:
+    for choice in schema.get("anyOf", [schema]):
+        if choice.get("type") == "integer":
+            choice.pop("maximum", None)
+            choice["format"] = "int64"
 
 
 DocId = Annotated[str, _text("The document's ULID (from document_create or document_list).", pattern=ULID_PATTERN)]
