@@ -149,7 +149,8 @@ class NodeNavigator:
                 path = format_pointer(tokens)
                 if malformed.beyond:
                     raise SchemaDocError(
-                        "path-invalid", f"An index in {path[:200]} is beyond the largest array index ({LARGEST_INDEX}).",
+                        "path-invalid",
+                        f"An index in {path[:200]} is beyond the largest array index ({LARGEST_INDEX}).",
                         {"path": path, "token": token[:40], "reason": "beyond the largest array index",
                          "largest": LARGEST_INDEX}) from None
                 raise SchemaDocError(
