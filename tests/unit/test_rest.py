@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from schemadoc.config import Settings
+from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.app import build_app, create_service
 
 BOOK_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
@@ -520,7 +521,9 @@ def test_post_documents_links_every_operation_on_the_new_document(client: TestCl
     assert response.headers["Location"].endswith(response.json()["doc_id"])
 
 
-@pytest.mark.parametrize("number", [10**19 + 7, 2**64, -(10**25) - 3, 12345678901234567890123456789])
+@pytest.mark.parametrize("number", [10**19 + 7, 2**64, -(10**25) - 3, 12345678901234567890123456789, 10**400,
+                                    -(10**4299)], ids=["10^19+7", "2^64", "-10^25-3", "29 digits", "10^400",
+                                                      "-10^4299"])
 def test_a_body_keeps_integers_of_twenty_digits_and_more_exact(number: int) -> None:
     """orjson reads them approximately (as floats); the body parser notices the run of digits and reads exactly."""
     from schemadoc.interfaces.rest import parse_json
@@ -528,6 +531,19 @@ def test_a_body_keeps_integers_of_twenty_digits_and_more_exact(number: int) -> N
     value = parse_json(orjson.dumps({"text": "0" * 30, "n": [1.5, 3]})[:-2] + f", {number}]}}".encode())
     assert value == {"text": "0" * 30, "n": [1.5, 3, number]}
     assert type(value["n"][2]) is int
+
+
+@pytest.mark.parametrize(("number", "reason"), [(b"9" * 4301, "integer too long"),
+                                                (b"-" + b"9" * 5000, "integer too long"),
+                                                (b"1e999, 123456789012345678901", "number too large")],
+                         ids=["4301 digits", "-5000 digits", "1e999"])
+def test_a_body_number_the_server_cannot_represent_is_invalid_request(number: bytes, reason: str) -> None:
+    from schemadoc.interfaces.rest import parse_json
+
+    with pytest.raises(SchemaDocError) as raised:
+        parse_json(b'{"node_data": [' + number + b'], "version": 1}')
+    assert (raised.value.code, raised.value.details["argument"], raised.value.details["reason"]) == (
+        "invalid-request", "body", reason)
 
 
 def test_the_error_catalog_is_served_as_the_mcp_resource_serves_it(client: TestClient) -> None:

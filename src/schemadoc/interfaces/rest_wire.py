@@ -146,10 +146,11 @@ _LONGEST_INTEGER = 4300
 
 
 def _exact_int(argument: str, text: str) -> int:
-    if len(text) > _LONGEST_INTEGER:
-        raise SchemaDocError("invalid-request", f"The request {argument} holds an integer of {len(text)} characters; "
-                                                f"the server reads integers of at most {_LONGEST_INTEGER:,} digits.",
-                             {"argument": argument, "reason": "integer too long", "digits": len(text)})
+    digits = len(text) - text.startswith("-")
+    if digits > _LONGEST_INTEGER:
+        raise SchemaDocError("invalid-request", f"The request {argument} holds an integer of {digits:,} digits; the "
+                                                f"server reads integers of at most {_LONGEST_INTEGER:,} digits.",
+                             {"argument": argument, "reason": "integer too long", "digits": digits})
     return int(text)
 
 
