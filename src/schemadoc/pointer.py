@@ -173,13 +173,11 @@ def resolve(document: Any, tokens: Sequence[str], *, allow_negative: bool = True
                 _not_found(concrete, tokens, depth,
                            "'-' names the position after the last item; it can only be used to append",
                            array_length=len(node))
-            elif allow_negative and _NEGATIVE_INDEX.match(token):
-                index = len(node) - _bounded(token[1:], token, format_pointer(tokens))
-                if index < 0:
-                    _not_found(concrete, tokens, depth,
-                               f"index {token} is out of range (length {len(node)})", array_length=len(node))
-            else:  # a long index, or not an index (refused with the pointer named)
-                index = index_token(token, len(node), format_pointer(tokens), allow_negative=False)
+            elif allow_negative and _NEGATIVE_INDEX.match(token) and _before_the_first(token, len(node)):
+                _not_found(concrete, tokens, depth,
+                           f"index {token} is out of range (length {len(node)})", array_length=len(node))
+            else:  # a negative index in range, a long one, or not an index (refused with the pointer named)
+                index = index_token(token, len(node), format_pointer(tokens), allow_negative=allow_negative)
             if index >= len(node):
                 _not_found(concrete, tokens, depth,
                            f"index {token} is out of range (length {len(node)})", array_length=len(node))
@@ -189,6 +187,12 @@ def resolve(document: Any, tokens: Sequence[str], *, allow_negative: bool = True
             _not_found(concrete, tokens, depth,
                        f"{format_pointer(concrete) or '/'} is a {json_type(node)}, which has no members")
     return node, concrete
+
+
+def _before_the_first(token: str, length: int) -> bool:
+    """Whether the negative index ``token`` counts back past the first item (not when it lies beyond
+    :data:`LARGEST_INDEX`: that is ``path-invalid``)."""
+    return len(token) <= _LARGEST_DIGITS + 1 and length < int(token[1:]) <= LARGEST_INDEX
 
 
 def _not_found(concrete: list[str | int], tokens: Sequence[str], depth: int, why: str,
