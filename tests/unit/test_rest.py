@@ -470,6 +470,7 @@ def test_the_openapi_document_says_what_each_parameter_takes_and_every_status(cl
         for method, operation in operations.items():
             assert "500" in operation["responses"], (method, path)
             assert ("413" in operation["responses"]) == (method in ("post", "put", "patch", "delete")), (method, path)
+            assert ("415" in operation["responses"]) == (method in ("post", "put", "patch", "delete")), (method, path)
             for parameter in operation.get("parameters", []):
                 assert "anyOf" not in parameter["schema"], (method, path, parameter)  # never "null" on the wire
     merge = {p["name"]: p for p in spec["paths"][f"{API}/documents/{{doc_id}}"]["patch"]["parameters"]}
