@@ -99,7 +99,7 @@ def compile_move(document: Any, from_path: str, to_path: str) -> list[dict[str, 
     _, source = resolve(document, parse_node_path(from_path))  # path-not-found names what is missing
     source_pointer = format_pointer(source)
     tokens = parse_node_path(to_path)
-    if not any(token[:1] == "-" and token != "-" for token in tokens):
+    if not any(token[:1] == "-" and token[1:].isascii() and token[1:].isdigit() for token in tokens):
         return [{"op": "move", "from": source_pointer, "path": format_pointer(tokens)}]
     if tokens[:len(source)] == [str(token) for token in source]:
         return [{"op": "move", "from": source_pointer, "path": format_pointer(tokens)}]  # into itself: refused
