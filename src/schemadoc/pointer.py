@@ -2,10 +2,17 @@
 
 Two conventions live here:
 
-* ``node_path`` (what tools and endpoints take): ``"/"`` and ``""`` both mean the root, and a
-  negative array index counts from the end (``/chapters/-1`` is the last chapter).
+* ``node_path`` (what every node-path argument of every operation takes: reads, writes, moves,
+  bounded and past-version reads, node schemas): ``"/"`` and ``""`` both mean the root, and a
+  negative array index counts from the end, an extension of RFC 6901: ``-k`` is the item at
+  ``len - k`` (``/chapters/-1`` is the last chapter); where a new item is inserted, ``-k`` is the
+  position ``len - k`` as in Python's ``list.insert`` (``-1`` inserts before the last item).
+  Results report, and the journal keeps, the concrete index.
 * strict RFC 6901 (what raw RFC 6902 patches and the journal use): ``""`` is the root, ``"/"``
   is the member named ``""`` of the root, and there are no negative indices.
+
+An array index is at most :data:`LARGEST_INDEX` (a signed 64-bit integer), whichever way it counts:
+a longer run of digits can never name an item and is ``path-invalid``.
 
 Resolution never creates anything; when a path is missing, :class:`~schemadoc.errors.SchemaDocError`
 ``path-not-found`` says which ancestor exists, how long the array was, and what to create first.
@@ -20,6 +27,7 @@ from typing import Any, NoReturn
 from schemadoc.errors import SchemaDocError
 
 __all__ = [
+    "LARGEST_INDEX",
     "escape",
     "format_pointer",
     "index_token",
@@ -29,8 +37,13 @@ __all__ = [
     "resolve",
 ]
 
-_INDEX = re.compile(r"^(0|[1-9][0-9]*)$")
+LARGEST_INDEX = 2**63 - 1
+"""The largest array index (and the largest integer any argument may be): a signed 64-bit integer."""
+
+_INDEX = re.compile(r"^(0|[1-9][0-9]{0,17})$")  # at most 18 digits: below LARGEST_INDEX, read directly
+_LONG_INDEX = re.compile(r"^[1-9][0-9]{18,}$")
 _NEGATIVE_INDEX = re.compile(r"^-[1-9][0-9]*$")
+_LARGEST_DIGITS = len(str(LARGEST_INDEX))
 _BAD_ESCAPE = re.compile(r"~(?![01])")
 
 
@@ -95,13 +108,16 @@ def json_type(value: Any) -> str:
 def index_token(token: str, length: int, pointer: str, *, allow_negative: bool) -> int:
     """Turn an array reference token into a concrete index (may equal or exceed ``length``).
 
-    Raises ``path-invalid`` for tokens that are not indices (leading zeros, signs, words) and,
-    when ``allow_negative``, maps ``-k`` to ``length - k`` (``path-not-found`` if that is below 0).
+    Raises ``path-invalid`` for tokens that are not indices (leading zeros, signs, words) or lie beyond
+    :data:`LARGEST_INDEX` and, when ``allow_negative``, maps ``-k`` to ``length - k`` (``path-not-found``
+    if that is below 0).
     """
     if _INDEX.match(token):
         return int(token)
+    if _LONG_INDEX.match(token):
+        return _bounded(token, token, pointer)
     if allow_negative and _NEGATIVE_INDEX.match(token):
-        index = length + int(token)
+        index = length - _bounded(token[1:], token, pointer)
         if index < 0:
             raise SchemaDocError(
                 "path-not-found",
@@ -115,6 +131,23 @@ def index_token(token: str, length: int, pointer: str, *, allow_negative: bool) 
         f"{token!r} is not a valid array index in {pointer!r} ({reason}).",
         {"path": pointer, "token": token, "reason": reason,
          "hint": "use 0, 1, 2, … (no leading zeros); '-' to append; -1 for the last item"},
+    )
+
+
+def _bounded(digits: str, token: str, pointer: str) -> int:
+    """The value of ``digits`` (an index without its sign); ``path-invalid`` beyond :data:`LARGEST_INDEX`
+    (checked by length first: ``int`` refuses more than 4,300 digits)."""
+    if len(digits) <= _LARGEST_DIGITS:
+        value = int(digits)
+        if value <= LARGEST_INDEX:
+            return value
+    shown = token if len(token) <= 40 else f"{token[:20]}…({len(token)} characters)"
+    raise SchemaDocError(
+        "path-invalid",
+        f"{shown!r} is beyond the largest array index ({LARGEST_INDEX}) in "
+        f"{pointer if len(pointer) <= 200 else pointer[:200] + '…'!r}.",
+        {"path": pointer, "token": shown, "reason": "beyond the largest array index", "largest": LARGEST_INDEX,
+         "hint": "an index names an item of an array: 0 to the array's length - 1, -1 for the last item"},
     )
 
 
@@ -140,10 +173,10 @@ def resolve(document: Any, tokens: Sequence[str], *, allow_negative: bool = True
                 _not_found(concrete, tokens, depth,
                            "'-' names the position after the last item; it can only be used to append",
                            array_length=len(node))
-            elif allow_negative and _NEGATIVE_INDEX.match(token) and len(node) + int(token) < 0:
+            elif allow_negative and _NEGATIVE_INDEX.match(token) and _before_the_first(token, len(node)):
                 _not_found(concrete, tokens, depth,
                            f"index {token} is out of range (length {len(node)})", array_length=len(node))
-            else:  # a negative index in range, or not an index (refused with the pointer named)
+            else:  # a negative index in range, a long one, or not an index (refused with the pointer named)
                 index = index_token(token, len(node), format_pointer(tokens), allow_negative=allow_negative)
             if index >= len(node):
                 _not_found(concrete, tokens, depth,
@@ -154,6 +187,12 @@ def resolve(document: Any, tokens: Sequence[str], *, allow_negative: bool = True
             _not_found(concrete, tokens, depth,
                        f"{format_pointer(concrete) or '/'} is a {json_type(node)}, which has no members")
     return node, concrete
+
+
+def _before_the_first(token: str, length: int) -> bool:
+    """Whether the negative index ``token`` counts back past the first item (not when it lies beyond
+    :data:`LARGEST_INDEX`: that is ``path-invalid``)."""
+    return len(token) <= _LARGEST_DIGITS + 1 and length < int(token[1:]) <= LARGEST_INDEX
 
 
 def _not_found(concrete: list[str | int], tokens: Sequence[str], depth: int, why: str,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.pointer import escape, format_pointer, parse, parse_node_path, resolve
@@ -121,3 +123,57 @@ def test_dash_cannot_be_read() -> None:
     with pytest.raises(SchemaDocError) as caught:
         resolve({"a": [1]}, ["a", "-"])
     assert caught.value.code == "path-not-found"
+
+
+# -- negative indices everywhere, and indices beyond 64 bits (hypothesis) ---------------------------------
+
+
+@given(items=st.lists(st.integers(), max_size=12), k=st.integers(min_value=1, max_value=20))
+def test_a_negative_index_reads_and_inserts_where_python_counts_from_the_end(items: list[int], k: int) -> None:
+    from schemadoc.ops.apply import apply_patch
+    from schemadoc.ops.compile import compile_create, compile_delete, compile_move, compile_update
+
+    document = {"a": items}
+    if k > len(items):  # beyond the array: path-not-found, as an index past its end
+        path = f"/a/-{k}"
+        for compile_write in (lambda: resolve(document, ["a", f"-{k}"]), lambda: compile_create(document, path, 0),
+                              lambda: compile_update(document, path, 0), lambda: compile_delete(document, path),
+                              lambda: compile_move(document, path, "/a/0"),
+                              lambda: compile_move(document, "/a/0", path)):
+            with pytest.raises(SchemaDocError) as raised:
+                compile_write()
+            assert raised.value.code == "path-not-found"
+        return
+    node, concrete = resolve(document, ["a", f"-{k}"])
+    assert (node, concrete) == (items[-k], ["a", len(items) - k])
+    created = compile_create(document, f"/a/-{k}", "new")
+    expected = list(items)
+    expected.insert(-k, "new")  # type: ignore[arg-type]  # list.insert: before the k-th item from the end
+    assert apply_patch(document, created.patch).document == {"a": expected}
+    assert created.patch == [{"op": "add", "path": f"/a/{len(items) - k}", "value": "new"}]
+    assert compile_delete(document, f"/a/-{k}").patch == [{"op": "remove", "path": f"/a/{len(items) - k}"}]
+    moved = compile_move(document, "/a/0", f"/a/-{k}") if k < len(items) else None
+    if moved is not None:  # the target counts in the array without the moved item, as RFC 6902's add sees it
+        rest = items[1:]
+        assert moved == [{"op": "move", "from": "/a/0", "path": f"/a/{len(rest) - k}"}]
+        rest.insert(-k, items[0])
+        assert apply_patch(document, moved).document == {"a": rest}
+
+
+@given(digits=st.text("0123456789", min_size=1, max_size=5000), sign=st.sampled_from(["", "-"]))
+def test_any_run_of_digits_is_an_index_or_path_invalid_never_a_failure(digits: str, sign: str) -> None:
+    largest = 2**63 - 1  # a signed 64-bit integer
+    token = sign + digits
+    for allow_negative in (True, False):
+        try:
+            node, concrete = resolve({"a": [1, 2, 3]}, ["a", token], allow_negative=allow_negative)
+        except SchemaDocError as error:
+            canonical = digits == "0" or digits[0] != "0"
+            if not canonical or (sign and (not allow_negative or digits == "0")):
+                assert error.code == "path-invalid"
+            elif len(digits) > 19 or int(digits) > largest:
+                assert error.code == "path-invalid" and error.details["reason"] == "beyond the largest array index"
+            else:
+                assert error.code == "path-not-found"
+        else:
+            assert node == [1, 2, 3][int(token)] and concrete == ["a", int(token) % 3]

@@ -173,6 +173,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "test_of_two_concurrent_writers_from_one_version_exactly_one_wins": ("US4.8",),
     # story 5
     "test_appending_with_dash_creates_the_item_at_a_concrete_index": ("US5.1", "FR-024"),
+    "test_creating_at_a_negative_index_inserts_before_that_item_at_a_concrete_index": ("FR-024",),
     "test_creating_at_an_index_inserts_and_shifts_the_rest": ("US5.1",),
     "test_creating_an_optional_member_adds_it": ("US5.2",),
     "test_creating_where_a_member_exists_is_a_conflict": ("US5.3",),

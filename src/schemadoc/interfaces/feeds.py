@@ -35,6 +35,7 @@ import anyio
 from schemadoc.errors import SchemaDocError
 from schemadoc.operations import results
 from schemadoc.service import ChangeEvent, DocumentService, HistoryPage
+from schemadoc.service.checks import LARGEST_INTEGER, check_int
 
 __all__ = [
     "HEARTBEAT_SECONDS",
@@ -82,17 +83,20 @@ def start_version(service: DocumentService, doc_id: str, since: int | None, last
     """
     current = service.version_of(doc_id)
     argument = "since"
-    if since is not None and (isinstance(since, bool) or not isinstance(since, int) or since < 0):
-        raise SchemaDocError("invalid-request", f"since must be an integer >= 0, got {since!r}.",
-                             {"argument": argument, "value": repr(since)})
+    if since is not None:
+        check_int(argument, since, 0, None)
     if last_event_id is not None and last_event_id.strip():
         argument = "Last-Event-ID"
         text = last_event_id.strip()
-        if not (text.isascii() and text.isdigit()):
+        # int() of more than 4,300 digits fails: the length is checked first
+        digits = text.lstrip("0") or "0"
+        if not (text.isascii() and text.isdigit()) or len(digits) > len(str(LARGEST_INTEGER)) \
+                or int(digits) > LARGEST_INTEGER:
+            shown = last_event_id if len(last_event_id) <= 100 else last_event_id[:100] + "…"
             raise SchemaDocError(
-                "invalid-request", f"Last-Event-ID must be the version of the last event seen, got {last_event_id!r}.",
-                {"argument": argument, "value": last_event_id})
-        start = int(text)
+                "invalid-request", f"Last-Event-ID must be the version of the last event seen, got {shown!r}.",
+                {"argument": argument, "value": shown})
+        start = int(digits)
     elif since is not None:
         start = since
     else:

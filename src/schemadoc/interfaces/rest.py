@@ -12,6 +12,9 @@ adds the routes that are not operations (the event stream, raw past versions, th
 Over REST, ``node_path`` is spelt ``path``; on a method with a body, ``path`` and ``dry_run`` are
 query parameters (``dry_run`` also a body member) and the other arguments members of the JSON body;
 the version may come as ``If-Match: "5"`` (a body ``version`` wins; ``*`` is the current version).
+A request that carries a body must declare it as JSON (``application/json`` or a ``+json`` type), or
+it is ``unsupported-media-type`` (415) and nothing happens; a request without a body needs no type.
+Integers (query parameters, ``If-Match``, body members) are at most a signed 64-bit integer.
 Query strings spell numbers and booleans as text: they are read as the JSON values they spell, and
 parameters no operation declares are ignored. Writes, and reads that may wait for a disk or a
 database, run in a worker thread; reads of what the service holds in memory on the event loop.
@@ -55,6 +58,7 @@ from schemadoc.operations.operation import Call, Operation, Route, prepare
 from schemadoc.ops.limits import ArgumentScan
 from schemadoc.pointer import json_type
 from schemadoc.service import DocumentService
+from schemadoc.service.checks import LARGEST_INTEGER
 
 __all__ = [
     "BINDINGS",
@@ -66,6 +70,7 @@ __all__ = [
     "RestState",
     "answer",
     "check_depth",
+    "check_media_type",
     "dump_body",
     "error_response",
     "parse_json",
@@ -76,7 +81,8 @@ __all__ = [
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
-_INTEGER = re.compile(r"[+-]?[0-9]{1,4000}")  # int() refuses more than 4,300 digits
+_INTEGER = re.compile(r"[+-]?[0-9]{1,4000}")  # int() refuses more than 4,300 digits; the check refuses beyond 64 bits
+_LARGEST_DIGITS = len(str(LARGEST_INTEGER))
 
 
 def _kind(annotation: Any) -> str:
@@ -104,6 +110,24 @@ def _query_value(kind: str, values: list[str]) -> Any:
     return value
 
 
+_JSON_MEDIA = re.compile(r"application/json|[a-z0-9!#$%&'*^_`|~.+-]+/[a-z0-9!#$%&'*^_`|~.+-]+\+json")
+
+
+def check_media_type(header: str | None) -> None:
+    """``unsupported-media-type`` unless a request body is declared as JSON: ``application/json`` or a ``+json``
+    type, with or without parameters. Browsers send ``text/plain``, forms and multipart bodies across origins
+    without asking first (no CORS preflight); such a body is never parsed as JSON."""
+    media = (header or "").split(";", 1)[0].strip().lower()
+    if _JSON_MEDIA.fullmatch(media):
+        return
+    shown = (header or "")[:100]
+    raise SchemaDocError(
+        "unsupported-media-type",
+        f"The request body is declared as {shown!r}, not as JSON; nothing was changed." if shown else
+        "The request body has no Content-Type; nothing was changed.",
+        {"argument": "Content-Type", "value": shown or None, "accepted": ["application/json", "*/*+json"]})
+
+
 def _invalid(argument: str, message: str) -> SchemaDocError:
     return SchemaDocError("invalid-request", message, {"argument": argument})
 
@@ -117,11 +141,14 @@ def _if_match_version(header: str) -> int | str:
         text = text[2:]
     if len(text) >= 2 and text[0] == text[-1] == '"':
         text = text[1:-1]
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+    digits = text.lstrip("0")
+    if not (text.isascii() and text.isdigit()) or not digits or len(digits) > _LARGEST_DIGITS \
+            or int(digits) > LARGEST_INTEGER:  # int() of more than 4,300 digits fails: the length is checked first
+        shown = header if len(header) <= 100 else header[:100] + "…"
         raise SchemaDocError("invalid-request",
-                             f'If-Match must be the quoted version of the document, e.g. "5", got {header!r}.',
-                             {"argument": "If-Match", "value": header})
-    return int(text)
+                             f'If-Match must be the quoted version of the document, e.g. "5" (1 to {LARGEST_INTEGER}), '
+                             f"got {shown!r}.", {"argument": "If-Match", "value": shown})
+    return int(digits)
 
 
 # -- an operation's route, as this door serves it ---------------------------------------------------
@@ -297,9 +324,11 @@ def _run(binding: Binding, request: Request, body: bytes, rest: RestState) -> Ba
 async def answer(binding: Binding, request: Request, rest: RestState) -> Response:
     """Answer ``request`` with ``binding``'s operation: on the event loop when the service holds what it needs."""
     body = b""
-    if binding.reads_body:
+    if binding.route.method != "GET":
         read = request.scope.get(READ_BODY)  # read by the body limits already
         body = read if read is not None else await request.body()
+        if body:  # a body not declared as JSON is never read, nor the request answered
+            check_media_type(request.headers.get("content-type"))
     local = binding.operation.local
     if local is None:
         result = await anyio.to_thread.run_sync(_run, binding, request, body, rest)
@@ -376,6 +405,7 @@ def _openapi(binding: Binding) -> dict[str, Any]:
 _BODY_METHODS = ("post", "put", "patch", "delete")
 _EVERYWHERE = {
     413: "request-too-large: a body over max_body_bytes (any request that may carry a body)",
+    415: "unsupported-media-type: a body not declared as JSON (Content-Type application/json or a +json type)",
     500: "internal-error, storage-read-failed, storage-write-failed",
 }
 
@@ -388,7 +418,7 @@ def refine_openapi(spec: dict[str, Any]) -> None:
       "send null" (and a fuzzer sends the text ``null``).
     - ``PATCH /documents/{doc_id}`` takes its version only from If-Match: the header is required.
     - Every operation may answer 500 (a storage failure), every one that may carry a body 413
-      (the body limit is checked before routing).
+      (the body limit is checked before routing) and 415 (a body not declared as JSON).
     - ``POST /documents`` links to every operation on the new document: its ``doc_id``, and its
       ETag as If-Match where the operation takes one (stateful clients and fuzzers follow them).
     """
@@ -429,7 +459,7 @@ def refine_openapi(spec: dict[str, Any]) -> None:
                     parameter["required"] = True
             responses = operation.setdefault("responses", {})
             for status, text in _EVERYWHERE.items():
-                if status == 413 and method not in _BODY_METHODS:
+                if status in (413, 415) and method not in _BODY_METHODS:
                     continue
                 responses.setdefault(str(status), {"description": text, "content": error_body})
 

@@ -7,7 +7,9 @@ serialised with orjson without copying the (possibly 100 MB) document content.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -116,23 +118,48 @@ def errors_of_a_stream(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 def parse_json(raw: bytes, argument: str = "body") -> Any:
-    """The JSON value of ``raw``: ``invalid-request`` when it is not JSON, ``request-too-deep`` past orjson's limit."""
+    """The JSON value of ``raw``: ``invalid-request`` when it is not JSON (or holds a number the server cannot
+    represent), ``request-too-deep`` past orjson's limit."""
+    exact = _DIGIT_RUN in raw.translate(_DIGITS)
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as error:
         if "depth" in str(error) or "recursion" in str(error):
             raise SchemaDocError("request-too-deep", f"The request {argument} is nested too deeply to parse.",
                                  {"argument": argument}) from None
-        raise SchemaDocError("invalid-request", f"The request {argument} is not valid JSON: {error}.",
-                             {"argument": argument, "reason": str(error)}) from None
-    if _DIGIT_RUN in raw.translate(_DIGITS):
+        if not (exact and "infinity" in str(error)):  # orjson reads an integer of 309 digits and more as infinite
+            raise SchemaDocError("invalid-request", f"The request {argument} is not valid JSON: {error}.",
+                                 {"argument": argument, "reason": str(error)}) from None
+    if exact:
         # orjson reads integers beyond 64 bits as floats; the stdlib keeps them exact, as MCP does
         try:
-            value = json.loads(raw, parse_constant=_no_constant)
+            value = json.loads(raw, parse_constant=_no_constant, parse_int=functools.partial(_exact_int, argument),
+                               parse_float=functools.partial(_finite, argument))
         except RecursionError:
             raise SchemaDocError("request-too-deep", f"The request {argument} is nested too deeply to parse.",
                                  {"argument": argument}) from None
     return value
+
+
+_LONGEST_INTEGER = 4300
+"""The most digits an integer may have (Python's own limit on reading one from text)."""
+
+
+def _exact_int(argument: str, text: str) -> int:
+    digits = len(text) - text.startswith("-")
+    if digits > _LONGEST_INTEGER:
+        raise SchemaDocError("invalid-request", f"The request {argument} holds an integer of {digits:,} digits; the "
+                                                f"server reads integers of at most {_LONGEST_INTEGER:,} digits.",
+                             {"argument": argument, "reason": "integer too long", "digits": digits})
+    return int(text)
+
+
+def _finite(argument: str, text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise SchemaDocError("invalid-request", f"The request {argument} holds a number beyond the range of a double "
+                                                f"({text[:40]}).", {"argument": argument, "reason": "number too large"})
+    return number
 
 
 _DIGITS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))

@@ -18,6 +18,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from schemadoc.service.checks import LARGEST_INTEGER
+
 EXAMPLE_ID = "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"
 ULID_PATTERN = "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$"
 _TOKEN = "([^~/]|~[01])"  # a reference token: '~' only as '~0' or '~1'
@@ -30,7 +32,17 @@ def _text(description: str, **extra: Any) -> Any:
 
 
 def _count(description: str, low: int, high: int | None = None) -> Any:
-    return Field(strict=True, ge=low, le=high, description=description)
+    """An integer from ``low`` to ``high``; without ``high``, at most :data:`LARGEST_INTEGER` (a signed 64-bit
+    integer: a bigger one is ``invalid-request``, never a failure), left out of the JSON schema (a 19-digit
+    ``maximum`` on every count would only lengthen tools/list; the API reference says it once)."""
+    if high is not None:
+        return Field(strict=True, ge=low, le=high, description=description)
+    return Field(strict=True, ge=low, le=LARGEST_INTEGER, description=description, json_schema_extra=_unbounded)
+
+
+def _unbounded(schema: dict[str, Any]) -> None:
+    for choice in schema.get("anyOf", [schema]):
+        choice.pop("maximum", None)
 
 
 DocId = Annotated[str, _text("The document's ULID (from document_create or document_list).", pattern=ULID_PATTERN)]
@@ -38,10 +50,10 @@ NodePath = Annotated[str, _text(
     "JSON Pointer (RFC 6901) to the node: '/' is the root, '/chapters/0/title' a member of an item; '~1' escapes "
     "'/', '~0' '~'; '/chapters/-1' is the last item.", pattern=_POINTER)]
 NewNodePath = Annotated[str, _text(
-    "JSON Pointer of the new node: a member ('/title'), an index to insert at ('/chapters/0') or '/chapters/-' "
-    "to append. The parent must exist.", pattern=_POINTER)]
-DeletedPath = Annotated[str, _text("RFC 6901 JSON Pointer of the node to delete (not the root).",
-                                   pattern=_NODE_POINTER)]
+    "JSON Pointer of the new node: a member ('/title'), an index to insert at ('/chapters/0'; '/chapters/-1': "
+    "before the last) or '/chapters/-' to append. The parent must exist.", pattern=_POINTER)]
+DeletedPath = Annotated[str, _text("RFC 6901 JSON Pointer of the node to delete (not the root); '/tags/-1' is the "
+                                   "last item.", pattern=_NODE_POINTER)]
 NodeData = Annotated[Any, Field(description="The node's JSON value; it must fit the schema at node_path "
                                              "(schema_get_node).")]
 Version = Annotated[int, _count("The version of your last read or write; a stale one fails with version-conflict "
@@ -57,7 +69,8 @@ _MEMBERS: dict[str, Any] = {"path": {"type": "string", "pattern": _POINTER},
 Patch = Annotated[Any, WithJsonSchema({
     "type": "array",
     "description": "RFC 6902 operations (add, remove, replace, move, copy, test), e.g. {\"op\": \"add\", "
-                   "\"path\": \"/tags/-\", \"value\": \"x\"}; applied atomically, validated once.",
+                   "\"path\": \"/tags/-\", \"value\": \"x\"}; applied atomically, validated once. Paths are strict "
+                   "RFC 6901: no negative indices.",
     "items": {"oneOf": [{"type": "object", "required": ["op", *members],
                          "properties": {"op": {"const": op}, **{name: _MEMBERS[name] for name in members}}}
                         for op, members in _OPERATIONS.items()]}})]
@@ -156,10 +169,11 @@ class PatchArgs(_Write):
 
 
 class MoveNodeArgs(_Write):
-    from_path: Annotated[str, _text("RFC 6901 JSON Pointer of the node to move (not the root).",
+    from_path: Annotated[str, _text("RFC 6901 JSON Pointer of the node to move (not the root); -1 is the last item.",
                                     pattern=_NODE_POINTER)]
-    to_path: Annotated[str, _text("Where it goes: a new member, an array index to insert at, or '/-' to append "
-                                  "(inside the same array this reorders).", pattern=_POINTER)]
+    to_path: Annotated[str, _text("Where it goes: a new member, an array index to insert at (-1: before the last, "
+                                  "counted without the moved node), or '/-' to append (inside the same array this "
+                                  "reorders).", pattern=_POINTER)]
 
 
 class MergePatchArgs(_Write):

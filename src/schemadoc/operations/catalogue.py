@@ -72,7 +72,9 @@ def _apply_patch(call: Call, args: a.PatchArgs) -> BaseModel:
 
 def _move_node(call: Call, args: a.MoveNodeArgs) -> BaseModel:
     result = call.service.move_node(args.doc_id, args.from_path, args.to_path, args.version, dry_run=args.dry_run)
-    return r.MoveNodeResult(from_path=args.from_path, node_path=result.node_path or "/", moved_node=result.node,
+    moved = next((operation for operation in result.patch if operation.get("op") == "move"), None)
+    from_path = moved["from"] if moved is not None else args.from_path  # concrete, as journaled
+    return r.MoveNodeResult(from_path=from_path, node_path=result.node_path or "/", moved_node=result.node,
                             **r.write_fields(result))
 
 

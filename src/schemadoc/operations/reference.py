@@ -85,6 +85,17 @@ def reference() -> str:
              "route with a body, `path` and `dry_run` are query parameters and the other arguments members of the "
              "JSON body, and the version may come as an `If-Match` header. Every error is the object described in "
              "[errors.md](errors.md).", "",
+             "Node paths (every `node_path`, `from_path` and `to_path`) are RFC 6901 JSON Pointers with one "
+             "extension: a negative array index counts from the end (`/chapters/-1` is the last chapter; where a "
+             "node is inserted, `-k` is the position `len - k`, as Python's `list.insert` counts it, so `-1` inserts "
+             "before the last item; a move's `to_path` counts in the array without the moved node). Results report, "
+             "and the history keeps, the concrete index. The paths inside an RFC 6902 patch "
+             "(`document_apply_patch`) are strict RFC 6901: no negative indices, as the patch is journaled as sent. "
+             "An array index, like every integer argument, is at most 2^63 - 1 (a signed 64-bit integer); beyond is "
+             "`path-invalid` for an index and `invalid-request` otherwise. Over REST a request body must be declared "
+             "as JSON (`Content-Type: application/json`, or a `+json` type such as `application/merge-patch+json`), "
+             "or it is `unsupported-media-type` (415) and nothing happens; a request without a body needs no type.",
+             "",
              "| tool | title | REST |", "|---|---|---|"]
     lines += [f"| [`{op.name}`](#{op.name}) | {op.title} | "
               + ", ".join(f"`{route.method} {route.path}`" for route in op.routes) + " |" for op in CATALOGUE]

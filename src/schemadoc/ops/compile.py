@@ -1,7 +1,8 @@
-"""Compile node requests (update, create, delete) into strict RFC 6902 patches.
+"""Compile node requests (update, create, delete, move) into strict RFC 6902 patches.
 
-The document is needed to compile: negative indices become concrete ones, ``-`` becomes the
-array's length, a create on an existing member is a ``conflict``, and a missing ancestor is a
+The document is needed to compile: negative indices become concrete ones (where a node is
+inserted, ``-k`` is the position ``len - k``, as in ``list.insert``), ``-`` becomes the array's
+length, a create on an existing member is a ``conflict``, and a missing ancestor is a
 ``path-not-found`` that names what to create first. What comes out is what the journal keeps.
 """
 
@@ -11,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.ops.apply import apply_patch
 from schemadoc.pointer import format_pointer, index_token, json_type, parse_node_path, resolve
 
-__all__ = ["CompiledWrite", "compile_create", "compile_delete", "compile_update"]
+__all__ = ["CompiledWrite", "compile_create", "compile_delete", "compile_move", "compile_update"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ def compile_create(document: Any, node_path: str, value: Any) -> CompiledWrite:
         if last == "-":
             index = len(parent)
         else:
-            index = index_token(last, len(parent), node_path, allow_negative=False)
+            index = index_token(last, len(parent), node_path, allow_negative=True)
             if index > len(parent):
                 raise SchemaDocError(
                     "path-not-found",
@@ -84,3 +86,26 @@ def compile_create(document: Any, node_path: str, value: Any) -> CompiledWrite:
         f"Cannot create {node_path}: {parent_pointer} is a {json_type(parent)}, which has no members.",
         {"path": node_path, "deepest_ancestor": parent_pointer, "create_first": parent_pointer},
         remediation=f"Replace {parent_pointer} with an object or array first.")
+
+
+def compile_move(document: Any, from_path: str, to_path: str) -> list[dict[str, Any]]:
+    """``move`` of an existing node (not the root), its paths made concrete: the move RFC 6902 would apply.
+
+    A negative index in ``from_path`` counts in the document as it is; in ``to_path``, in the document
+    the ``add`` half of the move sees (the node already gone from its place, as RFC 6902 says), and
+    where the node is inserted ``-k`` is the position ``len - k``, as in :func:`compile_create`.
+    ``to_path`` may end in ``-`` (appended: the journal gets the index).
+    """
+    _, source = resolve(document, parse_node_path(from_path))  # path-not-found names what is missing
+    source_pointer = format_pointer(source)
+    tokens = parse_node_path(to_path)
+    if not any(token[:1] == "-" and token[1:].isascii() and token[1:].isdigit() for token in tokens):
+        return [{"op": "move", "from": source_pointer, "path": format_pointer(tokens)}]
+    if tokens[:len(source)] == [str(token) for token in source]:
+        return [{"op": "move", "from": source_pointer, "path": format_pointer(tokens)}]  # into itself: refused
+    moved = apply_patch(document, [{"op": "remove", "path": source_pointer}]).document
+    parent, concrete = resolve(moved, tokens[:-1])
+    last = tokens[-1]
+    if isinstance(parent, list) and last != "-":
+        last = str(index_token(last, len(parent), to_path, allow_negative=True))
+    return [{"op": "move", "from": source_pointer, "path": format_pointer([*concrete, last])}]

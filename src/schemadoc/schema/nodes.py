@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.pointer import LARGEST_INDEX
 from schemadoc.schema._keywords import (
     ANNOTATIONS,
     SUBSCHEMA_LIST,
@@ -83,7 +84,11 @@ class _NotAllowed(Exception):
 
 
 class _MalformedIndex(Exception):
-    """Internal: an array position written with a sign or a leading zero."""
+    """Internal: an array position written with a sign or a leading zero, or beyond the largest index."""
+
+    def __init__(self, token: str, beyond: bool = False) -> None:
+        super().__init__(token)
+        self.beyond = beyond
 
 
 def _conjunction(parts: list[_Expr]) -> _Expr:
@@ -113,12 +118,13 @@ def _leaves(expr: _Expr) -> list[Located]:
 
 def _array_position(token: str) -> int | str | None:
     """``int`` for an index (negative counts from the end), ``"-"`` to append, None if not one."""
-    if _INDEX.fullmatch(token):
+    if _INDEX.fullmatch(token) or _FROM_END.fullmatch(token):
+        digits = token.removeprefix("-")
+        if len(digits) > len(str(LARGEST_INDEX)) or int(digits) > LARGEST_INDEX:  # int() of 4,301 digits fails
+            raise _MalformedIndex(token, beyond=True)
         return int(token)
     if token == "-":
         return "-"
-    if _FROM_END.fullmatch(token):
-        return int(token)
     if _NUMBERISH.fullmatch(token):
         raise _MalformedIndex(token)
     return None
@@ -139,8 +145,14 @@ class NodeNavigator:
                 child = self._child(expr, token)
             except _NotAllowed:
                 raise self._not_found(tokens, depth, expr) from None
-            except _MalformedIndex:
+            except _MalformedIndex as malformed:
                 path = format_pointer(tokens)
+                if malformed.beyond:
+                    raise SchemaDocError(
+                        "path-invalid",
+                        f"An index in {path[:200]} is beyond the largest array index ({LARGEST_INDEX}).",
+                        {"path": path, "token": token[:40], "reason": "beyond the largest array index",
+                         "largest": LARGEST_INDEX}) from None
                 raise SchemaDocError(
                     "path-invalid",
                     f"{token!r} in {path} is not an array index: write indices without sign or leading zeros "

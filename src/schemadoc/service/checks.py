@@ -5,20 +5,35 @@ from __future__ import annotations
 from typing import Any
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.pointer import json_type
+from schemadoc.pointer import LARGEST_INDEX, json_type
 
-__all__ = ["MIN_MAX_BYTES", "check_bounds", "check_current", "check_int", "check_version", "path_arg"]
+__all__ = ["LARGEST_INTEGER", "MIN_MAX_BYTES", "check_bounds", "check_current", "check_int", "check_version",
+           "path_arg", "shown_int"]
+
+LARGEST_INTEGER = LARGEST_INDEX
+"""The largest integer an argument, query parameter or header may be: a signed 64-bit integer (what the
+PostgreSQL store keeps, and what JSON clients commonly hold exactly). Beyond it is ``invalid-request``."""
 
 MIN_MAX_BYTES = 512
 """The smallest ``max_bytes`` a bounded read accepts (room for a stub and its pointer)."""
 
 
 def check_int(name: str, value: Any, low: int, high: int | None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-        bounds = f"from {low} to {high}" if high is not None else f">= {low}"
-        raise SchemaDocError("invalid-request", f"{name} must be an integer {bounds}, got {value!r}.",
-                             {"argument": name, "value": repr(value)})
+    """``value`` when it is an integer from ``low`` to ``high`` (no ``high``: :data:`LARGEST_INTEGER`)."""
+    top = LARGEST_INTEGER if high is None else high
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or value > top:
+        bounds = f"from {low} to {top}"
+        raise SchemaDocError("invalid-request", f"{name} must be an integer {bounds}, got {shown_int(value)}.",
+                             {"argument": name, "value": shown_int(value)})
     return int(value)
+
+
+def shown_int(value: Any) -> str:
+    """``repr(value)`` for a message, shortened (``repr`` of an integer of more than 4,300 digits fails)."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -LARGEST_INTEGER - 1 <= value <= LARGEST_INTEGER:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 100 else text[:100] + "…"
 
 
 def check_version(version: Any) -> int:

@@ -11,7 +11,7 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.ops.history import CHECKPOINT_EVERY, Checkpoints, diff, replay_from
 from schemadoc.pointer import format_pointer, parse_node_path, resolve
 from schemadoc.reading import json_size
-from schemadoc.service.checks import check_int, path_arg
+from schemadoc.service.checks import LARGEST_INTEGER, check_int, path_arg, shown_int
 from schemadoc.service.core import ServiceCore, parse_stored
 from schemadoc.service.models import Change, ChangesPage, HistoryPage, NodeRead
 from schemadoc.storage.base import check_doc_id
@@ -55,9 +55,10 @@ class History(ServiceCore):
         """
         doc_id = check_doc_id(doc_id)
         state = self._state(doc_id)
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise SchemaDocError("invalid-request", f"A version must be an integer, got {version!r}.",
-                                 {"argument": "version", "value": repr(version)})
+        if isinstance(version, bool) or not isinstance(version, int) or version > LARGEST_INTEGER:
+            raise SchemaDocError("invalid-request", f"A version must be an integer from 1 to {LARGEST_INTEGER}, got "
+                                                    f"{shown_int(version)}.",
+                                 {"argument": "version", "value": shown_int(version)})
         latest = state.meta.version
         if not 1 <= version <= latest:
             raise SchemaDocError(

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.apply import apply_patch, check_patch, check_written_depth, json_equal
-from schemadoc.ops.compile import CompiledWrite, compile_create, compile_delete, compile_update
+from schemadoc.ops.compile import CompiledWrite, compile_create, compile_delete, compile_move, compile_update
 from schemadoc.ops.history import compile_merge_patch, diff
 from schemadoc.ops.limits import (
     ArgumentScan,
@@ -117,24 +117,21 @@ class NodeWrites(History):
     def move_node(self, doc_id: str, from_path: str, to_path: str, version: int, *,
                   dry_run: bool = False) -> WriteResult:
         """RFC 6902 ``move`` (also reordering inside an array; ``to_path`` may end in ``/-``), validated
-        like every write; the result's node is the moved node at its concrete new path."""
+        like every write; negative indices count from the end (:func:`~schemadoc.ops.compile.compile_move`);
+        the result's node is the moved node at its concrete new path, the journal keeps both concrete paths."""
         source, target = path_arg(from_path), path_arg(to_path)
         check_pointer_length(source, self.max_string_length, "from_path")
         check_pointer_length(target, self.max_string_length, "to_path")
         if source in ("", "/"):
             raise SchemaDocError("invalid-request", "The root cannot be moved.", {"argument": "from_path"})
-        if target == "/":
-            target = ""
-        source_tokens = parse(source)
-        operation = [{"op": "move", "from": source, "path": target}]
+        info: dict[str, Any] = {}
 
         def build(document: Any) -> CompiledWrite:
-            resolve(document, source_tokens, allow_negative=False)  # path-not-found names what is missing
-            strict = apply_patch(document, check_patch(operation)).patch
+            strict = apply_patch(document, check_patch(compile_move(document, source, target))).patch
+            info.update(from_path=strict[0]["from"], node_path=strict[0]["path"])
             return CompiledWrite(strict, strict[0]["path"])
 
-        return self._write(doc_id, version, "move_node", build, dry_run=dry_run, node_of="after",
-                           info={"from_path": source, "node_path": target})
+        return self._write(doc_id, version, "move_node", build, dry_run=dry_run, node_of="after", info=info)
 
     def apply_patch(self, doc_id: str, patch: Any, version: int, *, dry_run: bool = False,
                     scanned: ArgumentScan | None = None) -> WriteResult:

@@ -57,7 +57,7 @@ class Reading(History):
         if doc_id is not None:
             state = self._state(check_doc_id(doc_id))
             try:
-                resolve(state.content, tokens)
+                tokens = [str(token) for token in resolve(state.content, tokens)[1]]  # negative indices: concrete
                 exists = True
             except SchemaDocError as error:
                 if error.code != "path-not-found":

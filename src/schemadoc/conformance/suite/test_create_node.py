@@ -33,6 +33,19 @@ async def test_creating_at_an_index_inserts_and_shifts_the_rest(door: Door) -> N
     assert await doc.content() == expected
 
 
+async def test_creating_at_a_negative_index_inserts_before_that_item_at_a_concrete_index(door: Door) -> None:
+    """-k is the position len - k, as Python's list.insert counts it: -1 inserts before the last item."""
+    doc = await book_doc(door)
+    body = ok(await doc.create("/chapters/-1", chapter(9)))
+    assert body["created_node_path"] == "/chapters/2"
+    if offers(body, "patch"):
+        assert body["patch"] == [{"op": "add", "path": "/chapters/2", "value": chapter(9)}]
+    expected = sample_book()
+    expected["chapters"].insert(-1, chapter(9))
+    assert await doc.content() == expected
+    failed(await doc.create("/chapters/-9", chapter(8)), "path-not-found")
+
+
 async def test_creating_an_optional_member_adds_it(door: Door) -> None:
     doc = await book_doc(door)
     body = ok(await doc.create("/metadata/homepage", "https://example.org/book"))

@@ -228,6 +228,19 @@ async def test_move_to_the_end_with_a_dash_gets_a_concrete_index(door: Door) -> 
     assert await doc.content("/chapters") == [before[1], before[2], before[0]]
 
 
+async def test_move_resolves_negative_indices_and_reports_and_journals_them_concrete(door: Door) -> None:
+    doc = await book_doc(door)
+    before = await doc.content("/chapters")
+    body = ok(await doc.write("document_move_node", from_path="/chapters/-1", to_path="/chapters/0"))
+    assert (body["from_path"], body["node_path"]) == ("/chapters/2", "/chapters/0")
+    assert body["patch"] == [{"op": "move", "from": "/chapters/2", "path": "/chapters/0"}]
+    # the target counts in the array as the add half of the move sees it (the item gone): -1 is before the last
+    body = ok(await doc.write("document_move_node", from_path="/chapters/0", to_path="/chapters/-1"))
+    assert body["patch"] == [{"op": "move", "from": "/chapters/0", "path": "/chapters/1"}]
+    assert await doc.content("/chapters") == [before[0], before[2], before[1]]
+    failed(await doc.write("document_move_node", from_path="/chapters/-4", to_path="/chapters/0"), "path-not-found")
+
+
 async def test_a_move_that_breaks_the_schema_is_refused_and_changes_nothing(door: Door) -> None:
     doc = await book_doc(door)
     version = doc.version

@@ -76,6 +76,30 @@ async def test_a_body_that_is_not_json_is_invalid_request(rest: RestDoor) -> Non
     assert outcome.status == 400
 
 
+async def test_a_body_not_declared_as_json_is_unsupported_media_type_and_changes_nothing(
+        rest: RestDoor, fresh_server: bool) -> None:
+    """A page on another origin may send text/plain, a form or multipart without a preflight: never read as JSON."""
+    doc = await book_doc(rest)
+    listed = ok(await rest.call("document_list", {}))["total_documents"]
+    for media in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+                  "application/xml", None):
+        headers = {"Content-Type": media} if media else {}
+        created = await rest.request("POST", "/api/v1/documents", content=b'{"content": {"title": "Blind"}}',
+                                     headers=headers)
+        failed(created, "unsupported-media-type")
+        assert created.status == 415
+        updated = await rest.request("PUT", f"/api/v1/documents/{doc.doc_id}", params={"path": "/title"},
+                                     content=b'{"node_data": "Blind", "version": %d}' % doc.version, headers=headers)
+        failed(updated, "unsupported-media-type")
+    assert (await doc.snapshot())[0] == doc.version
+    if fresh_server:
+        assert ok(await rest.call("document_list", {}))["total_documents"] == listed
+    for media in ("application/json; charset=utf-8", "application/vnd.example+json"):  # declared as JSON
+        created = await rest.request("POST", "/api/v1/documents", content=b"{}", headers={"Content-Type": media})
+        assert ok(created) and created.status == 201
+    assert ok(await rest.request("POST", "/api/v1/documents")).get("doc_id")  # no body: no type needed
+
+
 async def test_json_nested_too_deep_is_request_too_deep(rest: RestDoor) -> None:
     doc = await book_doc(rest)
     depth = 1100  # beyond the default max_json_depth (128) and any JSON parser's own limit
@@ -157,9 +181,10 @@ async def test_patch_takes_a_merge_patch_and_the_version_from_if_match(rest: Res
     failed(stale, "version-conflict")
     error = failed(await rest.request("PATCH", url, content=b'{"title": "x"}', headers=merge), "invalid-request")
     assert error["details"]["argument"] == "version"
-    failed(await rest.request("PATCH", url, content=b'{"title": "x"}',
-                              headers={"Content-Type": "text/plain", "If-Match": f'"{doc.version}"'}),
-           "invalid-request")
+    refused = await rest.request("PATCH", url, content=b'{"title": "x"}',
+                                 headers={"Content-Type": "text/plain", "If-Match": f'"{doc.version}"'})
+    failed(refused, "unsupported-media-type")
+    assert refused.status == 415
     outcome = await rest.request("PATCH", url, content=b'{"bogus": 1}',
                                  headers={**merge, "If-Match": f'"{doc.version}"'})
     failed(outcome, "validation-failed")
