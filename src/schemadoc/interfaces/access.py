@@ -22,14 +22,13 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-import orjson
-from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.http_guards import error_bytes, replaying, send_json
+from schemadoc.interfaces.http_guards import MCP_MESSAGE, McpReader, error_bytes, message_id, send_json
 
 __all__ = [
+    "CREDENTIAL",
     "LOOPBACK_HOSTS",
     "AccessGuard",
     "HostPolicy",
@@ -53,6 +52,9 @@ _MCP_READ_METHODS: Final = frozenset({
     "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete",
     "logging/setLevel", "subscriptions/listen", "server/discover"})
 _REALM: Final = 'Bearer realm="schemadoc"'
+CREDENTIAL: Final = "schemadoc.token"
+"""The scope key holding the :class:`Token` a request presented (absent without a tokens file): the MCP session
+layer binds each session to it."""
 _CHALLENGES: Final = {  # the WWW-Authenticate header of each token refusal (RFC 6750)
     "token-missing": _REALM.encode(),
     "token-invalid": f'{_REALM}, error="invalid_token"'.encode(),
@@ -298,17 +300,21 @@ class AccessGuard:
     ``read_only_tools``: the MCP tools whose annotations say they only read. ``reads``: whether a
     request with a method other than GET, HEAD or OPTIONS only reads all the same (an operation of
     the catalogue that takes a body but changes nothing). ``mcp_path``: where MCP answers (its
-    refusals are JSON-RPC errors carrying the error object, as its other errors).
+    refusals are JSON-RPC errors carrying the error object, as its other errors). ``mcp_reader``:
+    reads every message posted there (whatever the token, or without tokens) once, after Host,
+    Origin and token are admitted and before anything else; a read-only token's decision is taken
+    on the value it parsed, the very value the MCP transport is handed.
     """
 
     def __init__(self, app: ASGIApp, *, hosts: HostPolicy, tokens: TokensFile | None,
-                 read_only_tools: frozenset[str], mcp_path: str = "/mcp",
+                 read_only_tools: frozenset[str], mcp_reader: McpReader,
                  reads: Callable[[str, str], bool] | None = None) -> None:
         self.app = app
         self.hosts = hosts
         self.tokens = tokens
         self.read_only_tools = read_only_tools
-        self.mcp_path = mcp_path
+        self.mcp_reader = mcp_reader
+        self.mcp_path = mcp_reader.path
         self.reads = reads
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -340,16 +346,16 @@ class AccessGuard:
             await self._refuse(send, path, SchemaDocError(
                 "origin-not-allowed", f"Requests from the web origin {origin!r} are not admitted.",
                 {"origin": origin, "allowed_hosts": list(self.hosts.allowed_hosts)}))
-        elif self.tokens is None or (method in ("GET", "HEAD") and _is_open(path)) or (
-                method == "OPTIONS" and preflight is not None):
-            await self.app(scope, receive, send)  # no tokens, an open page, or a CORS preflight (never carries one)
+        elif (method in ("GET", "HEAD") and _is_open(path)) or (method == "OPTIONS" and preflight is not None):
+            await self.app(scope, receive, send)  # an open page, or a CORS preflight (never carries a token)
+        elif self.tokens is None:
+            await self._admit(scope, receive, send, None)
         elif isinstance(token := self._token(authorization), SchemaDocError):
             await self._refuse(send, path, token)
-        elif not token.writes and path == self.mcp_path and method == "POST":
-            await self._read_only_mcp(scope, receive, send, token)
-        elif token.writes or method in _READ_METHODS or (path == self.mcp_path and method == "DELETE") or (
+        elif token.writes or method in _READ_METHODS or (path == self.mcp_path and method in ("POST", "DELETE")) or (
                 self.reads is not None and self.reads(method, path)):
-            await self.app(scope, receive, send)
+            scope[CREDENTIAL] = token
+            await self._admit(scope, receive, send, token)
         else:
             await self._refuse(send, path, _read_only(token, f"{method} {path}"))
 
@@ -367,22 +373,20 @@ class AccessGuard:
                                   {"scheme": "Bearer"})
         return token
 
-    async def _read_only_mcp(self, scope: Scope, receive: Receive, send: Send, token: Token) -> None:
-        """A POST to MCP with a read-only token: read the body, refuse it if a message writes, else replay it."""
-        try:
-            body = await Request(scope, receive).body()
-        except ClientDisconnect:
+    async def _admit(self, scope: Scope, receive: Receive, send: Send, token: Token | None) -> None:
+        """Hand an admitted request on; a message posted to MCP is read first, and refused if it writes
+        and ``token`` is read-only."""
+        if scope.get("method") != "POST" or scope.get("path") != self.mcp_path:
+            await self.app(scope, receive, send)
             return
-        try:
-            parsed: Any = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            parsed = None  # not JSON: the MCP transport answers with its parse error, nothing is written
-        if parsed is not None and mcp_message_writes(parsed, self.read_only_tools):
-            what = _mcp_what(parsed)
-            message_id = parsed.get("id") if isinstance(parsed, dict) else None
-            await self._refuse(send, self.mcp_path, _read_only(token, what), message_id)
+        replay = await self.mcp_reader.read(scope, receive, send)
+        if replay is None:
+            return  # answered by the reader (too large, not JSON, too deep), or the client left
+        message = scope[MCP_MESSAGE]
+        if token is not None and not token.writes and mcp_message_writes(message, self.read_only_tools):
+            await self._refuse(send, self.mcp_path, _read_only(token, _mcp_what(message)), message_id(message))
             return
-        await self.app(scope, replaying(body, receive), send)
+        await self.app(scope, replay, send)
 
     async def _refuse(self, send: Send, path: str, error: SchemaDocError, message_id: Any = None) -> None:
         log.info("refused %s: %s", path, error.code)  # never the token
