@@ -189,3 +189,55 @@ def test_a_read_only_tokens_mcp_body_is_bounded_by_max_body_bytes(server: Server
     body = json.loads(rest.partition(b"\r\n\r\n")[2])
     assert body["error"]["data"]["error"]["code"] == "request-too-large"
     assert body["error"]["data"]["error"]["details"]["max_body_bytes"] == MAX_BODY
+
+
+# -- sessions bound to their token, counted per client -----------------------------------------------
+
+
+def test_a_session_is_usable_and_deletable_only_with_the_token_that_opened_it(server: Server) -> None:
+    session = open_session(server, WRITER)
+    listing = orjson.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
+    try:
+        foreign = {
+            "reader deletes": end_session(server, READER, session),
+            "other writer deletes": end_session(server, OTHER_WRITER, session),
+            "reader calls": post(server, listing, {**bearer(READER), **in_session(session)}),
+            "other writer calls": post(server, listing, {**bearer(OTHER_WRITER), **in_session(session)}),
+        }
+        with httpx.stream("GET", f"{server.url}/mcp", timeout=30,
+                          headers={**ACCEPT, **bearer(READER), **in_session(session)}) as stream:
+            stream.read()
+            foreign["reader follows"] = stream
+        own = post(server, listing, {**bearer(WRITER), **in_session(session)})
+    finally:
+        ended = end_session(server, WRITER, session)
+    after = post(server, listing, {**bearer(WRITER), **in_session(session)})
+    assert {what: catalogued(answer) for what, answer in foreign.items()} == {
+        what: (404, -32600, "session-not-found") for what in foreign}
+    assert rpc(foreign["reader calls"])["id"] == 5
+    assert own.status_code == 200 and "document_list" in own.text  # still open for its owner
+    assert ended.status_code == 200
+    assert catalogued(after) == (404, -32600, "session-not-found")  # ended: the same answer as a foreign token's
+
+
+def test_one_client_address_holds_at_most_max_mcp_sessions_per_client(server: Server) -> None:
+    other_client = httpx.HTTPTransport(local_address="127.0.0.2")
+    sessions = [open_session(server, WRITER) for _ in range(PER_CLIENT)]
+    elsewhere: list[str] = []
+    try:
+        refused = post(server, orjson.dumps({**INITIALIZE, "id": 42}), bearer(READER))
+        elsewhere.append(open_session(server, WRITER, other_client))  # another client is not held back
+        assert end_session(server, WRITER, sessions.pop()).status_code == 200
+        sessions.append(open_session(server, READER))  # the ended session's slot is free again
+    finally:
+        for session in sessions:
+            end_session(server, READER, session)
+            end_session(server, WRITER, session)
+        for session in elsewhere:
+            with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=30) as client:
+                client.delete(f"{server.url}/mcp", headers={**ACCEPT, **bearer(WRITER), **in_session(session)})
+    assert catalogued(refused) == (503, -32603, "too-many-sessions")
+    error = refused.json()["error"]["data"]["error"]
+    assert error["details"] == {"limit": "max_mcp_sessions_per_client", "max_mcp_sessions_per_client": PER_CLIENT,
+                                "actual": PER_CLIENT}
+    assert refused.json()["id"] == 42

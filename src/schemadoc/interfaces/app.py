@@ -48,6 +48,7 @@ from schemadoc.interfaces.http_guards import (
     telemetry,
 )
 from schemadoc.interfaces.mcp import build_mcp_server
+from schemadoc.interfaces.mcp_sessions import SessionOwners, live_sessions
 from schemadoc.interfaces.rest import (
     BINDINGS,
     REST_STATE,
@@ -301,7 +302,9 @@ def build_app(service: DocumentService, settings: Settings, *,
                         headers=retry_after(problem))
 
     # the MCP endpoint, answering every method at /mcp (POST: messages, GET: stream, DELETE: end a session)
-    endpoint = SessionLimit(mcp_app, open_sessions(server), settings.max_mcp_sessions)
+    # each session bound to the token that opened it, and counted per client, before the SDK's own total
+    endpoint = SessionOwners(SessionLimit(mcp_app, open_sessions(server), settings.max_mcp_sessions),
+                             live_sessions(server), settings.max_mcp_sessions_per_client)
     app.router.routes.append(Route(MCP_PATH, endpoint=endpoint, include_in_schema=False, name="mcp"))
     mount_ui(app)  # the browser page at /ui, over the public REST API (schemadoc.ui)
 
