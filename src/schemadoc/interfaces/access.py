@@ -15,16 +15,17 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.apidocs import ASSETS_PATH
 from schemadoc.interfaces.http_guards import MCP_MESSAGE, McpReader, error_bytes, message_id, send_json
 
 __all__ = [
@@ -45,8 +46,12 @@ LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "[::1]")
 MIN_TOKEN_LENGTH: Final = 16
 ACCESS_LEVELS: Final = ("read-only", "read-write")
 _READ_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
-_OPEN_PATHS: Final = ("/health", "/docs", "/redoc", "/openapi.json", "/ui")
-"""Answered without a token to GET and HEAD: health checks and pages that hold no document data."""
+_OPEN_PATHS: Final = ("/health", "/docs", "/redoc", "/openapi.json", "/ui", ASSETS_PATH)
+"""Answered without a token to GET and HEAD: health checks and pages (and the API docs' scripts and styles) that
+hold no document data."""
+_SINGLE_HEADERS: Final = {b"host": "Host", b"origin": "Origin", b"authorization": "Authorization"}
+"""Headers a request carries at most once (RFC 9110 and 9112; RFC 6454 for Origin): two would be read one way
+here and perhaps the other by a proxy in front."""
 _MCP_READ_METHODS: Final = frozenset({
     "initialize", "ping", "tools/list", "resources/list", "resources/templates/list", "resources/read",
     "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete",
@@ -73,17 +78,26 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+_HOST: Final = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9._~-]+)(?::([0-9]{1,5}))?")
+"""``host[:port]`` (RFC 9110 7.2): a bracketed IPv6 address, or a name of letters, digits and ``-._~`` (every DNS
+name and IPv4 address; the RFC's rarer reg-name characters are refused), and a port of digits."""
+
+
 def _split_host(value: str) -> tuple[str, int | None] | None:
-    """``(name, port)`` of a Host header or an origin's authority, names lower-case, IPv6 without brackets."""
-    value = value.strip().lower()
-    if not value or any(char in value for char in "/@ \t"):
+    """``(name, port)`` of a Host header or an origin's authority, names lower-case, IPv6 without brackets; ``None``
+    for anything that is not exactly ``host[:port]``."""
+    match = _HOST.fullmatch(value.strip().lower())
+    if match is None:
         return None
-    try:
-        parts = urlsplit(f"//{value}")
-        port = parts.port
-    except ValueError:
-        return None
-    return (parts.hostname, port) if parts.hostname else None
+    name, port = match.group(1), match.group(2)
+    if name.startswith("["):
+        try:
+            ipaddress.IPv6Address(name[1:-1])
+        except ValueError:
+            return None
+        name = name[1:-1]
+    number = int(port) if port is not None else None
+    return None if number is not None and number > 65535 else (name, number)
 
 
 @dataclass(frozen=True)
@@ -121,18 +135,24 @@ class HostPolicy:
         self._rules = tuple(_HostRule.parse(host) for host in self.allowed_hosts)
         self.any_host = any(rule.name == "*" and rule.port is None for rule in self._rules)
         self.cors_origins = frozenset(origin.rstrip("/").lower() for origin in cors_origins)
-        self._verdicts: dict[tuple[str | None, str | None], tuple[bool, bool]] = {}
+        self._verdicts: dict[tuple[str | None, str | None], str | None] = {}
 
-    def admits(self, host: str | None, origin: str | None) -> tuple[bool, bool]:
-        """(host allowed, origin allowed or absent), remembered for the few pairs a server sees."""
+    def admits(self, host: str | None, origin: str | None) -> str | None:
+        """Why a request with these headers is refused (``"malformed-host"``, ``"host"``, ``"origin"``) or
+        ``None``, remembered for the few pairs a server sees."""
         key = (host, origin)
-        verdict = self._verdicts.get(key)
-        if verdict is None:
-            host_ok = self.host_allowed(host)
-            verdict = host_ok, not host_ok or origin is None or self.origin_allowed(origin, host)
-            if len(self._verdicts) >= 1024:
-                self._verdicts.clear()
-            self._verdicts[key] = verdict
+        if key in self._verdicts:
+            return self._verdicts[key]
+        verdict: str | None = None
+        if host and _split_host(host) is None:
+            verdict = "malformed-host"  # refused whatever the allowed hosts, "*" too
+        elif not self.host_allowed(host):
+            verdict = "host"
+        elif origin is not None and not self.origin_allowed(origin, host):
+            verdict = "origin"
+        if len(self._verdicts) >= 1024:
+            self._verdicts.clear()
+        self._verdicts[key] = verdict
         return verdict
 
     def host_allowed(self, host: str | None) -> bool:
@@ -145,16 +165,13 @@ class HostPolicy:
         origin = origin.strip().rstrip("/").lower()
         if origin in self.cors_origins or "*" in self.cors_origins:
             return True
-        try:
-            parts = urlsplit(origin)
-            name, port = parts.hostname, parts.port
-        except ValueError:
-            return False
-        if parts.scheme not in ("http", "https") or not name:
-            return False  # "null" (sandboxed frames, file pages) and other schemes
-        if host is not None and _split_host(host) == (name, port):
+        scheme, separator, authority = origin.partition("://")
+        split = _split_host(authority) if separator else None
+        if scheme not in ("http", "https") or split is None:
+            return False  # "null" (sandboxed frames, file pages), other schemes, anything but scheme://host[:port]
+        if host is not None and _split_host(host) == split:
             return True  # the server's own origin: the page was served by this host and port
-        return any(rule.name != "*" and rule.admits(name, port) for rule in self._rules)
+        return any(rule.name != "*" and rule.admits(*split) for rule in self._rules)
 
 
 @dataclass(frozen=True)
@@ -184,6 +201,7 @@ def parse_tokens(path: Path, raw: bytes) -> tuple[Token, ...]:
         raise _file_error(path, 'must hold one JSON object {"tokens": [...]}.')
     tokens: list[Token] = []
     names: set[str] = set()
+    holders: dict[bytes, str] = {}  # digest -> the first entry giving it
     for index, item in enumerate(data["tokens"]):
         where = f"entry {index}"
         if not isinstance(item, dict):
@@ -217,6 +235,10 @@ def parse_tokens(path: Path, raw: bytes) -> tuple[Token, ...]:
                 digest = b""
             if len(digest) != 32:
                 raise _file_error(path, f"gives {where} a sha256 that is not 64 hexadecimal digits.")
+        if digest in holders:  # one secret, two entries: which access it has would depend on the order
+            raise _file_error(path, f"gives {where} the same secret as token {holders[digest]!r} (as token or "
+                              "sha256); list each secret once, with one access.")
+        holders[digest] = name
         tokens.append(Token(name, digest, access == "read-write"))
     return tuple(tokens)
 
@@ -325,24 +347,40 @@ class AccessGuard:
             await self.app(scope, receive, send)
             return
         path: str = scope.get("path", "")
-        host = origin = authorization = preflight = None
+        host: str | None = None
+        origin = authorization = seen = preflight = None
+        repeated: bytes | None = None
         for name, value in scope.get("headers", ()):
-            if name == b"host":
-                host = bytes(value).decode("latin-1")
-            elif name == b"origin":
-                origin = bytes(value).decode("latin-1")
-            elif name == b"authorization":
-                authorization = bytes(value).decode("latin-1")
+            if name in _SINGLE_HEADERS:
+                text = bytes(value).decode("latin-1")
+                if name == b"host":
+                    seen, host = host, text
+                elif name == b"origin":
+                    seen, origin = origin, text
+                else:
+                    seen, authorization = authorization, text
+                if seen is not None:
+                    repeated = name
             elif name == b"access-control-request-method":
                 preflight = value
-        host_ok, origin_ok = self.hosts.admits(host, origin)
+        verdict = self.hosts.admits(host, origin) if repeated is None else "repeated"
         method: str = scope.get("method", "GET")
-        if not host_ok:
+        if verdict == "repeated":
+            assert repeated is not None
+            header = _SINGLE_HEADERS[repeated]
+            await self._refuse(send, path, SchemaDocError(
+                "invalid-request", f"The request has more than one {header} header; send it once.",
+                {"header": header, "reason": "repeated"}))
+        elif verdict == "malformed-host":
+            await self._refuse(send, path, SchemaDocError(
+                "invalid-request", f"The Host header {host!r} is not host[:port].",
+                {"header": "Host", "value": host, "reason": "malformed"}))
+        elif verdict == "host":
             await self._refuse(send, path, SchemaDocError(
                 "host-not-allowed", f"This server does not answer for the host {host!r}." if host
                 else "The request has no Host header, and this server answers only for named hosts.",
                 {"host": host, "allowed_hosts": list(self.hosts.allowed_hosts)}))
-        elif not origin_ok:
+        elif verdict == "origin":
             await self._refuse(send, path, SchemaDocError(
                 "origin-not-allowed", f"Requests from the web origin {origin!r} are not admitted.",
                 {"origin": origin, "allowed_hosts": list(self.hosts.allowed_hosts)}))
