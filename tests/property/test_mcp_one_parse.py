@@ -34,7 +34,7 @@ from pydantic import ValidationError
 
 from schemadoc.errors import CATALOG
 from schemadoc.interfaces.access import AccessGuard, HostPolicy, TokensFile, mcp_message_writes
-from schemadoc.interfaces.http_guards import MCP_MESSAGE, McpReader
+from schemadoc.interfaces.http_guards import McpPost, McpReader
 
 READER = "reader-token-0123456789abcdef"
 WRITER = "writer-token-0123456789abcdef"
@@ -69,7 +69,17 @@ def guard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AccessGuard]:
         await send({"type": "http.response.body", "body": b""})
 
     yield AccessGuard(application, hosts=HostPolicy(None, "127.0.0.1"), tokens=TokensFile(path),
-                      read_only_tools=READ_TOOLS, mcp_reader=McpReader(1 << 20, MAX_DEPTH))
+                      read_only_tools=READ_TOOLS, mcp_reader=Recording(1 << 20, MAX_DEPTH))
+
+
+class Recording(McpReader):
+    """The reader, also leaving the value it judged in the scope for the test to compare."""
+
+    async def read(self, scope: Any, receive: Any, send: Any) -> McpPost | None:
+        post = await super().read(scope, receive, send)
+        if post is not None:
+            scope["test.judged"] = post.message
+        return post
 
 
 def post(guard: AccessGuard, body: bytes, token: str) -> Outcome:
@@ -90,7 +100,7 @@ def post(guard: AccessGuard, body: bytes, token: str) -> Outcome:
 
     asyncio.run(guard(scope, receive, send))
     return Outcome(sent[0]["status"], b"".join(message.get("body", b"") for message in sent[1:]),
-                   scope.get("test.handed"), scope.get(MCP_MESSAGE))
+                   scope.get("test.handed"), scope.get("test.judged"))
 
 
 def same(a: Any, b: Any) -> bool:

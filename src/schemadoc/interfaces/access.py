@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.apidocs import ASSETS_PATH
-from schemadoc.interfaces.http_guards import MCP_MESSAGE, McpReader, error_bytes, message_id, send_json
+from schemadoc.interfaces.http_guards import McpReader, error_bytes, message_id, send_json
 
 __all__ = [
     "CREDENTIAL",
@@ -417,14 +417,16 @@ class AccessGuard:
         if scope.get("method") != "POST" or scope.get("path") != self.mcp_path:
             await self.app(scope, receive, send)
             return
-        replay = await self.mcp_reader.read(scope, receive, send)
-        if replay is None:
+        post = await self.mcp_reader.read(scope, receive, send)
+        if post is None:
             return  # answered by the reader (too large, not JSON, too deep), or the client left
-        message = scope[MCP_MESSAGE]
-        if token is not None and not token.writes and mcp_message_writes(message, self.read_only_tools):
-            await self._refuse(send, self.mcp_path, _read_only(token, _mcp_what(message)), message_id(message))
+        if token is not None and not token.writes and mcp_message_writes(post.message, self.read_only_tools):
+            await self._refuse(send, self.mcp_path, _read_only(token, _mcp_what(post.message)),
+                               message_id(post.message))
             return
-        await self.app(scope, replay, send)
+        receive = post.receive
+        del post  # the parsed value, judged: the SDK parses the canonical bytes it is handed
+        await self.app(scope, receive, send)
 
     async def _refuse(self, send: Send, path: str, error: SchemaDocError, message_id: Any = None) -> None:
         log.info("refused %s: %s", path, error.code)  # never the token

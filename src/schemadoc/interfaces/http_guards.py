@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -23,15 +24,16 @@ from schemadoc.interfaces.mcp import SchemaDocMCPServer
 from schemadoc.interfaces.rest import check_depth, dump_body
 from schemadoc.interfaces.rest_wire import READ_BODY, parse_json
 
-__all__ = ["MCP_MESSAGE", "MCP_PATH", "ErrorGuard", "McpReader", "RequestLimits", "SessionLimit", "error_bytes",
-           "message_id", "open_sessions", "read_body", "replaying", "send_json", "telemetry"]
+__all__ = ["MCP_MESSAGE_ID", "MCP_PATH", "ErrorGuard", "McpPost", "McpReader", "RequestLimits", "SessionLimit",
+           "error_bytes", "message_id", "open_sessions", "read_body", "replaying", "send_json", "telemetry"]
 
 log = logging.getLogger("schemadoc.http")
 
 MCP_PATH = "/mcp"
-MCP_MESSAGE = "schemadoc.mcp_message"
-"""The scope key under which :class:`McpReader` leaves the message it parsed: the one value that the access
-decision, the session layer and (re-serialised) the MCP transport all read."""
+MCP_MESSAGE_ID = "schemadoc.mcp_message_id"
+"""The scope key under which :class:`McpReader` leaves the id of the message it read (``None`` for a
+notification, a batch or an id that is neither a string nor an integer): present once the message was read,
+and what the answers of later layers carry."""
 _MCP_ENVELOPE_DEPTH = 3  # message -> params -> arguments -> the argument value
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -167,6 +169,15 @@ async def read_body(scope: Scope, receive: Receive, send: Send, max_bytes: int) 
             return b"".join(chunks), None
 
 
+@dataclass(frozen=True)
+class McpPost:
+    """A message posted to MCP as :class:`McpReader` read it: the value judged, and a ``receive`` handing on its
+    canonical serialisation. Drop it once judged: the value of a big write is many times its bytes."""
+
+    message: Any
+    receive: Receive
+
+
 class McpReader:
     """The one reading of a message posted to MCP, which every later judge and the MCP transport share.
 
@@ -178,10 +189,11 @@ class McpReader:
     ``data`` is the error object, as REST answers the same body: never handed to the SDK, whose own
     parsers read ``NaN`` as a number and would run the message.
 
-    What it admits is left in the scope (:data:`MCP_MESSAGE`) and handed on as its canonical
-    serialisation, so both of the SDK's parsers (one per protocol era) read exactly the value that
-    was judged, whatever duplicate keys, escapes or whitespace the client sent. The first layer to
-    read a request does it (the access layer); later ones find it done.
+    What it admits is handed on as its canonical serialisation, so both of the SDK's parsers (one
+    per protocol era) read exactly the value that was judged, whatever duplicate keys, escapes or
+    whitespace the client sent; its id is left in the scope (:data:`MCP_MESSAGE_ID`), which also
+    tells later layers that the message was read. The first layer to see a request reads it (the
+    access layer); later ones find it done.
     """
 
     def __init__(self, max_bytes: int, max_depth: int, path: str = MCP_PATH) -> None:
@@ -189,15 +201,14 @@ class McpReader:
         self.max_depth = max_depth
         self.path = path
 
-    async def read(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
-        """A ``receive`` handing on the canonical message (its value in ``scope[MCP_MESSAGE]``), or ``None``
-        when the request was answered here or its client left before the end of its body."""
-        if MCP_MESSAGE in scope:
-            return receive  # read by an outer layer: ``receive`` already hands on the canonical bytes
+    async def read(self, scope: Scope, receive: Receive, send: Send) -> McpPost | None:
+        """The message and a ``receive`` handing on its canonical bytes, or ``None`` when the request was answered
+        here or its client left before the end of its body."""
         read = await read_body(scope, receive, send, self.max_bytes)
         if read is None or read[1] is not None:
             return None  # refused, or cut short: nothing to run and nobody to answer
         body = read[0]
+        del read
         try:
             message = parse_json(body)
         except SchemaDocError as error:
@@ -213,12 +224,12 @@ class McpReader:
             error.details["max_json_depth"] = self.max_depth
             await send_json(send, error.status, error_bytes(error, self.path, message_id(message), self.path))
             return None
-        canonical = dump_body(message)
         del body
-        scope[MCP_MESSAGE] = message
+        canonical = dump_body(message)
+        scope[MCP_MESSAGE_ID] = message_id(message)
         scope["headers"] = [(name, value) for name, value in scope.get("headers", ()) if name != b"content-length"]
         scope["headers"].append((b"content-length", str(len(canonical)).encode()))
-        return replaying(canonical, receive)
+        return McpPost(message, replaying(canonical, receive))
 
 
 class RequestLimits:
@@ -240,9 +251,13 @@ class RequestLimits:
             await self.app(scope, receive, send)
             return
         if scope["method"] == "POST" and scope.get("path", "") == MCP_PATH:
-            replay = await self.mcp.read(scope, receive, send)
-            if replay is not None:
-                await self.app(scope, replay, send)
+            if MCP_MESSAGE_ID not in scope:  # not read by an outer layer
+                post = await self.mcp.read(scope, receive, send)
+                if post is None:
+                    return
+                receive = post.receive
+                del post  # the parsed value: the SDK parses the canonical bytes itself
+            await self.app(scope, receive, send)
             return
         read = await read_body(scope, receive, send, self.max_bytes)
         if read is None:
@@ -304,7 +319,7 @@ class SessionLimit:
             "too-many-sessions",
             f"The server already has {open_now} MCP sessions open, the most it serves (max_mcp_sessions).",
             {"limit": "max_mcp_sessions", "max_mcp_sessions": self.max_sessions, "actual": open_now})
-        return error_bytes(error, MCP_PATH, message_id(scope.get(MCP_MESSAGE)), MCP_PATH, INTERNAL_ERROR)
+        return error_bytes(error, MCP_PATH, scope.get(MCP_MESSAGE_ID), MCP_PATH, INTERNAL_ERROR)
 
 
 def open_sessions(server: SchemaDocMCPServer) -> Callable[[], int]:

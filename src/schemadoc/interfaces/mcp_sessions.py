@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.access import CREDENTIAL, Token
-from schemadoc.interfaces.http_guards import MCP_MESSAGE, MCP_PATH, error_bytes, message_id, send_json
+from schemadoc.interfaces.http_guards import MCP_MESSAGE_ID, MCP_PATH, error_bytes, send_json
 from schemadoc.interfaces.mcp import SchemaDocMCPServer
 
 __all__ = ["SessionOwners", "live_sessions"]
@@ -128,7 +128,7 @@ class SessionOwners:
             f"No MCP session {session_id[:64]!r} is open for the credential presented: it ended, expired, never "
             "existed, or was opened with another access token.",
             {"header": "Mcp-Session-Id"})
-        await send_json(send, 404, error_bytes(error, MCP_PATH, message_id(scope.get(MCP_MESSAGE)), MCP_PATH,
+        await send_json(send, 404, error_bytes(error, MCP_PATH, scope.get(MCP_MESSAGE_ID), MCP_PATH,
                                                INVALID_REQUEST))
 
     async def _too_many(self, scope: Scope, send: Send, held: int) -> None:
@@ -138,7 +138,7 @@ class SessionOwners:
             "(max_mcp_sessions_per_client).",
             {"limit": "max_mcp_sessions_per_client", "max_mcp_sessions_per_client": self.max_per_client,
              "actual": held})
-        await send_json(send, 503, error_bytes(error, MCP_PATH, message_id(scope.get(MCP_MESSAGE)), MCP_PATH,
+        await send_json(send, 503, error_bytes(error, MCP_PATH, scope.get(MCP_MESSAGE_ID), MCP_PATH,
                                                INTERNAL_ERROR))
 
 
