@@ -356,3 +356,18 @@ def test_the_api_docs_scripts_and_styles_need_no_token(guarded: TestClient) -> N
         assert guarded.get(f"/static/docs/{name}").status_code == 200, name
     posted = guarded.post("/static/docs/swagger-ui.css")
     assert (posted.status_code, posted.json()["error"]["code"]) == (401, "token-missing")
+
+
+def test_under_a_root_path_mcp_messages_are_still_read_strictly_and_the_pages_still_open(tmp_path: Path) -> None:
+    path = _tokens_file(tmp_path / "tokens.json", {"name": "dash", "token": READER, "access": "read-only"})
+    settings = Settings(schema_path=BOOK_SCHEMA, storage_dir=tmp_path / "data", tokens_file=path)
+    # served under a proxy prefix: the paths arrive with it, as uvicorn --root-path gives them
+    with TestClient(build_app(create_service(settings), settings), base_url="http://127.0.0.1:8080",
+                    root_path="/prefix") as client:
+        nan = client.post("/prefix/mcp", headers={**MODERN, **_bearer(READER), "mcp-method": "tools/call",
+                                                  "mcp-name": "document_purge"},
+                          content=b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"document_purge",'
+                                  b'"arguments":{"doc_id":"01JAAAAAAAAAAAAAAAAAAAAAAA"},"_meta":{"x":NaN}}}')
+        css = client.get("/prefix/static/docs/swagger-ui.css")
+    assert (nan.status_code, nan.json()["error"]["code"]) == (400, -32700)
+    assert css.status_code == 200

@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.apidocs import ASSETS_PATH
-from schemadoc.interfaces.http_guards import McpReader, error_bytes, message_id, send_json
+from schemadoc.interfaces.http_guards import McpReader, error_bytes, message_id, route_path, send_json
 
 __all__ = [
     "CREDENTIAL",
@@ -346,7 +346,7 @@ class AccessGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path: str = scope.get("path", "")
+        path = route_path(scope)
         host: str | None = None
         origin = authorization = seen = preflight = None
         repeated: bytes | None = None
@@ -414,7 +414,7 @@ class AccessGuard:
     async def _admit(self, scope: Scope, receive: Receive, send: Send, token: Token | None) -> None:
         """Hand an admitted request on; a message posted to MCP is read first, and refused if it writes
         and ``token`` is read-only."""
-        if scope.get("method") != "POST" or scope.get("path") != self.mcp_path:
+        if scope.get("method") != "POST" or route_path(scope) != self.mcp_path:
             await self.app(scope, receive, send)
             return
         post = await self.mcp_reader.read(scope, receive, send)

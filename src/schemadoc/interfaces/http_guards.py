@@ -25,7 +25,8 @@ from schemadoc.interfaces.rest import check_depth, dump_body
 from schemadoc.interfaces.rest_wire import READ_BODY, parse_json
 
 __all__ = ["MCP_MESSAGE_ID", "MCP_PATH", "ErrorGuard", "McpPost", "McpReader", "RequestLimits", "SessionLimit",
-           "error_bytes", "message_id", "open_sessions", "read_body", "replaying", "send_json", "telemetry"]
+           "error_bytes", "message_id", "open_sessions", "read_body", "replaying", "route_path", "send_json",
+           "telemetry"]
 
 log = logging.getLogger("schemadoc.http")
 
@@ -52,6 +53,16 @@ def error_bytes(error: SchemaDocError, path: str, message_id: Any = None, mcp_pa
         return orjson.dumps({"jsonrpc": "2.0", "id": message_id,
                              "error": {"code": rpc_code, "message": error.message, "data": error.to_dict()}})
     return dump_body(error.to_dict())
+
+
+def route_path(scope: Scope) -> str:
+    """The path the application routes by: the request's, less the ``root_path`` it is served under (a proxy
+    prefix, a mount), as Starlette's router reads it; so that ``/mcp`` is recognised wherever it is served."""
+    path: str = scope.get("path", "")
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
+        return path[len(root):]
+    return path
 
 
 def message_id(message: Any) -> str | int | None:
@@ -142,7 +153,7 @@ async def read_body(scope: Scope, receive: Receive, send: Send, max_bytes: int) 
     ``None`` when it was refused (``request-too-large``, 413, answered here): by its Content-Length
     first, then by counting what arrives (a client may lie or stream chunked).
     """
-    path = scope.get("path", "")
+    path = route_path(scope)
     length: int | None = None
     for name, value in scope.get("headers", ()):
         if name == b"content-length":
@@ -250,7 +261,7 @@ class RequestLimits:
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
             await self.app(scope, receive, send)
             return
-        if scope["method"] == "POST" and scope.get("path", "") == MCP_PATH:
+        if scope["method"] == "POST" and route_path(scope) == MCP_PATH:
             if MCP_MESSAGE_ID not in scope:  # not read by an outer layer
                 post = await self.mcp.read(scope, receive, send)
                 if post is None:
