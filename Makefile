@@ -52,7 +52,7 @@ crash: $(VENV)/.installed  ## 1,000 kill -9 during writes, snapshots and recover
 
 fuzz: $(VENV)/.installed  ## long fuzzing: schemathesis on a real server (stateful), then REST and MCP in process
 	$(PY) tests/fuzz/schemathesis_cli.py --max-examples $(or $(FUZZ_EXAMPLES),40) --workers 1
-	SCHEMADOC_FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),40) SCHEMADOC_FUZZ_MCP_EXAMPLES=$(or $(FUZZ_MCP_EXAMPLES),500) $(PY) -m pytest -p no:randomly -o addopts="-q -ra" tests/fuzz
+	SCHEMADOC_FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),40) SCHEMADOC_FUZZ_MCP_EXAMPLES=$(or $(FUZZ_MCP_EXAMPLES),500) SCHEMADOC_FUZZ_READ_ONLY_EXAMPLES=$(or $(FUZZ_READ_ONLY_EXAMPLES),1000) $(PY) -m pytest -p no:randomly -o addopts="-q -ra" tests/fuzz
 
 bench: $(VENV)/.installed  ## benchmarks (figures, not pass/fail)
 	$(PY) benchmarks/run.py

@@ -318,3 +318,56 @@ def test_bad_access_settings_are_config_invalid(environ: dict[str, str], setting
     with pytest.raises(SchemaDocError) as raised:
         load_settings({}, environ, require_schema=False)
     assert (raised.value.code, raised.value.details["setting"]) == ("config-invalid", setting)
+
+
+# -- hostile inputs: one secret twice, headers that are not exactly one host[:port] -------------------
+
+
+@pytest.mark.parametrize("second", [{"token": WRITER}, {"sha256": hashlib.sha256(WRITER.encode()).hexdigest()}],
+                         ids=["token", "sha256"])
+def test_one_secret_listed_twice_is_config_invalid_naming_both_entries(tmp_path: Path, second: dict[str, str]) -> None:
+    path = _tokens_file(tmp_path / "tokens.json", {"name": "ci", "token": WRITER, "access": "read-write"},
+                        {"name": "dash", **second, "access": "read-only"})
+    with pytest.raises(SchemaDocError) as raised:
+        TokensFile(path)
+    assert raised.value.code == "config-invalid"
+    assert "'dash'" in raised.value.message and "'ci'" in raised.value.message
+    assert WRITER not in str(raised.value.to_dict()) and second.get("sha256", WRITER) not in raised.value.message
+
+
+@pytest.mark.parametrize("host", ["[::1]evil.com", "localhost:8080:90", "[::1", "127.0.0.1:99999", "evil.com,localhost",
+                                  "localhost:", "a b", "user@localhost", "localhost/x", "[::1]:80x", "[evil.com]"])
+def test_a_host_that_is_not_exactly_host_and_port_is_malformed_whatever_the_allowed_hosts(host: str) -> None:
+    for policy in (HostPolicy(None, "127.0.0.1"), HostPolicy(("*",), "0.0.0.0")):
+        assert policy.admits(host, None) == "malformed-host"
+        assert not HostPolicy(None, "127.0.0.1").origin_allowed(f"http://{host}", "127.0.0.1:8080")
+
+
+def test_well_formed_hosts_are_judged_by_the_allowed_hosts() -> None:
+    policy = HostPolicy(None, "127.0.0.1")
+    assert [policy.admits(host, None) for host in ("[::1]:8080", "LOCALHOST", "127.0.0.1:65535", "evil.example")] == [
+        None, None, None, "host"]
+    assert policy.admits("127.0.0.1:8080", "http://[::1]evil.com:8080") == "origin"
+    assert policy.admits("127.0.0.1:8080", "http://[::1]:8080") is None
+
+
+def test_the_api_docs_scripts_and_styles_need_no_token(guarded: TestClient) -> None:
+    for name in ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js", "favicon.png"):
+        assert guarded.get(f"/static/docs/{name}").status_code == 200, name
+    posted = guarded.post("/static/docs/swagger-ui.css")
+    assert (posted.status_code, posted.json()["error"]["code"]) == (401, "token-missing")
+
+
+def test_under_a_root_path_mcp_messages_are_still_read_strictly_and_the_pages_still_open(tmp_path: Path) -> None:
+    path = _tokens_file(tmp_path / "tokens.json", {"name": "dash", "token": READER, "access": "read-only"})
+    settings = Settings(schema_path=BOOK_SCHEMA, storage_dir=tmp_path / "data", tokens_file=path)
+    # served under a proxy prefix: the paths arrive with it, as uvicorn --root-path gives them
+    with TestClient(build_app(create_service(settings), settings), base_url="http://127.0.0.1:8080",
+                    root_path="/prefix") as client:
+        nan = client.post("/prefix/mcp", headers={**MODERN, **_bearer(READER), "mcp-method": "tools/call",
+                                                  "mcp-name": "document_purge"},
+                          content=b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"document_purge",'
+                                  b'"arguments":{"doc_id":"01JAAAAAAAAAAAAAAAAAAAAAAA"},"_meta":{"x":NaN}}}')
+        css = client.get("/prefix/static/docs/swagger-ui.css")
+    assert (nan.status_code, nan.json()["error"]["code"]) == (400, -32700)
+    assert css.status_code == 200

@@ -15,21 +15,21 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import urlsplit
 
-import orjson
-from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.http_guards import error_bytes, replaying, send_json
+from schemadoc.interfaces.apidocs import ASSETS_PATH
+from schemadoc.interfaces.http_guards import McpReader, error_bytes, message_id, route_path, send_json
 
 __all__ = [
+    "CREDENTIAL",
     "LOOPBACK_HOSTS",
     "AccessGuard",
     "HostPolicy",
@@ -46,13 +46,20 @@ LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "[::1]")
 MIN_TOKEN_LENGTH: Final = 16
 ACCESS_LEVELS: Final = ("read-only", "read-write")
 _READ_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
-_OPEN_PATHS: Final = ("/health", "/docs", "/redoc", "/openapi.json", "/ui")
-"""Answered without a token to GET and HEAD: health checks and pages that hold no document data."""
+_OPEN_PATHS: Final = ("/health", "/docs", "/redoc", "/openapi.json", "/ui", ASSETS_PATH)
+"""Answered without a token to GET and HEAD: health checks and pages (and the API docs' scripts and styles) that
+hold no document data."""
+_SINGLE_HEADERS: Final = {b"host": "Host", b"origin": "Origin", b"authorization": "Authorization"}
+"""Headers a request carries at most once (RFC 9110 and 9112; RFC 6454 for Origin): two would be read one way
+here and perhaps the other by a proxy in front."""
 _MCP_READ_METHODS: Final = frozenset({
     "initialize", "ping", "tools/list", "resources/list", "resources/templates/list", "resources/read",
     "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete",
     "logging/setLevel", "subscriptions/listen", "server/discover"})
 _REALM: Final = 'Bearer realm="schemadoc"'
+CREDENTIAL: Final = "schemadoc.token"
+"""The scope key holding the :class:`Token` a request presented (absent without a tokens file): the MCP session
+layer binds each session to it."""
 _CHALLENGES: Final = {  # the WWW-Authenticate header of each token refusal (RFC 6750)
     "token-missing": _REALM.encode(),
     "token-invalid": f'{_REALM}, error="invalid_token"'.encode(),
@@ -71,17 +78,26 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+_HOST: Final = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9._~-]+)(?::([0-9]{1,5}))?")
+"""``host[:port]`` (RFC 9110 7.2): a bracketed IPv6 address, or a name of letters, digits and ``-._~`` (every DNS
+name and IPv4 address; the RFC's rarer reg-name characters are refused), and a port of digits."""
+
+
 def _split_host(value: str) -> tuple[str, int | None] | None:
-    """``(name, port)`` of a Host header or an origin's authority, names lower-case, IPv6 without brackets."""
-    value = value.strip().lower()
-    if not value or any(char in value for char in "/@ \t"):
+    """``(name, port)`` of a Host header or an origin's authority, names lower-case, IPv6 without brackets; ``None``
+    for anything that is not exactly ``host[:port]``."""
+    match = _HOST.fullmatch(value.strip().lower())
+    if match is None:
         return None
-    try:
-        parts = urlsplit(f"//{value}")
-        port = parts.port
-    except ValueError:
-        return None
-    return (parts.hostname, port) if parts.hostname else None
+    name, port = match.group(1), match.group(2)
+    if name.startswith("["):
+        try:
+            ipaddress.IPv6Address(name[1:-1])
+        except ValueError:
+            return None
+        name = name[1:-1]
+    number = int(port) if port is not None else None
+    return None if number is not None and number > 65535 else (name, number)
 
 
 @dataclass(frozen=True)
@@ -119,18 +135,24 @@ class HostPolicy:
         self._rules = tuple(_HostRule.parse(host) for host in self.allowed_hosts)
         self.any_host = any(rule.name == "*" and rule.port is None for rule in self._rules)
         self.cors_origins = frozenset(origin.rstrip("/").lower() for origin in cors_origins)
-        self._verdicts: dict[tuple[str | None, str | None], tuple[bool, bool]] = {}
+        self._verdicts: dict[tuple[str | None, str | None], str | None] = {}
 
-    def admits(self, host: str | None, origin: str | None) -> tuple[bool, bool]:
-        """(host allowed, origin allowed or absent), remembered for the few pairs a server sees."""
+    def admits(self, host: str | None, origin: str | None) -> str | None:
+        """Why a request with these headers is refused (``"malformed-host"``, ``"host"``, ``"origin"``) or
+        ``None``, remembered for the few pairs a server sees."""
         key = (host, origin)
-        verdict = self._verdicts.get(key)
-        if verdict is None:
-            host_ok = self.host_allowed(host)
-            verdict = host_ok, not host_ok or origin is None or self.origin_allowed(origin, host)
-            if len(self._verdicts) >= 1024:
-                self._verdicts.clear()
-            self._verdicts[key] = verdict
+        if key in self._verdicts:
+            return self._verdicts[key]
+        verdict: str | None = None
+        if host and _split_host(host) is None:
+            verdict = "malformed-host"  # refused whatever the allowed hosts, "*" too
+        elif not self.host_allowed(host):
+            verdict = "host"
+        elif origin is not None and not self.origin_allowed(origin, host):
+            verdict = "origin"
+        if len(self._verdicts) >= 1024:
+            self._verdicts.clear()
+        self._verdicts[key] = verdict
         return verdict
 
     def host_allowed(self, host: str | None) -> bool:
@@ -143,16 +165,13 @@ class HostPolicy:
         origin = origin.strip().rstrip("/").lower()
         if origin in self.cors_origins or "*" in self.cors_origins:
             return True
-        try:
-            parts = urlsplit(origin)
-            name, port = parts.hostname, parts.port
-        except ValueError:
-            return False
-        if parts.scheme not in ("http", "https") or not name:
-            return False  # "null" (sandboxed frames, file pages) and other schemes
-        if host is not None and _split_host(host) == (name, port):
+        scheme, separator, authority = origin.partition("://")
+        split = _split_host(authority) if separator else None
+        if scheme not in ("http", "https") or split is None:
+            return False  # "null" (sandboxed frames, file pages), other schemes, anything but scheme://host[:port]
+        if host is not None and _split_host(host) == split:
             return True  # the server's own origin: the page was served by this host and port
-        return any(rule.name != "*" and rule.admits(name, port) for rule in self._rules)
+        return any(rule.name != "*" and rule.admits(*split) for rule in self._rules)
 
 
 @dataclass(frozen=True)
@@ -182,6 +201,7 @@ def parse_tokens(path: Path, raw: bytes) -> tuple[Token, ...]:
         raise _file_error(path, 'must hold one JSON object {"tokens": [...]}.')
     tokens: list[Token] = []
     names: set[str] = set()
+    holders: dict[bytes, str] = {}  # digest -> the first entry giving it
     for index, item in enumerate(data["tokens"]):
         where = f"entry {index}"
         if not isinstance(item, dict):
@@ -215,6 +235,10 @@ def parse_tokens(path: Path, raw: bytes) -> tuple[Token, ...]:
                 digest = b""
             if len(digest) != 32:
                 raise _file_error(path, f"gives {where} a sha256 that is not 64 hexadecimal digits.")
+        if digest in holders:  # one secret, two entries: which access it has would depend on the order
+            raise _file_error(path, f"gives {where} the same secret as token {holders[digest]!r} (as token or "
+                              "sha256); list each secret once, with one access.")
+        holders[digest] = name
         tokens.append(Token(name, digest, access == "read-write"))
     return tuple(tokens)
 
@@ -298,17 +322,21 @@ class AccessGuard:
     ``read_only_tools``: the MCP tools whose annotations say they only read. ``reads``: whether a
     request with a method other than GET, HEAD or OPTIONS only reads all the same (an operation of
     the catalogue that takes a body but changes nothing). ``mcp_path``: where MCP answers (its
-    refusals are JSON-RPC errors carrying the error object, as its other errors).
+    refusals are JSON-RPC errors carrying the error object, as its other errors). ``mcp_reader``:
+    reads every message posted there (whatever the token, or without tokens) once, after Host,
+    Origin and token are admitted and before anything else; a read-only token's decision is taken
+    on the value it parsed, the very value the MCP transport is handed.
     """
 
     def __init__(self, app: ASGIApp, *, hosts: HostPolicy, tokens: TokensFile | None,
-                 read_only_tools: frozenset[str], mcp_path: str = "/mcp",
+                 read_only_tools: frozenset[str], mcp_reader: McpReader,
                  reads: Callable[[str, str], bool] | None = None) -> None:
         self.app = app
         self.hosts = hosts
         self.tokens = tokens
         self.read_only_tools = read_only_tools
-        self.mcp_path = mcp_path
+        self.mcp_reader = mcp_reader
+        self.mcp_path = mcp_reader.path
         self.reads = reads
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -318,38 +346,54 @@ class AccessGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path: str = scope.get("path", "")
-        host = origin = authorization = preflight = None
+        path = route_path(scope)
+        host: str | None = None
+        origin = authorization = seen = preflight = None
+        repeated: bytes | None = None
         for name, value in scope.get("headers", ()):
-            if name == b"host":
-                host = bytes(value).decode("latin-1")
-            elif name == b"origin":
-                origin = bytes(value).decode("latin-1")
-            elif name == b"authorization":
-                authorization = bytes(value).decode("latin-1")
+            if name in _SINGLE_HEADERS:
+                text = bytes(value).decode("latin-1")
+                if name == b"host":
+                    seen, host = host, text
+                elif name == b"origin":
+                    seen, origin = origin, text
+                else:
+                    seen, authorization = authorization, text
+                if seen is not None:
+                    repeated = name
             elif name == b"access-control-request-method":
                 preflight = value
-        host_ok, origin_ok = self.hosts.admits(host, origin)
+        verdict = self.hosts.admits(host, origin) if repeated is None else "repeated"
         method: str = scope.get("method", "GET")
-        if not host_ok:
+        if verdict == "repeated":
+            assert repeated is not None
+            header = _SINGLE_HEADERS[repeated]
+            await self._refuse(send, path, SchemaDocError(
+                "invalid-request", f"The request has more than one {header} header; send it once.",
+                {"header": header, "reason": "repeated"}))
+        elif verdict == "malformed-host":
+            await self._refuse(send, path, SchemaDocError(
+                "invalid-request", f"The Host header {host!r} is not host[:port].",
+                {"header": "Host", "value": host, "reason": "malformed"}))
+        elif verdict == "host":
             await self._refuse(send, path, SchemaDocError(
                 "host-not-allowed", f"This server does not answer for the host {host!r}." if host
                 else "The request has no Host header, and this server answers only for named hosts.",
                 {"host": host, "allowed_hosts": list(self.hosts.allowed_hosts)}))
-        elif not origin_ok:
+        elif verdict == "origin":
             await self._refuse(send, path, SchemaDocError(
                 "origin-not-allowed", f"Requests from the web origin {origin!r} are not admitted.",
                 {"origin": origin, "allowed_hosts": list(self.hosts.allowed_hosts)}))
-        elif self.tokens is None or (method in ("GET", "HEAD") and _is_open(path)) or (
-                method == "OPTIONS" and preflight is not None):
-            await self.app(scope, receive, send)  # no tokens, an open page, or a CORS preflight (never carries one)
+        elif (method in ("GET", "HEAD") and _is_open(path)) or (method == "OPTIONS" and preflight is not None):
+            await self.app(scope, receive, send)  # an open page, or a CORS preflight (never carries a token)
+        elif self.tokens is None:
+            await self._admit(scope, receive, send, None)
         elif isinstance(token := self._token(authorization), SchemaDocError):
             await self._refuse(send, path, token)
-        elif not token.writes and path == self.mcp_path and method == "POST":
-            await self._read_only_mcp(scope, receive, send, token)
-        elif token.writes or method in _READ_METHODS or (path == self.mcp_path and method == "DELETE") or (
+        elif token.writes or method in _READ_METHODS or (path == self.mcp_path and method in ("POST", "DELETE")) or (
                 self.reads is not None and self.reads(method, path)):
-            await self.app(scope, receive, send)
+            scope[CREDENTIAL] = token
+            await self._admit(scope, receive, send, token)
         else:
             await self._refuse(send, path, _read_only(token, f"{method} {path}"))
 
@@ -367,22 +411,22 @@ class AccessGuard:
                                   {"scheme": "Bearer"})
         return token
 
-    async def _read_only_mcp(self, scope: Scope, receive: Receive, send: Send, token: Token) -> None:
-        """A POST to MCP with a read-only token: read the body, refuse it if a message writes, else replay it."""
-        try:
-            body = await Request(scope, receive).body()
-        except ClientDisconnect:
+    async def _admit(self, scope: Scope, receive: Receive, send: Send, token: Token | None) -> None:
+        """Hand an admitted request on; a message posted to MCP is read first, and refused if it writes
+        and ``token`` is read-only."""
+        if scope.get("method") != "POST" or route_path(scope) != self.mcp_path:
+            await self.app(scope, receive, send)
             return
-        try:
-            parsed: Any = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            parsed = None  # not JSON: the MCP transport answers with its parse error, nothing is written
-        if parsed is not None and mcp_message_writes(parsed, self.read_only_tools):
-            what = _mcp_what(parsed)
-            message_id = parsed.get("id") if isinstance(parsed, dict) else None
-            await self._refuse(send, self.mcp_path, _read_only(token, what), message_id)
+        post = await self.mcp_reader.read(scope, receive, send)
+        if post is None:
+            return  # answered by the reader (too large, not JSON, too deep), or the client left
+        if token is not None and not token.writes and mcp_message_writes(post.message, self.read_only_tools):
+            await self._refuse(send, self.mcp_path, _read_only(token, _mcp_what(post.message)),
+                               message_id(post.message))
             return
-        await self.app(scope, replaying(body, receive), send)
+        receive = post.receive
+        del post  # the parsed value, judged: the SDK parses the canonical bytes it is handed
+        await self.app(scope, receive, send)
 
     async def _refuse(self, send: Send, path: str, error: SchemaDocError, message_id: Any = None) -> None:
         log.info("refused %s: %s", path, error.code)  # never the token

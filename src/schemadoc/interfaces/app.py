@@ -41,12 +41,14 @@ from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
 from schemadoc.interfaces.http_guards import (
     MCP_PATH,
     ErrorGuard,
+    McpReader,
     RequestLimits,
     SessionLimit,
     open_sessions,
     telemetry,
 )
 from schemadoc.interfaces.mcp import build_mcp_server
+from schemadoc.interfaces.mcp_sessions import SessionOwners, live_sessions
 from schemadoc.interfaces.rest import (
     BINDINGS,
     REST_STATE,
@@ -199,6 +201,9 @@ def _openapi_without_fastapi_422(app: FastAPI) -> Callable[[], dict[str, Any]]:
     return openapi
 
 
+_CANONICAL_GROWTH = 5
+"""How much longer than the body it was read from an MCP message's canonical form can be, at most."""
+
 _READ_ONLY_TOOLS = frozenset(operation.name for operation in CATALOGUE if not operation.writes)
 """The tools a read-only token may call: the operations of the catalogue that only read."""
 
@@ -241,7 +246,10 @@ def build_app(service: DocumentService, settings: Settings, *,
     subscribers = SubscriberSlots(settings.max_subscribers_per_document, settings.max_subscribers_total)
     server = build_mcp_server(service, subscribers=subscribers)
     # build before the lifespan touches server.session_manager
-    mcp_app = server.streamable_http_app(streamable_http_path=MCP_PATH, max_request_body_size=settings.max_body_bytes,
+    # the SDK's own body limit sits above ours: what reaches it was read within max_body_bytes by McpReader and is
+    # its canonical form, which may be longer (a float written 1e15 is re-written 1000000000000000.0: 4.5 times)
+    mcp_app = server.streamable_http_app(streamable_http_path=MCP_PATH,
+                                         max_request_body_size=_CANONICAL_GROWTH * settings.max_body_bytes,
                                          host=settings.host,
                                          # AccessGuard checks Host and Origin for every door, with catalogued errors
                                          transport_security=TransportSecuritySettings(
@@ -294,7 +302,9 @@ def build_app(service: DocumentService, settings: Settings, *,
                         headers=retry_after(problem))
 
     # the MCP endpoint, answering every method at /mcp (POST: messages, GET: stream, DELETE: end a session)
-    endpoint = SessionLimit(mcp_app, open_sessions(server), settings.max_mcp_sessions)
+    # each session bound to the token that opened it, and counted per client, before the SDK's own total
+    endpoint = SessionOwners(SessionLimit(mcp_app, open_sessions(server), settings.max_mcp_sessions),
+                             live_sessions(server), settings.max_mcp_sessions_per_client)
     app.router.routes.append(Route(MCP_PATH, endpoint=endpoint, include_in_schema=False, name="mcp"))
     mount_ui(app)  # the browser page at /ui, over the public REST API (schemadoc.ui)
 
@@ -306,7 +316,8 @@ def build_app(service: DocumentService, settings: Settings, *,
     # Host/Origin and tokens before anything reads a body; inside CORS, so its refusals carry CORS headers
     app.add_middleware(AccessGuard, hosts=HostPolicy(settings.allowed_hosts, settings.host, settings.cors_origins),
                        tokens=TokensFile(settings.tokens_file) if settings.tokens_file is not None else None,
-                       read_only_tools=_READ_ONLY_TOOLS, mcp_path=MCP_PATH, reads=_reads)
+                       read_only_tools=_READ_ONLY_TOOLS, reads=_reads,
+                       mcp_reader=McpReader(settings.max_body_bytes, settings.max_json_depth, MCP_PATH))
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=list(settings.cors_origins), allow_credentials=True,
