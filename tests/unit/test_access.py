@@ -65,6 +65,11 @@ def test_an_origin_is_admitted_when_it_is_the_servers_own_an_allowed_host_or_a_c
     assert policy.origin_allowed("http://127.0.0.1:8080", "127.0.0.1:8080")
     assert policy.origin_allowed("http://localhost:3000", "127.0.0.1:8080")  # a loopback name
     assert policy.origin_allowed("https://app.example.com", "127.0.0.1:8080")
+    # a page on another port of an allowed host may read, not write; the server's own pages and listed ones may
+    assert not policy.origin_allowed("http://localhost:3000", "127.0.0.1:8080", writes=True)
+    assert not policy.origin_allowed("http://127.0.0.1:8081", "127.0.0.1:8080", writes=True)
+    assert policy.origin_allowed("http://127.0.0.1:8080", "127.0.0.1:8080", writes=True)
+    assert policy.origin_allowed("https://app.example.com", "127.0.0.1:8080", writes=True)
     assert not policy.origin_allowed("http://evil.example:8080", "127.0.0.1:8080")
     assert not policy.origin_allowed("null", "127.0.0.1:8080")
     anywhere = HostPolicy(None, "0.0.0.0")

@@ -161,7 +161,10 @@ class HostPolicy:
         split = _split_host(host) if host else None
         return split is not None and any(rule.admits(*split) for rule in self._rules)
 
-    def origin_allowed(self, origin: str, host: str | None) -> bool:
+    def origin_allowed(self, origin: str, host: str | None, *, writes: bool = False) -> bool:
+        """Whether a request from the web ``origin`` is admitted; one that ``writes`` only from the server's own
+        origin or one listed in ``cors_origins`` (a page on another port of an allowed host may read, not write:
+        a browser sends its bodiless or ``text/plain`` writes without asking first)."""
         origin = origin.strip().rstrip("/").lower()
         if origin in self.cors_origins or "*" in self.cors_origins:
             return True
@@ -171,7 +174,7 @@ class HostPolicy:
             return False  # "null" (sandboxed frames, file pages), other schemes, anything but scheme://host[:port]
         if host is not None and _split_host(host) == split:
             return True  # the server's own origin: the page was served by this host and port
-        return any(rule.name != "*" and rule.admits(*split) for rule in self._rules)
+        return not writes and any(rule.name != "*" and rule.admits(*split) for rule in self._rules)
 
 
 @dataclass(frozen=True)
@@ -380,10 +383,13 @@ class AccessGuard:
                 "host-not-allowed", f"This server does not answer for the host {host!r}." if host
                 else "The request has no Host header, and this server answers only for named hosts.",
                 {"host": host, "allowed_hosts": list(self.hosts.allowed_hosts)}))
-        elif verdict == "origin":
+        elif verdict == "origin" or (origin is not None and method not in _READ_METHODS
+                                     and not self.hosts.origin_allowed(origin, host, writes=True)):
             await self._refuse(send, path, SchemaDocError(
-                "origin-not-allowed", f"Requests from the web origin {origin!r} are not admitted.",
-                {"origin": origin, "allowed_hosts": list(self.hosts.allowed_hosts)}))
+                "origin-not-allowed", f"Requests from the web origin {origin!r} are not admitted." if verdict
+                else f"The web origin {origin!r} may read but not change documents: only pages served by this server "
+                "or listed in cors_origins may.",
+                {"origin": origin, "allowed_hosts": list(self.hosts.allowed_hosts), "method": method}))
         elif (method in ("GET", "HEAD") and _is_open(path)) or (method == "OPTIONS" and preflight is not None):
             await self.app(scope, receive, send)  # an open page, or a CORS preflight (never carries a token)
         elif self.tokens is None:

@@ -208,6 +208,8 @@ class McpPost:
 class McpReader:
     """The one reading of a message posted to MCP, which every later judge and the MCP transport share.
 
+    A body not declared as ``application/json`` is refused unread (``unsupported-media-type``, 415: the
+    transport takes nothing else, and browsers send other types across origins without a preflight).
     The body is read once, never beyond ``max_bytes`` (``request-too-large``, 413), parsed once by
     the REST door's strict parser (:func:`~schemadoc.interfaces.rest_wire.parse_json`: orjson, which
     refuses NaN, Infinity, invalid UTF-8, lone surrogates and trailing bytes; integers beyond 64 bits
@@ -231,6 +233,16 @@ class McpReader:
     async def read(self, scope: Scope, receive: Receive, send: Send) -> McpPost | None:
         """The message and a ``receive`` handing on its canonical bytes, or ``None`` when the request was answered
         here or its client left before the end of its body."""
+        media = next((bytes(value).decode("latin-1") for name, value in scope.get("headers", ())
+                      if name == b"content-type"), None)
+        if (media or "").split(";", 1)[0].strip().lower() != "application/json":
+            error = SchemaDocError(
+                "unsupported-media-type", f"An MCP message must be sent as application/json, not {media[:100]!r}; "
+                "nothing was run." if media else "An MCP message must be sent as application/json; the request has "
+                "no Content-Type, and nothing was run.",
+                {"argument": "Content-Type", "value": media[:100] if media else None, "accepted": ["application/json"]})
+            await send_json(send, error.status, error_bytes(error, self.path, None, self.path, INVALID_REQUEST))
+            return None
         read = await read_body(scope, receive, send, self.max_bytes)
         if read is None or read[1] is not None:
             return None  # refused, or cut short: nothing to run and nobody to answer
