@@ -4,8 +4,9 @@ The pages, ``/openapi.json`` and the pages' scripts and styles under ``/static/d
 document data and are answered without a token; the browser sends none. Before they were, the
 scripts and styles answered 401 and both pages stayed blank.
 
-Out of the default suite like ``test_api_docs_browser.py`` (``slow``: a server start and two
-Chromium runs); ``make docs-browser`` installs Chromium when it is missing.
+In the default suite (about 20 s: a server start and two Chromium runs), unlike the whole
+rendering check of ``test_api_docs_browser.py``: it is the only proof that the docs work with
+tokens on. Skipped, with the reason, where Chromium is missing (CI installs it).
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import pytest
 from browser import CHROMIUM_MISSING, chromium, processes_using, render
 from http_server import Server
 from test_api_docs_browser import _METHODS, _parse
-
-pytestmark = pytest.mark.slow
 
 TOKEN = "writer-token-0123456789abcdef"
 
