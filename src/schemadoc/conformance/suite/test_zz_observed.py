@@ -28,8 +28,9 @@ REACHABLE = frozenset({
 })
 """Codes a client can provoke through every door with the bundled schema and default settings."""
 
-REACHABLE_OVER_HTTP = frozenset({"route-not-found", "method-not-allowed", "request-too-deep"})
-"""Codes only the REST door can produce (unknown URLs, wrong methods, over-deep bodies)."""
+REACHABLE_OVER_HTTP = frozenset({"route-not-found", "method-not-allowed", "request-too-deep", "unsupported-media-type"})
+"""Codes only the REST door can produce (unknown URLs, wrong methods, over-deep bodies, bodies not declared as
+JSON)."""
 
 REACHABLE_IN_PROCESS = frozenset({"required-field-without-default"})
 """Codes only a server started on one of the shipped test schemas can produce (``test_nested_defaults``: in
@@ -61,6 +62,14 @@ NOT_PROVOKED = {
     "token-missing": "needs a server with access tokens (tests/e2e/test_access_server.py)",
     "token-invalid": "needs a server with access tokens (tests/e2e/test_access_server.py)",
     "token-read-only": "needs a server with access tokens (tests/e2e/test_access_server.py)",
+    "session-not-found": "needs a session opened with another access token (tests/e2e/test_mcp_hostile.py)",
+    "subscriber-too-slow": "needs an event-stream reader that stops reading under heavy writes "
+                           "(tests/e2e/test_hostile_clients.py)",
+    "too-many-connections": "needs more open connections than max_connections_per_client (64); tested with a small "
+                            "limit elsewhere (tests/e2e/test_hostile_clients.py)",
+    "headers-too-large": "needs request headers over max_header_bytes (32 KiB) (tests/e2e/test_hostile_clients.py)",
+    "request-timeout": "needs a client that stops in the middle of a request for header_timeout_seconds "
+                       "(tests/e2e/test_hostile_clients.py)",
 }
 """Catalogued request-level codes this suite does not provoke, and why."""
 
