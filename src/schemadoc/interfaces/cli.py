@@ -239,10 +239,9 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         service = create_service(settings)
         _warn_if_create_fails(service)
         from schemadoc.interfaces.mcp import build_mcp_server
-        from schemadoc.interfaces.subscribers import SubscriberSlots
+        from schemadoc.interfaces.subscribers import slots_of
 
-        mcp_server = build_mcp_server(service, subscribers=SubscriberSlots(settings.max_subscribers_per_document,
-                                                                           settings.max_subscribers_total))
+        mcp_server = build_mcp_server(service, subscribers=slots_of(settings))
         log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
                  _storage_shown(settings))
         try:

@@ -13,7 +13,10 @@ so before any access token is checked) sees a request:
   and the connection is closed; so is a connection that sends nothing;
 - **a body timeout**: a body that gets no new bytes for ``body_timeout_seconds`` ends the connection
   (``408`` when no response started yet). Time during which the server itself stopped reading (the
-  application has not taken the body read so far) does not count;
+  application has not taken the body read so far) does not count. The same time bounds the other
+  direction: a client that takes nothing of a response while the server's send buffer is full (a
+  stalled event-stream reader, a big read never read) is cut off (the connection aborted, what it left
+  unread dropped), so no response can hold its buffers forever;
 - **connection caps**: beyond ``max_connections_per_client`` open connections from one client address
   (the peer's IP address) or ``max_connections`` in total, a new connection is answered
   ``503 too-many-connections`` and closed at once, freeing its socket.
@@ -128,6 +131,7 @@ class BoundedProtocol(HttpToolsProtocol):
         self._header_bytes = 0
         self._client_key = ""
         self._counted = False
+        self._write_stalled = 0.0  # since when the client has not taken what the server wrote (0: it has)
 
     # -- connections -------------------------------------------------------------------------
 
@@ -161,8 +165,10 @@ class BoundedProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         phase = self._phase
-        if phase == _DONE and self.transport.is_closing():
+        if phase == _DONE:
             return
+        if phase != _BODY:  # these bytes start with the request line or headers (one read over, at most)
+            self._header_bytes += len(data)
         self._unset_keepalive_if_required()
         try:
             self.parser.feed_data(data)
@@ -173,14 +179,12 @@ class BoundedProtocol(HttpToolsProtocol):
                 self._unsupported_upgrade_warning()
             return
         except httptools.HttpParserError:
-            if self._phase != _DONE or not self.transport.is_closing():
+            if self._phase != _DONE:  # not a refusal of ours stopping the parser
                 msg = "Invalid HTTP request received."
                 self.logger.warning(msg)
                 self.send_400_response(msg)
             return
-        if self._phase == _HEADERS and phase != _BODY:
-            # the request line and headers are still coming: count what arrived (one read over at most)
-            self._header_bytes += len(data)
+        if self._phase == _HEADERS:
             if self._header_bytes > self.registry.limits.max_header_bytes:
                 self._refuse(431, self._too_large(self._header_bytes))
         elif self._phase == _BODY:
@@ -199,27 +203,46 @@ class BoundedProtocol(HttpToolsProtocol):
         if self._phase != _HEADERS:  # a later request on this connection: timed from its first byte
             self._phase = _HEADERS
             self._since = self.loop.time()
-            self._header_bytes = 0
 
     def on_headers_complete(self) -> None:
-        size = len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers) + 16
-        if size > self.registry.limits.max_header_bytes:
-            self._refuse(431, self._too_large(size))
-            raise _Refused  # stops the parser: no application, no body
+        if self._header_bytes > self.registry.limits.max_header_bytes:  # what was read may hold a body too
+            size = len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers) + 16
+            if size > self.registry.limits.max_header_bytes:
+                self._refuse(431, self._too_large(size))
+                raise _Refused  # stops the parser: no application, no body
         self._phase = _BODY
         self._since = self.loop.time()
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         self._phase = _IDLE
+        self._header_bytes = 0
         super().on_message_complete()
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def pause_writing(self) -> None:
+        """The transport's buffer is full: the client is not reading what the server writes."""
+        super().pause_writing()
+        self._write_stalled = self.loop.time()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._write_stalled = 0.0
 
     # -- timeouts ----------------------------------------------------------------------------
 
     def check_timeouts(self, now: float) -> None:
-        """End this connection if its headers or its body are overdue (the registry's sweep calls it)."""
+        """End this connection if its headers or its body are overdue, or if it has not read any of a response
+        for ``body_timeout_seconds`` (the registry's sweep calls it)."""
         phase = self._phase
         limits = self.registry.limits
+        if self._write_stalled and now - self._write_stalled >= limits.body_timeout_seconds and phase != _DONE:
+            self.logger.info("aborting a connection from %s: it read nothing of its response for %g seconds",
+                             self._client_key, limits.body_timeout_seconds)
+            self._phase = _DONE
+            self.transport.abort()  # what it left unread is dropped: close() would wait for it forever
+            return
         if phase == _HEADERS:
             if now - self._since < limits.header_timeout_seconds:
                 return
