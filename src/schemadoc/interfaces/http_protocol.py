@@ -132,6 +132,7 @@ class BoundedProtocol(HttpToolsProtocol):
         self._client_key = ""
         self._counted = False
         self._write_stalled = 0.0  # since when the client has not taken what the server wrote (0: it has)
+        self._max_header_bytes = self.registry.limits.max_header_bytes
 
     # -- connections -------------------------------------------------------------------------
 
@@ -168,6 +169,9 @@ class BoundedProtocol(HttpToolsProtocol):
         if phase == _DONE:
             return
         if phase != _BODY:  # these bytes start with the request line or headers (one read over, at most)
+            if phase == _IDLE:  # a later request on this connection: timed from its first byte
+                self._phase = _HEADERS
+                self._since = self.loop.time()
             self._header_bytes += len(data)
         self._unset_keepalive_if_required()
         try:
@@ -185,7 +189,7 @@ class BoundedProtocol(HttpToolsProtocol):
                 self.send_400_response(msg)
             return
         if self._phase == _HEADERS:
-            if self._header_bytes > self.registry.limits.max_header_bytes:
+            if self._header_bytes > self._max_header_bytes:
                 self._refuse(431, self._too_large(self._header_bytes))
         elif self._phase == _BODY:
             self._since = self.loop.time()
@@ -198,26 +202,20 @@ class BoundedProtocol(HttpToolsProtocol):
             "(max_header_bytes).",
             {"limit": "max_header_bytes", "max_header_bytes": limit, "actual_at_least": size})
 
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        if self._phase != _HEADERS:  # a later request on this connection: timed from its first byte
-            self._phase = _HEADERS
-            self._since = self.loop.time()
-
     def on_headers_complete(self) -> None:
-        if self._header_bytes > self.registry.limits.max_header_bytes:  # what was read may hold a body too
+        if self._header_bytes > self._max_header_bytes:  # what was read may hold a body too
             size = len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers) + 16
-            if size > self.registry.limits.max_header_bytes:
+            if size > self._max_header_bytes:
                 self._refuse(431, self._too_large(size))
                 raise _Refused  # stops the parser: no application, no body
         self._phase = _BODY
         self._since = self.loop.time()
-        super().on_headers_complete()
+        HttpToolsProtocol.on_headers_complete(self)
 
     def on_message_complete(self) -> None:
         self._phase = _IDLE
         self._header_bytes = 0
-        super().on_message_complete()
+        HttpToolsProtocol.on_message_complete(self)
 
     # -- writing -----------------------------------------------------------------------------
 
