@@ -239,32 +239,39 @@ def big_header(port: int, size: int) -> str:
     return f"no answer after {sent >> 20} MB sent"
 
 
-def half_open(port: int, count: int, wait: float) -> int:
-    """Open ``count`` connections with half a request each; how many the server closed within ``wait`` s."""
+def half_open(port: int, count: int, wait: float) -> str:
+    """Open ``count`` connections with half a request each; what the server did with them within ``wait`` s."""
     socks: list[socket.socket] = []
+    answers: dict[int, bytes] = {}
     with contextlib.ExitStack() as stack:
         for _ in range(count):
             with contextlib.suppress(OSError):
                 sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=5))
+                socks.append(sock)
                 sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Half: ")
                 sock.setblocking(False)
-                socks.append(sock)
-        closed: set[int] = set()
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and len(closed) < len(socks):
+        start = time.monotonic()
+        closed_at: list[float] = []
+        while time.monotonic() < start + wait and len(answers) < len(socks):
             for index, sock in enumerate(socks):
-                if index in closed:
+                if index in answers:
                     continue
+                data = b""
                 try:
-                    while sock.recv(65536):
-                        pass
-                    closed.add(index)  # b"": closed by the server
+                    while chunk := sock.recv(65536):
+                        data += chunk
                 except BlockingIOError:
-                    pass
+                    continue
                 except OSError:
-                    closed.add(index)
-            time.sleep(0.2)
-        return len(closed)
+                    pass
+                answers[index] = data  # the server closed it
+                closed_at.append(time.monotonic() - start)
+            time.sleep(0.1)
+    statuses = [data.split(b" ", 2)[1].decode() if data.startswith(b"HTTP/1.1 ") else "closed" for data in
+                answers.values()]
+    counts = ", ".join(f"{statuses.count(status)} x {status}" for status in sorted(set(statuses)))
+    last = f", the last after {max(closed_at):.1f} s" if closed_at else ""
+    return f"{len(answers)} of {len(socks)} closed by the server within {wait:g} s ({counts or 'none'}{last})"
 
 
 def phase(server: Server, doc_id: str, attack: Callable[[], str]) -> dict[str, str]:
@@ -305,8 +312,7 @@ def run(label: str, where: Path | None, work: Path, writes: int) -> dict[str, di
             return "; ".join(sorted(set(answers)))
 
         figures["50 MB headers"] = phase(server, read_id, headers)
-        figures["half-open"] = phase(
-            server, read_id, lambda: f"{half_open(server.port, 1000, 15.0)} of 1,000 closed by the server in 15 s")
+        figures["half-open"] = phase(server, read_id, lambda: half_open(server.port, 1000, 15.0))
         return figures
     finally:
         server.stop()

@@ -21,7 +21,8 @@ a reader that leaves more than ``buffer_bytes`` unread is cut off: its queue is 
 ``subscriber-too-slow`` error event whose ``details.last_version`` is the last version it was sent,
 so that ``Last-Event-ID`` (or the change feed) resumes it without a gap. While the feed catches up
 from the journal, a queue over ``buffer_bytes`` is dropped and the journal read further instead,
-and each page holds about ``buffer_bytes`` of entries (sized by the largest entry seen so far).
+and each page holds at most ``buffer_bytes`` of journal lines (and one entry however big), as the
+store reads them.
 
 A deleted document keeps its feed open (an undelete may follow, and arrives as a version); a
 purge ends it with a ``purged`` event. Nothing here knows HTTP: the REST door encodes
@@ -205,10 +206,10 @@ def too_slow(doc_id: str, last_version: int, buffer_bytes: int) -> SchemaDocErro
                     f"GET /api/v1/changes from there; read the stream promptly.")
 
 
-async def _history(service: DocumentService, doc_id: str, since: int, limit: int) -> HistoryPage:
+async def _history(service: DocumentService, doc_id: str, since: int, limit: int, max_bytes: int) -> HistoryPage:
     # include_deleted: a deletion committed while the stream runs is delivered as its journal entry
     return await anyio.to_thread.run_sync(
-        functools.partial(service.history, doc_id, since, limit, include_deleted=True))
+        functools.partial(service.history, doc_id, since, limit, include_deleted=True, max_bytes=max_bytes))
 
 
 def _purged(event: ChangeEvent) -> FeedEvent:
@@ -226,36 +227,24 @@ async def document_events(service: DocumentService, doc_id: str, since: int, *,
     when the reader left more than ``buffer_bytes`` of changes unread); otherwise runs until the
     consumer stops iterating (closing or cancelling it unsubscribes from the service).
 
-    ``encode``: when given, each version event also carries its body encoded (``data``), and the
-    catch-up pages are sized by those lengths: a page holds at most ``buffer_bytes`` divided by the
-    largest entry seen so far (one entry on the first page), and never more than ``page_size``
-    (without an encoder, pages of ``page_size``).
+    A catch-up page holds at most ``page_size`` entries and ``buffer_bytes`` of journal lines (at least
+    one entry). ``encode``: when given, each version event also carries its body encoded (``data``).
     """
     inbox = _Inbox(doc_id, asyncio.get_running_loop(), buffer_bytes)
     unsubscribe = service.subscribe(inbox.listener)  # before the journal is read: no gap
     last = since
-    largest = 0  # the largest entry seen so far (bytes); unknown: one entry on the first page
 
     def version_event(entry: JournalEntry) -> FeedEvent:
-        nonlocal largest
         body = results.journal_entry_body(entry)
-        if encode is None:
-            return FeedEvent("version", entry.version, body)
-        data = encode(body)
-        largest = max(largest, len(data))
-        return FeedEvent("version", entry.version, body, data)
+        return FeedEvent("version", entry.version, body, None if encode is None else encode(body))
 
     try:
         while True:
             # catch up from the journal, page by page (commits landing meanwhile queue)
             inbox.catch_up()
             while True:
-                if largest == 0:  # nothing measured yet: one entry (without an encoder nothing is measured)
-                    limit = 1 if encode is not None else page_size
-                else:
-                    limit = max(1, min(page_size, buffer_bytes // largest))
                 try:
-                    page = await _history(service, doc_id, last, limit)
+                    page = await _history(service, doc_id, last, page_size, buffer_bytes)
                 except SchemaDocError as error:
                     yield _purged(inbox.purge) if inbox.purge is not None else FeedEvent("error", None, error.to_dict())
                     return
