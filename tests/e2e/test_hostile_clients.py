@@ -1,5 +1,5 @@
 """Slow and greedy clients all at once against a real ``schemadoc serve``: the server's memory stays within
-its documented buffers and a client on another address is served throughout.
+its documented buffers and a client on another address is served throughout; the stream nobody reads is ended.
 
 From 127.0.0.1: a stalled event-stream reader (a 4 KiB receive buffer, reads nothing) while 1 MB
 writes land on its document, 50 connections with half a request's headers, a 50 MB header, and
@@ -178,6 +178,8 @@ def test_slow_and_greedy_clients_hold_no_more_than_the_buffers_and_others_are_se
                 answer = sock.recv(65536)
                 refused += answer.startswith(b"HTTP/1.1 503 ") and b'"too-many-connections"' in answer
         time.sleep(0.5)  # the good client reads while the greedy connections are held
+        stalled.settimeout(WAIT_SECONDS)
+        read_until_closed(stalled)  # a stream left unread is ended by the server (body_timeout_seconds)
     good.done.set()
     good.join()
     sampler.done.set()
@@ -193,3 +195,55 @@ def test_slow_and_greedy_clients_hold_no_more_than_the_buffers_and_others_are_se
     assert big_answer.startswith(b"HTTP/1.1 431 ") and b'"headers-too-large"' in big_answer
     assert all(answer.startswith(b"HTTP/1.1 408 ") and b'"request-timeout"' in answer for answer in timed_out)
     assert refused >= 8  # at least those beyond the cap; the stalled reader's connection counts too
+
+
+def sse_events(data: bytes) -> list[dict[str, str]]:
+    events = []
+    for block in data.decode().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.split("\n") if line and not line.startswith(":"))
+        if "event" in fields:
+            events.append(fields)
+    return events
+
+
+def test_a_reader_that_falls_behind_gets_a_final_resumable_event_and_resumes_without_a_gap(
+        tmp_path: Path) -> None:
+    (tmp_path / "blob.schema.json").write_text(json.dumps(SCHEMA))
+    with Server(tmp_path / "data", tmp_path, schema=tmp_path / "blob.schema.json") as server:  # default settings
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=WAIT_SECONDS)
+        connection.request("POST", "/api/v1/documents")
+        doc_id = orjson.loads(connection.getresponse().read())["doc_id"]
+        connection.close()
+        with socket.socket() as behind:
+            behind.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            behind.connect(("127.0.0.1", server.port))
+            behind.sendall(f"GET /api/v1/documents/{doc_id}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+            behind.settimeout(WAIT_SECONDS)
+            assert behind.recv(15).startswith(b"HTTP/1.1 200")
+            write(server, doc_id, 3 * BUFFER // WRITE_BYTES)  # three times the buffer while it reads nothing
+            streamed = b""
+            while b"event: error" not in streamed or not streamed.endswith(b"\r\n\r\n"):
+                chunk = behind.recv(1 << 20)
+                assert chunk, "the stream ended without its final event"
+                streamed += chunk
+        body = streamed.partition(b"\r\n\r\n")[2]
+        events = sse_events(b"".join(body.split(b"\r\n")[1::2]))  # the chunks of the chunked body
+        final = json.loads(events[-1]["data"])["error"]
+        last = final["details"]["last_version"]
+        resumed = http.client.HTTPConnection("127.0.0.1", server.port, timeout=WAIT_SECONDS)
+        resumed.request("GET", f"/api/v1/documents/{doc_id}/events", headers={"Last-Event-ID": str(last)})
+        response = resumed.getresponse()
+        ids: list[int] = []
+        pending = b""
+        while len(ids) < 1 + 3 * BUFFER // WRITE_BYTES - last:
+            pending += response.read1(1 << 20)
+            *blocks, pending = pending.split(b"\n\n")
+            ids += [int(event["id"]) for event in sse_events(b"\n\n".join(blocks) + b"\n\n") if "id" in event]
+        resumed.close()
+
+    sent = [int(event["id"]) for event in events[:-1]]
+    assert [event["event"] for event in events] == ["version"] * len(sent) + ["error"]
+    assert final["code"] == "subscriber-too-slow"
+    assert final["details"]["limit"] == "subscriber_buffer_bytes"
+    assert sent == list(range(2, last + 1))  # every version up to the last one delivered, in order
+    assert ids == list(range(last + 1, 2 + 3 * BUFFER // WRITE_BYTES))  # and from there, the rest
