@@ -124,6 +124,15 @@ def test_headers_beyond_the_limit_are_refused_with_431_before_any_token_is_read(
     assert sent < 50 << 20  # the server stopped reading long before the end
 
 
+def test_bytes_that_are_not_http_get_400_as_the_catalog_error_object(server: Server) -> None:
+    with connect(server) as sock:
+        sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+        data = read_until_closed(sock)
+
+    error = refusal(data, 400, "invalid-request")
+    assert error["details"]["reason"]
+
+
 def test_unfinished_headers_and_a_silent_connection_get_408_after_the_header_timeout(server: Server) -> None:
     with connect(server) as silent, connect(server) as partial:
         partial.sendall(get("/health") + b"X-Slow: 1")

@@ -21,10 +21,15 @@ so before any access token is checked) sees a request:
   (the peer's IP address) or ``max_connections`` in total, a new connection is answered
   ``503 too-many-connections`` and closed at once, freeing its socket.
 
-Each refusal is the catalog's JSON error object. The timeouts are checked by one sweep per server (every
-:data:`SWEEP_SECONDS`, or a quarter of the shortest timeout), so a request costs no timer of its own: a
-connection only notes when its current phase began. What is left to a reverse proxy: rates of requests
-(a client that sends complete small requests quickly), bandwidth, and TLS.
+Each refusal is the catalog's JSON error object (so is the ``400 invalid-request`` for bytes that are not
+HTTP). The timeouts are checked by one sweep per server (every :data:`SWEEP_SECONDS`, or a quarter of the
+shortest timeout), so a request costs no timer of its own: a connection only notes when its current phase
+began.
+
+What is left to a reverse proxy: rates of requests (a client that sends complete small requests quickly),
+bandwidth, TLS, and a deadline on a whole body (the body timeout is per pause, so a body trickled a byte
+at a time holds its connection, within the connection caps). Behind a proxy every client has the proxy's
+address: the per-client caps then count them together.
 """
 
 from __future__ import annotations
@@ -65,7 +70,8 @@ class TransportLimits:
 def refusal(status: int, error: SchemaDocError) -> bytes:
     """A whole HTTP/1.1 response carrying ``error``'s JSON object that closes the connection."""
     body = orjson.dumps(error.to_dict())
-    reason = {408: b"Request Timeout", 431: b"Request Header Fields Too Large", 503: b"Service Unavailable"}
+    reason = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large",
+              503: b"Service Unavailable"}
     return b"".join([b"HTTP/1.1 %d %s\r\n" % (status, reason.get(status, b"Error")),
                      b"content-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n" % len(body),
                      b"retry-after: 1\r\n\r\n" if status == 503 else b"\r\n", body])
@@ -193,6 +199,11 @@ class BoundedProtocol(HttpToolsProtocol):
                 self._refuse(431, self._too_large(self._header_bytes))
         elif self._phase == _BODY:
             self._since = self.loop.time()
+
+    def send_400_response(self, msg: str) -> None:
+        """A request httptools cannot parse: ``400 invalid-request`` as the catalog's error object, then close."""
+        self._refuse(400, SchemaDocError("invalid-request", "The request is not valid HTTP/1.1; the connection is "
+                                         "closed.", {"reason": msg}))
 
     def _too_large(self, size: int) -> SchemaDocError:
         limit = self.registry.limits.max_header_bytes
