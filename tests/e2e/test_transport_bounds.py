@@ -168,6 +168,17 @@ def test_a_body_that_stops_coming_gets_408_after_the_body_timeout(server: Server
     assert documents(server) == before  # nothing was created
 
 
+def test_a_body_left_unfinished_after_the_answer_ends_the_connection_without_a_second_answer(
+        server: Server) -> None:
+    with connect(server) as sock:  # refused for its Host before its body is read
+        sock.sendall(b"POST /api/v1/documents HTTP/1.1\r\nHost: elsewhere.example\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        data = read_until_closed(sock)
+
+    assert data.startswith(b"HTTP/1.1 4")
+    assert data.count(b"HTTP/1.1 ") == 1 and b"request-timeout" not in data
+
+
 def test_connections_beyond_the_caps_get_503_and_other_addresses_are_served(server: Server) -> None:
     wait_until_served(server)
     with contextlib.ExitStack() as held:

@@ -272,11 +272,15 @@ class BoundedProtocol(HttpToolsProtocol):
         if self.transport.is_closing():
             return
         self.logger.info("closing a connection from %s: its %s did not arrive in time", self._client_key, reason)
-        responding = self.cycle is not None and self.cycle.response_started and not self.cycle.response_complete
+        cycle = self.cycle
+        if phase == _BODY:  # the cycle is this request's: answered already (without reading the whole body)?
+            answered = cycle is not None and cycle.response_started
+        else:  # the cycle is the previous request's: its response still under way (this one pipelined)?
+            answered = cycle is not None and cycle.response_started and not cycle.response_complete
         error = SchemaDocError("request-timeout",
                                f"The {reason} did not arrive within {waited:g} seconds ({setting}).",
                                {"limit": setting, setting: waited})
-        if responding:  # a response is under way (pipelined behind it): nothing can be said, only closed
+        if answered:  # a response started: nothing more can be said, only closed
             self._phase = _DONE
             self.transport.close()
             assert self.cycle is not None
