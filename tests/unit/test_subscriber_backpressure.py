@@ -11,6 +11,7 @@ slowly its subscribers take them.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,11 @@ from typing import Any
 import anyio
 import orjson
 import pytest
+from mcp import Client
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces import feeds
+from schemadoc.interfaces.mcp import build_mcp_server
 from schemadoc.interfaces.mcp_notify import ChangeNotifier
 from schemadoc.interfaces.rest_wire import dump_body
 from schemadoc.interfaces.subscribers import SubscriberSlots
@@ -174,3 +177,18 @@ async def test_the_mcp_notifier_holds_no_journal_entry_and_merges_changes_past_i
     assert waiting == [(1, "created"), (2, "updated"), (10, "updated")]
     assert [type(e).__name__ for e in bus.events] == ["ResourceUpdated", "ResourcesListChanged",
                                                       "ResourceUpdated", "ResourceUpdated"]
+
+
+@pytest.mark.anyio
+async def test_a_legacy_subscription_to_a_resource_that_never_changes_is_acknowledged_not_kept(
+        service: DocumentService) -> None:
+    server = build_mcp_server(service)
+    doc_id, *_ = service.create_document()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the handshake era and resources/subscribe are deprecated
+        async with Client(server, mode="legacy") as client:
+            await client.subscribe_resource("schema://errors?" + "x" * 100_000)  # any size the body allows
+            await client.subscribe_resource(f"schema://{doc_id}")
+            kept = [list(peer.uris) for peer in server.notifier._peers.values()]
+
+    assert kept == [[f"schema://{doc_id}"]]

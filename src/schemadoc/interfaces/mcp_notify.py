@@ -278,8 +278,10 @@ class ChangeNotifier:
             if uri in peer.uris:
                 return EmptyResult()
             doc_id = document_of_uri(uri)
+            if doc_id is None:  # nothing but documents ever changes: nothing to remember (a URI may be huge)
+                return EmptyResult()
             try:
-                release = None if doc_id is None else self.slots.acquire(doc_id, client_of(ctx))
+                release = self.slots.acquire(doc_id, client_of(ctx))
             except SchemaDocError as error:
                 raise limit_error(error) from None
             if len(peer.uris) >= self.max_uris_per_peer:
