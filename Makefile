@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-instructions bench-rest bench-validation bench-agents bench-limits bench-startup bench-ui bench-memory docs clean inspector
+.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-instructions bench-rest bench-validation bench-agents bench-limits bench-startup bench-ui bench-memory bench-hostile docs clean inspector
 
 # development: the server, the client, the conformance suite and the tools (make test)
 $(VENV)/.installed: pyproject.toml
@@ -72,6 +72,9 @@ bench-instructions: $(VENV)/.installed  ## instructions per request (callgrind):
 
 bench-rest: $(VENV)/.installed  ## black box: a real server on 127.0.0.1, REST reads and writes (10 KB to 100 MB)
 	$(PY) benchmarks/rest.py
+
+bench-hostile: $(VENV)/.installed  ## black box: slow and greedy clients; the server's RSS and a good client's p50/p99
+	$(PY) benchmarks/hostile.py
 
 bench-agents: $(VENV)/.installed  ## MCP tools on 10 and 100 MiB books, search over 100 documents
 	$(PY) benchmarks/agents.py

@@ -41,6 +41,17 @@ class HistoryContract:
         assert store.read_journal(meta.doc_id, since_version=5) == []
         assert store.read_journal(meta.doc_id, since_version=9) == []
 
+    def test_read_journal_stops_at_the_entry_that_reaches_max_bytes(self, store: DocumentStore) -> None:
+        meta = create_document(store, {"n": ""})
+        for n in range(1, 9):
+            meta = commit_patch(store, meta, [{"op": "replace", "path": "/n", "value": f"{n}" * 1000}])
+        pages = [store.read_journal(meta.doc_id, since_version=1, max_bytes=limit) for limit in (1, 2500, 100_000)]
+        after_last = store.read_journal(meta.doc_id, since_version=8, until_version=9, max_bytes=2500)
+
+        assert [[entry.version for entry in page] for page in pages] == [[2], [2, 3, 4], list(range(2, 10))]
+        assert [entry.version for entry in after_last] == [9]
+        assert store.read_journal(meta.doc_id, since_version=9, max_bytes=2500) == []
+
     def test_the_journal_replays_to_the_stored_content_at_every_version(self, store: DocumentStore) -> None:
         meta = create_document(store, {"items": [], "title": "t"})
         seen = {1: orjson.loads(store.load(meta.doc_id).content)}

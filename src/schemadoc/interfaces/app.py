@@ -59,7 +59,7 @@ from schemadoc.interfaces.rest import (
     rest_state,
 )
 from schemadoc.interfaces.rest_lane import RestLane, route_pattern
-from schemadoc.interfaces.subscribers import SubscriberSlots
+from schemadoc.interfaces.subscribers import slots_of
 from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.reading.request_examples import with_request_examples
 from schemadoc.service import DocumentService
@@ -243,7 +243,7 @@ def build_app(service: DocumentService, settings: Settings, *,
 
     ``heartbeat_seconds``: how often an idle event stream sends a keep-alive comment.
     """
-    subscribers = SubscriberSlots(settings.max_subscribers_per_document, settings.max_subscribers_total)
+    subscribers = slots_of(settings)
     server = build_mcp_server(service, subscribers=subscribers)
     # build before the lifespan touches server.session_manager
     # the SDK's own body limit sits above ours: what reaches it was read within max_body_bytes by McpReader and is

@@ -239,10 +239,9 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         service = create_service(settings)
         _warn_if_create_fails(service)
         from schemadoc.interfaces.mcp import build_mcp_server
-        from schemadoc.interfaces.subscribers import SubscriberSlots
+        from schemadoc.interfaces.subscribers import slots_of
 
-        mcp_server = build_mcp_server(service, subscribers=SubscriberSlots(settings.max_subscribers_per_document,
-                                                                           settings.max_subscribers_total))
+        mcp_server = build_mcp_server(service, subscribers=slots_of(settings))
         log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
                  _storage_shown(settings))
         try:
@@ -258,10 +257,16 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         import uvicorn
 
         from schemadoc.interfaces.app import build_app
+        from schemadoc.interfaces.http_protocol import TransportLimits, bounded_protocol
 
         app = build_app(service, settings)
-        # httptools parses HTTP in C; "auto" takes uvloop wherever it is installed (not on Windows)
-        config = uvicorn.Config(app, http="httptools", loop="auto", log_config=None,
+        # httptools parses HTTP in C, bounded against hostile clients (http_protocol); "auto" takes uvloop
+        # wherever it is installed (not on Windows)
+        limits = TransportLimits(
+            max_header_bytes=settings.max_header_bytes, header_timeout_seconds=settings.header_timeout_seconds,
+            body_timeout_seconds=settings.body_timeout_seconds, max_connections=settings.max_connections,
+            max_connections_per_client=settings.max_connections_per_client)
+        config = uvicorn.Config(app, http=bounded_protocol(limits), loop="auto", log_config=None,
                                 log_level=settings.log_level_number, timeout_graceful_shutdown=5, lifespan="on",
                                 server_header=False)
         server = _graceful_server_class()(config)

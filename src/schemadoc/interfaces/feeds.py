@@ -8,11 +8,21 @@ service publishes them, so a client that remembers the last version it saw (the 
 2. replay the journal after the start version, page by page, remembering the last version sent;
 3. then take the queued change events in order, dropping those at or below the last version sent
    (they were in the replay) and reading the journal again on a gap (a commit by another process
-   sharing the storage directory, or events dropped because the client fell far behind).
+   sharing the storage directory, or one that landed while the journal was being read).
 
 The service calls listeners in the writer's thread; the :class:`_Inbox` only hands each event to
-the event loop (``loop.call_soon_threadsafe``) and never blocks the writer. Its queue is bounded:
-past ``max_pending`` unread events it is emptied and the journal serves as the backlog.
+the event loop (``loop.call_soon_threadsafe``) and never blocks the writer.
+
+Back-pressure: what one reader can make the server hold is bounded in bytes (``buffer_bytes``, the
+``subscriber_buffer_bytes`` setting). While the feed follows, unread events queue, each charged the
+size the service measured for its journal entry (:attr:`ChangeEvent.size`, never a serialisation);
+a reader that leaves more than ``buffer_bytes`` unread is cut off: its queue is dropped at once
+(even while the stream's send waits on a full socket) and the feed ends with a
+``subscriber-too-slow`` error event whose ``details.last_version`` is the last version it was sent,
+so that ``Last-Event-ID`` (or the change feed) resumes it without a gap. While the feed catches up
+from the journal, a queue over ``buffer_bytes`` is dropped and the journal read further instead,
+and each page holds at most ``buffer_bytes`` of journal lines (and one entry however big), as the
+store reads them.
 
 A deleted document keeps its feed open (an undelete may follow, and arrives as a version); a
 purge ends it with a ``purged`` event. Nothing here knows HTTP: the REST door encodes
@@ -26,32 +36,32 @@ import contextlib
 import functools
 import logging
 from collections import deque
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.subscribers import SUBSCRIBER_BUFFER_BYTES
 from schemadoc.operations import results
+from schemadoc.ops.journal import JournalEntry
 from schemadoc.service import ChangeEvent, DocumentService, HistoryPage
 from schemadoc.service.checks import LARGEST_INTEGER, check_int
 
 __all__ = [
     "HEARTBEAT_SECONDS",
-    "MAX_PENDING_EVENTS",
+    "TOO_SLOW",
     "FeedEvent",
     "document_events",
     "start_version",
+    "too_slow",
 ]
 
 log = logging.getLogger("schemadoc.feeds")
 
 HEARTBEAT_SECONDS: Final = 15.0
 """An idle feed sends a heartbeat this often (keeps proxies from closing the connection)."""
-
-MAX_PENDING_EVENTS: Final = 10_000
-"""Unread change events kept per feed; beyond this the journal is read instead."""
 
 _PAGE_SIZE: Final = 1000
 
@@ -60,14 +70,15 @@ _PAGE_SIZE: Final = 1000
 class FeedEvent:
     """One item of a feed.
 
-    ``kind`` is ``"version"`` (``body`` is the journal entry of ``version``), ``"purged"``
-    (``body`` is the purge result; the feed ends), ``"error"`` (``body`` is the error object;
-    the feed ends) or ``"heartbeat"`` (no body).
+    ``kind`` is ``"version"`` (``body`` is the journal entry of ``version``, ``data`` the body encoded when
+    the feed was given an encoder), ``"purged"`` (``body`` is the purge result; the feed ends), ``"error"``
+    (``body`` is the error object; the feed ends) or ``"heartbeat"`` (no body).
     """
 
     kind: str
     version: int | None = None
     body: Any = None
+    data: bytes | None = None
 
 
 HEARTBEAT: Final = FeedEvent("heartbeat")
@@ -111,19 +122,32 @@ def start_version(service: DocumentService, doc_id: str, since: int | None, last
     return start
 
 
-class _Overflow:
-    """Marker: events were dropped because the reader fell behind."""
-
-
 class _Inbox:
-    """Change events of one document, handed from writer threads to the event loop."""
+    """Change events of one document, handed from writer threads to the event loop, bounded in bytes.
 
-    def __init__(self, doc_id: str, loop: asyncio.AbstractEventLoop, max_pending: int) -> None:
+    Events queue, each charged its :attr:`ChangeEvent.size`. Past ``max_bytes`` (and more than one
+    event) the queue is emptied at once: while the feed follows (``following``), the reader is cut off
+    (``too_slow``); while it catches up from the journal, the journal serves as the backlog (``missed``
+    keeps the highest version dropped). A purge is remembered apart (``purge``).
+    """
+
+    def __init__(self, doc_id: str, loop: asyncio.AbstractEventLoop, max_bytes: int) -> None:
         self.doc_id = doc_id
         self.loop = loop
-        self.max_pending = max_pending
-        self.pending: deque[ChangeEvent | _Overflow] = deque()
+        self.max_bytes = max_bytes
+        self.pending: deque[ChangeEvent] = deque()
+        self.pending_bytes = 0
+        self.following = False
+        self.missed = 0
+        self.too_slow = False
+        self.purge: ChangeEvent | None = None
         self.wake = asyncio.Event()
+
+    def catch_up(self) -> None:
+        """The journal is read from here: what is queued is dropped (the journal has it)."""
+        self.following = False
+        self.pending.clear()
+        self.pending_bytes = 0
 
     def listener(self, event: ChangeEvent) -> None:
         """The service listener (the writer's thread): hand the event on, never block."""
@@ -133,32 +157,63 @@ class _Inbox:
             self.loop.call_soon_threadsafe(self._put, event)
 
     def _put(self, event: ChangeEvent) -> None:
-        if len(self.pending) >= self.max_pending:
-            log.info("feed of %s fell %d events behind; reading the journal instead", self.doc_id, self.max_pending)
-            self.pending.clear()
-            self.pending.append(_Overflow())
+        if event.kind == "purged":
+            self.purge = event
+        if self.too_slow:
+            return
         self.pending.append(event)
+        self.pending_bytes += event.size
+        if self.pending_bytes > self.max_bytes and len(self.pending) > 1:
+            # dropped now, even while the stream's send waits on a full socket
+            self.missed = max(self.missed, self.pending[-1].version)
+            self.pending.clear()
+            self.pending_bytes = 0
+            if self.following:
+                log.info("feed of %s left more than %d bytes of changes unread; cutting it off", self.doc_id,
+                         self.max_bytes)
+                self.too_slow = True
         self.wake.set()
 
-    async def get(self, timeout: float) -> ChangeEvent | _Overflow | None:
-        """The next event, an :class:`_Overflow` after a drop, or ``None`` when ``timeout`` passed idle."""
+    async def get(self, timeout: float) -> ChangeEvent | _TooSlow | None:
+        """The next event, :data:`TOO_SLOW` once cut off, or ``None`` when ``timeout`` passed idle."""
+        if self.too_slow:
+            return TOO_SLOW
         if not self.pending:
             self.wake.clear()
             try:
                 await asyncio.wait_for(self.wake.wait(), timeout)
             except TimeoutError:
                 return None
-        return self.pending.popleft()
+            if self.too_slow:
+                return TOO_SLOW
+        event = self.pending.popleft()
+        self.pending_bytes -= event.size
+        return event
 
-    def purge_pending(self) -> ChangeEvent | None:
-        return next((event for event in self.pending if isinstance(event, ChangeEvent) and event.kind == "purged"),
-                    None)
+
+class _TooSlow:
+    """Marker: the reader left more than its buffer unread and is cut off."""
 
 
-async def _history(service: DocumentService, doc_id: str, since: int, limit: int) -> HistoryPage:
+TOO_SLOW: Final = _TooSlow()
+
+
+def too_slow(doc_id: str, last_version: int, buffer_bytes: int) -> SchemaDocError:
+    """``subscriber-too-slow``: the final event of a feed whose reader fell too far behind."""
+    return SchemaDocError(
+        "subscriber-too-slow",
+        f"This stream of {doc_id} left more than {buffer_bytes} bytes of changes unread "
+        f"(subscriber_buffer_bytes), so it ends here; version {last_version} was the last one sent.",
+        {"doc_id": doc_id, "last_version": last_version, "limit": "subscriber_buffer_bytes",
+         "subscriber_buffer_bytes": buffer_bytes},
+        remediation=f"Reconnect with Last-Event-ID: {last_version} to resume without a gap, or read "
+                    f"GET /api/v1/changes from there; read the stream promptly.")
+
+
+async def _history(service: DocumentService, doc_id: str, since: int, limit: int, max_bytes: int) -> HistoryPage:
     # include_deleted: a deletion committed while the stream runs is delivered as its journal entry
     return await anyio.to_thread.run_sync(
-        functools.partial(service.history, doc_id, since, limit, include_deleted=True))
+        functools.partial(service.history, doc_id, since, limit, include_deleted=True, max_bytes=max_bytes))
 
 
 def _purged(event: ChangeEvent) -> FeedEvent:
@@ -167,46 +222,67 @@ def _purged(event: ChangeEvent) -> FeedEvent:
 
 async def document_events(service: DocumentService, doc_id: str, since: int, *,
                           heartbeat_seconds: float = HEARTBEAT_SECONDS,
-                          max_pending: int = MAX_PENDING_EVENTS,
-                          page_size: int = _PAGE_SIZE) -> AsyncGenerator[FeedEvent, None]:
+                          buffer_bytes: int = SUBSCRIBER_BUFFER_BYTES,
+                          page_size: int = _PAGE_SIZE,
+                          encode: Callable[[Any], bytes] | None = None) -> AsyncGenerator[FeedEvent, None]:
     """Every version of ``doc_id`` after ``since``, then each new one as it commits, each exactly once.
 
-    Runs on an asyncio loop. Ends after a ``purged`` or an ``error`` event; otherwise runs until
-    the consumer stops iterating (closing or cancelling it unsubscribes from the service).
+    Runs on an asyncio loop. Ends after a ``purged`` or an ``error`` event (``subscriber-too-slow``
+    when the reader left more than ``buffer_bytes`` of changes unread); otherwise runs until the
+    consumer stops iterating (closing or cancelling it unsubscribes from the service).
+
+    A catch-up page holds at most ``page_size`` entries and ``buffer_bytes`` of journal lines (at least
+    one entry). ``encode``: when given, each version event also carries its body encoded (``data``).
     """
-    inbox = _Inbox(doc_id, asyncio.get_running_loop(), max_pending)
+    inbox = _Inbox(doc_id, asyncio.get_running_loop(), buffer_bytes)
     unsubscribe = service.subscribe(inbox.listener)  # before the journal is read: no gap
     last = since
-    catch_up = True
+
+    def version_event(entry: JournalEntry) -> FeedEvent:
+        body = results.journal_entry_body(entry)
+        return FeedEvent("version", entry.version, body, None if encode is None else encode(body))
+
     try:
         while True:
-            if catch_up:
+            # catch up from the journal, page by page (commits landing meanwhile queue)
+            inbox.catch_up()
+            while True:
                 try:
-                    page = await _history(service, doc_id, last, page_size)
+                    page = await _history(service, doc_id, last, page_size, buffer_bytes)
                 except SchemaDocError as error:
-                    purge = inbox.purge_pending()
-                    yield _purged(purge) if purge is not None else FeedEvent("error", None, error.to_dict())
+                    yield _purged(inbox.purge) if inbox.purge is not None else FeedEvent("error", None, error.to_dict())
                     return
-                for entry in page.entries:
+                entries = deque(page.entries)
+                page.entries.clear()  # each entry is freed once sent
+                if not entries:
+                    break
+                while entries:
+                    entry = entries.popleft()
                     if entry.version > last:
                         last = entry.version
-                        yield FeedEvent("version", entry.version, results.journal_entry_body(entry))
-                catch_up = page.has_more and bool(page.entries)
-                continue
-            item = await inbox.get(heartbeat_seconds)
-            if item is None:
-                yield HEARTBEAT
-            elif isinstance(item, _Overflow):
-                catch_up = True
-            elif item.kind == "purged":
-                yield _purged(item)
-                return
-            elif item.version <= last:
-                continue  # already sent from the journal
-            elif item.version == last + 1 and item.entry is not None:
-                last = item.version
-                yield FeedEvent("version", item.version, results.journal_entry_body(item.entry))
-            else:
-                catch_up = True  # a gap: a commit by another process, or dropped events; the journal has it
+                        yield version_event(entry)
+                    del entry
+                if last >= page.current_version:
+                    break
+            inbox.following = True
+            if inbox.missed > last:
+                continue  # commits dropped from the queue while catching up: the journal has them
+            while True:
+                item = await inbox.get(heartbeat_seconds)
+                if item is None:
+                    yield HEARTBEAT
+                elif isinstance(item, _TooSlow):
+                    yield FeedEvent("error", None, too_slow(doc_id, last, buffer_bytes).to_dict())
+                    return
+                elif item.kind == "purged":
+                    yield _purged(item)
+                    return
+                elif item.version <= last:
+                    continue  # already sent from the journal
+                elif item.version == last + 1 and item.entry is not None:
+                    last = item.version
+                    yield version_event(item.entry)
+                else:
+                    break  # a gap: a commit by another process; the journal has it
     finally:
         unsubscribe()

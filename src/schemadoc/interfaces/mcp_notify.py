@@ -16,11 +16,19 @@ committed versions (never a dry run or a refused write), and the notifier publis
 at a time, in the order the service reported them, so every subscriber hears of a document's
 versions in order and of a list change after the write that caused it.
 
+Nothing a slow subscriber does grows the server without bound: a change waiting to be published
+holds no journal entry, and past :data:`MAX_WAITING_NOTICES` changes to one document are merged
+into one notice ("read again" says the same once); a handshake-era
+connection that does not take a notification within :data:`SEND_TIMEOUT_SECONDS` is dropped
+(the SDK buffers 16 messages per stream); a ``subscriptions/listen`` stream buffers at most
+1,024 small events in the SDK and is ended beyond that; a response nobody reads is ended by the
+HTTP protocol's timeout (:mod:`~schemadoc.interfaces.http_protocol`).
+
 Each subscription to a document's URI (``resources/subscribe``, or a ``subscriptions/listen``
 stream naming it) takes a slot of the :class:`~schemadoc.interfaces.subscribers.SubscriberSlots`
-shared with the REST event streams; one beyond the limits is a JSON-RPC error whose ``data`` is
-the ``too-many-subscribers`` error object. The slot frees on unsubscribe, when the connection or
-stream ends, and when the peer is dropped.
+shared with the REST event streams (per document, in total and per client address); one beyond the
+limits is a JSON-RPC error whose ``data`` is the ``too-many-subscribers`` error object. The slot
+frees on unsubscribe, when the connection or stream ends, and when the peer is dropped.
 """
 
 from __future__ import annotations
@@ -67,6 +75,26 @@ SEND_TIMEOUT_SECONDS = 5.0
 the others up for long)."""
 
 
+MAX_WAITING_NOTICES = 1024
+"""Change notices waiting to be published beyond which changes to one document are merged."""
+
+
+@dataclass
+class _Notice:
+    """A change waiting to be published: which document, its newest version, and what kind of change."""
+
+    doc_id: str
+    version: int
+    kind: str
+
+    def merge(self, event: ChangeEvent) -> None:
+        """Fold a later change of the same document in: a purge or a list change is kept."""
+        self.version = max(self.version, event.version)
+        if self.kind != "purged" and (event.kind == "purged" or event.kind in LIST_CHANGING_KINDS
+                                      or self.kind not in LIST_CHANGING_KINDS):
+            self.kind = event.kind
+
+
 def document_uri(doc_id: str) -> str:
     """The MCP resource URI of a document."""
     return f"schema://{doc_id}"
@@ -105,14 +133,16 @@ class ChangeNotifier:
     """
 
     def __init__(self, bus: SubscriptionBus, *, max_peers: int = 1024, max_uris_per_peer: int = 1024,
-                 slots: SubscriberSlots | None = None) -> None:
+                 slots: SubscriberSlots | None = None, max_waiting: int = MAX_WAITING_NOTICES) -> None:
         self.bus = bus
         self.slots = slots if slots is not None else SubscriberSlots()
         self.max_peers = max_peers
         self.max_uris_per_peer = max_uris_per_peer
         self._loop: asyncio.AbstractEventLoop | None = None
         self._peers: OrderedDict[object, _LegacyPeer] = OrderedDict()
-        self._queue: deque[ChangeEvent] = deque()
+        self.max_waiting = max_waiting
+        self._queue: deque[_Notice] = deque()
+        self._newest: dict[str, _Notice] = {}  # the newest waiting notice of each document
         self._worker: asyncio.Task[None] | None = None
         self._detach: Callable[[], None] | None = None
 
@@ -132,6 +162,7 @@ class ChangeNotifier:
             peer.release_all()
         self._peers.clear()
         self._queue.clear()
+        self._newest.clear()
 
     def install(self, server: MCPServer[Any]) -> None:
         """Serve legacy ``resources/subscribe``/``unsubscribe`` and advertise ``listChanged``.
@@ -169,8 +200,20 @@ class ChangeNotifier:
             log.debug("event loop closed; change of %s v%d not published", event.doc_id, event.version)
 
     def _enqueue(self, event: ChangeEvent) -> None:
-        """Queue ``event`` behind the ones not yet published; one worker publishes them in order."""
-        self._queue.append(event)
+        """Queue ``event`` behind the ones not yet published; one worker publishes them in order.
+
+        A waiting notice holds no journal entry. Past ``max_waiting`` notices, a change to a document
+        that already has one waiting is merged into it (the newest version; a list change or a purge
+        kept), since a notification only says "read again": however slowly subscribers take
+        notifications, at most ``max_waiting`` notices and one per document changed meanwhile wait.
+        """
+        waiting = self._newest.get(event.doc_id)
+        if waiting is not None and len(self._queue) >= self.max_waiting:
+            waiting.merge(event)
+        else:
+            notice = _Notice(event.doc_id, event.version, event.kind)
+            self._queue.append(notice)
+            self._newest[event.doc_id] = notice
         loop = asyncio.get_running_loop()
         worker = self._worker
         if worker is None or worker.done() or worker.get_loop() is not loop:
@@ -178,11 +221,13 @@ class ChangeNotifier:
 
     async def _work(self) -> None:
         while self._queue:
-            event = self._queue.popleft()
+            notice = self._queue.popleft()
+            if self._newest.get(notice.doc_id) is notice:
+                del self._newest[notice.doc_id]
             try:
-                await self.publish(event)
+                await self.publish(ChangeEvent(notice.doc_id, notice.version, notice.kind, None))
             except Exception:
-                log.exception("publishing the change of %s v%d failed", event.doc_id, event.version)
+                log.exception("publishing the change of %s v%d failed", notice.doc_id, notice.version)
 
     async def drain(self) -> None:
         """Wait until every change handed to the loop so far has been published."""
@@ -233,8 +278,10 @@ class ChangeNotifier:
             if uri in peer.uris:
                 return EmptyResult()
             doc_id = document_of_uri(uri)
+            if doc_id is None:  # nothing but documents ever changes: nothing to remember (a URI may be huge)
+                return EmptyResult()
             try:
-                release = None if doc_id is None else self.slots.acquire(doc_id)
+                release = self.slots.acquire(doc_id, client_of(ctx))
             except SchemaDocError as error:
                 raise limit_error(error) from None
             if len(peer.uris) >= self.max_uris_per_peer:
@@ -249,7 +296,7 @@ class ChangeNotifier:
             try:
                 for uri in dict.fromkeys(params.notifications.resource_subscriptions or ()):
                     if (doc_id := document_of_uri(uri)) is not None:
-                        slots.callback(self.slots.acquire(doc_id))
+                        slots.callback(self.slots.acquire(doc_id, client_of(ctx)))
             except SchemaDocError as error:
                 raise limit_error(error) from None
             result: SubscriptionsListenResult = await handler(ctx, params)
@@ -290,6 +337,13 @@ class ChangeNotifier:
         peer = self._peers.pop(key, None)
         if peer is not None:
             peer.release_all()
+
+
+def client_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The client address of a request over HTTP (the peer's IP address), ``None`` on stdio."""
+    client = getattr(ctx.request, "client", None)
+    host = getattr(client, "host", None)
+    return host if isinstance(host, str) else None
 
 
 def _connection_of(session: ServerSession) -> Any:

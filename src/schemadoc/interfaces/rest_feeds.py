@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Header, Path, Query
+from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
@@ -45,7 +45,9 @@ _EVENTS_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"description": "A text/event-stream: one `version` event per committed version (id = the version, "
                          "data = the journal entry as in /history), a `: keepalive` comment every 15 s when idle, "
                          "a final `purged` event when the document is purged, or a final `error` event "
-                         "(data = the error object).",
+                         "(data = the error object; `subscriber-too-slow` when the reader left more than "
+                         "subscriber_buffer_bytes of changes unread: reconnect with Last-Event-ID = "
+                         "details.last_version).",
           "content": {"text/event-stream": {"schema": _SSE_EVENT, "example": _SSE_EXAMPLE}}},
     **errors_of_a_stream(400, 404, 503),
 }
@@ -85,7 +87,8 @@ async def _server_sent(events: AsyncIterator[feeds.FeedEvent]) -> AsyncIterator[
             yield ServerSentEvent(comment="keepalive", sep="\n")
         else:
             event_id = None if item.version is None else str(item.version)
-            yield ServerSentEvent(dump_body(item.body).decode(), event=item.kind, id=event_id, sep="\n")
+            data = item.data if item.data is not None else dump_body(item.body)
+            yield ServerSentEvent(data.decode(), event=item.kind, id=event_id, sep="\n")
 
 
 def add_feed_routes(router: APIRouter) -> None:
@@ -108,7 +111,7 @@ def add_feed_routes(router: APIRouter) -> None:
                             "A deleted document's stream stays open (an undelete arrives as a version); "
                             "a purge ends it.",
                 responses=_EVENTS_RESPONSES, operation_id="document_events")
-    async def document_events(rest: Rest,
+    async def document_events(rest: Rest, request: Request,
         doc_id: DocIdPath,
         since: Annotated[int | None, Query(description="Send the versions after this one first.",
                                            json_schema_extra={"minimum": 0})] = None,
@@ -117,9 +120,12 @@ def add_feed_routes(router: APIRouter) -> None:
     ) -> Response:
         start = await anyio.to_thread.run_sync(
             functools.partial(feeds.start_version, rest.service, doc_id, since, last_event_id))
-        release = rest.slots.acquire(check_doc_id(doc_id))  # too-many-subscribers: an ordinary error response
+        client = request.client.host if request.client is not None else None
+        # too-many-subscribers: an ordinary error response
+        release = rest.slots.acquire(check_doc_id(doc_id), client)
         try:
-            events = feeds.document_events(rest.service, doc_id, start, heartbeat_seconds=rest.heartbeat_seconds)
+            events = feeds.document_events(rest.service, doc_id, start, heartbeat_seconds=rest.heartbeat_seconds,
+                                           buffer_bytes=rest.slots.buffer_bytes, encode=dump_body)
             stream = _EventStream(_server_sent(events), ping=0, sep="\n")
             stream.release = release
             return stream

@@ -321,7 +321,7 @@ class ServiceCore:
         finally:
             if self._shared is None:
                 self._feed.settle(cursor, change)
-        self._publish(ChangeEvent(doc_id, meta.version, kind, entry))
+        self._publish(ChangeEvent(doc_id, meta.version, kind, entry, entry_size(edit_bytes, patch)))
         return meta
 
     def _sizes_of(self, doc_id: str) -> SizeCache:
@@ -362,6 +362,13 @@ def bounded_call(call: dict[str, Any], fix: list[dict[str, Any]]) -> dict[str, A
     short = {key: value for key, value in call.items() if key != "arguments"}
     return {**short, "arguments_size_bytes": json_bytes([call["arguments"]]),
             **({"fix": fix} if json_bytes(fix) <= PREVIEW_BYTES else {})}
+
+
+def entry_size(added_bytes: int, patch: list[dict[str, Any]]) -> int:
+    """About the JSON size of a journal entry whose patch added ``added_bytes`` of values (without serialising
+    anything): the values, each operation's paths and punctuation, and the entry's own members."""
+    return 128 + added_bytes + sum(48 + len(operation.get("path", "")) + len(operation.get("from", ""))
+                                   for operation in patch)
 
 
 def json_bytes(value: list[Any]) -> int:

@@ -28,8 +28,9 @@ class History(ServiceCore):
     """The use cases that read what the journal keeps."""
 
     def history(self, doc_id: str, since_version: int = 0, limit: int = 100, *,
-                include_deleted: bool = False) -> HistoryPage:
-        """Journal entries after ``since_version``, oldest first, at most ``limit``.
+                include_deleted: bool = False, max_bytes: int | None = None) -> HistoryPage:
+        """Journal entries after ``since_version``, oldest first, at most ``limit`` (and, with ``max_bytes``, no
+        more than make up ``max_bytes`` of journal lines, at least one).
 
         A deleted document's history is ``document-not-found`` unless ``include_deleted``
         (change feeds use it to deliver the deletion itself).
@@ -43,7 +44,12 @@ class History(ServiceCore):
                 "version-not-found",
                 f"Document {doc_id} is at version {state.meta.version}; there is no version {since_version}.",
                 {"doc_id": doc_id, "version": since_version, "latest_version": state.meta.version})
-        entries = self.store.read_journal(doc_id, since_version=since_version, until_version=since_version + limit)
+        until = since_version + limit
+        if max_bytes is None:
+            entries = self.store.read_journal(doc_id, since_version=since_version, until_version=until)
+        else:
+            entries = self.store.read_journal(doc_id, since_version=since_version, until_version=until,
+                                              max_bytes=max_bytes)
         return HistoryPage(doc_id, entries, state.meta.version, since_version)
 
     def read_version(self, doc_id: str, version: int) -> Any:

@@ -99,6 +99,9 @@ class ChangeEvent:
     version: int
     kind: str                          # "created" | "updated" | "deleted" | "undeleted" | "purged"
     entry: JournalEntry | None
+    size: int = 0
+    """About the JSON size of ``entry`` in bytes, from what the write measured (what its patch added and its
+    operations' paths; the document is never serialised for it): what a subscriber's buffer is charged."""
 
 
 Listener = Callable[[ChangeEvent], None]

@@ -349,9 +349,11 @@ class DocumentStore(Protocol):
         """
         ...
 
-    def read_journal(self, doc_id: str, since_version: int = 0,
-                     until_version: int | None = None) -> list[JournalEntry]:
-        """The journal entries with ``since_version < version <= until_version``, oldest first.
+    def read_journal(self, doc_id: str, since_version: int = 0, until_version: int | None = None, *,
+                     max_bytes: int | None = None) -> list[JournalEntry]:
+        """The journal entries with ``since_version < version <= until_version``, oldest first; with
+        ``max_bytes``, only as many as make up ``max_bytes`` of journal lines (the one that reaches it
+        included, so at least one), so that a reader can page through big entries in bounded memory.
 
         Only committed versions are returned (never beyond the meta's version), so
         ``replay(read_journal(doc_id))`` equals the current content. Raises

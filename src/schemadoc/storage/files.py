@@ -46,7 +46,7 @@ from schemadoc.storage.base import (
     version_conflict,
 )
 from schemadoc.storage.directory import DocumentDirectory, rebuild
-from schemadoc.storage.journal import fold, read_entries
+from schemadoc.storage.journal import fold, read_entries, read_entries_within
 from schemadoc.storage.layout import (
     META_SUFFIX,
     Corrupt,
@@ -344,8 +344,8 @@ class FileDocumentStore(DocumentDirectory):
         metas.sort(key=lambda meta: meta.doc_id)
         return metas
 
-    def read_journal(self, doc_id: str, since_version: int = 0,
-                     until_version: int | None = None) -> list[JournalEntry]:
+    def read_journal(self, doc_id: str, since_version: int = 0, until_version: int | None = None, *,
+                     max_bytes: int | None = None) -> list[JournalEntry]:
         doc_id = check_doc_id(doc_id)
         paths = self._paths(doc_id)
         meta = self.read_meta(doc_id)
@@ -353,15 +353,16 @@ class FileDocumentStore(DocumentDirectory):
         try:
             offsets = self._journal_offsets.setdefault(doc_id, {})
             start = max((version for version in list(offsets) if version <= since_version), default=0)
-            entries, last = read_entries(paths.journal, since=since_version, upto=upto,
-                                         start=(start, offsets.get(start, 0)), offsets=offsets)
+            entries, last, stopped = read_entries_within(paths.journal, since=since_version, upto=upto,
+                                                         start=(start, offsets.get(start, 0)), offsets=offsets,
+                                                         max_bytes=max_bytes)
         except FileNotFoundError:
             if not paths.meta.exists():
                 raise document_not_found(doc_id) from None
             raise read_failed(doc_id, "the journal is missing", paths.journal.name) from None
         except (OSError, Corrupt) as error:
             raise journal_failed(doc_id, paths, error) from None
-        if last < upto:
+        if last < upto and not stopped:
             raise read_failed(doc_id, f"the journal ends at version {last}, the meta is at version "
                                       f"{meta.version}", paths.journal.name, paths.meta.name)
         return entries

@@ -24,7 +24,8 @@ from schemadoc.ops.journal import JournalEntry, peek_version
 from schemadoc.storage.base import DocumentMeta
 from schemadoc.storage.layout import Corrupt, reason
 
-__all__ = ["OFFSET_EVERY", "Mark", "Tail", "find_line_end", "fold", "read_entries", "repair_tail"]
+__all__ = ["OFFSET_EVERY", "Mark", "Tail", "find_line_end", "fold", "read_entries", "read_entries_within",
+           "repair_tail"]
 
 log = logging.getLogger("schemadoc.storage.files")
 
@@ -247,7 +248,18 @@ def repair_tail(doc_id: str, path: Path) -> int:
 
 def read_entries(path: Path, *, since: int, upto: int | None, start: tuple[int, int] = (0, 0),
                   offsets: dict[int, int] | None = None, every: int = OFFSET_EVERY) -> tuple[list[JournalEntry], int]:
-    """Entries ``since < version <= upto`` and the last version seen (checked consecutive from 1).
+    """Entries ``since < version <= upto`` and the last version seen: :func:`read_entries_within` without a
+    byte bound."""
+    entries, last, _ = read_entries_within(path, since=since, upto=upto, start=start, offsets=offsets, every=every)
+    return entries, last
+
+
+def read_entries_within(path: Path, *, since: int, upto: int | None, start: tuple[int, int] = (0, 0),
+                        offsets: dict[int, int] | None = None, every: int = OFFSET_EVERY,
+                        max_bytes: int | None = None) -> tuple[list[JournalEntry], int, bool]:
+    """Entries ``since < version <= upto`` and the last version seen (checked consecutive from 1), and
+    whether the reading stopped early because the lines returned reached ``max_bytes`` (the entry that
+    reaches it is returned: at least one always is).
 
     Lines are skipped by their version prefix, never parsed, when not returned. An unfinished
     last line (no newline: a write in progress or torn) is ignored. ``start`` is a known
@@ -256,10 +268,11 @@ def read_entries(path: Path, *, since: int, upto: int | None, start: tuple[int, 
     """
     entries: list[JournalEntry] = []
     last = start[0]
+    taken = 0
     with path.open("rb") as file:
         size = os.fstat(file.fileno()).st_size
         if size == 0:
-            return entries, 0
+            return entries, 0, False
         with mmap.mmap(file.fileno(), size, access=mmap.ACCESS_READ) as view:
             position = start[1]
             while position < size and (upto is None or last < upto):
@@ -282,10 +295,13 @@ def read_entries(path: Path, *, since: int, upto: int | None, start: tuple[int, 
                                    path.name)
                 if entry is not None and version > since:
                     entries.append(entry)
+                    taken += end + 1 - position
                 last = version
                 position = end + 1
                 if offsets is not None and version % every == 0:
                     offsets[version] = position
-    return entries, last
+                if max_bytes is not None and taken >= max_bytes and (upto is None or last < upto):
+                    return entries, last, True
+    return entries, last, False
 
 

@@ -110,10 +110,16 @@ class MemoryDocumentStore:
             documents = list(self._documents.items())
         return [document.meta for _, document in sorted(documents)]
 
-    def read_journal(self, doc_id: str, since_version: int = 0,
-                     until_version: int | None = None) -> list[JournalEntry]:
+    def read_journal(self, doc_id: str, since_version: int = 0, until_version: int | None = None, *,
+                     max_bytes: int | None = None) -> list[JournalEntry]:
         document = self._get(check_doc_id(doc_id))
         lines = document.journal[max(since_version, 0): until_version]
+        if max_bytes is not None:
+            taken = count = 0
+            while count < len(lines) and taken < max_bytes:
+                taken += len(lines[count]) + 1
+                count += 1
+            lines = lines[:count]
         return [JournalEntry.from_line(line) for line in lines]
 
     def write_checkpoint(self, doc_id: str, version: int, content: bytes) -> None:

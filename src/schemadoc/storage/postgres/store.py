@@ -366,14 +366,21 @@ class PostgresDocumentStore:
         rows = self._read(None, "SELECT doc_id, " + META_COLUMNS + " FROM {documents} ORDER BY doc_id", many=True)
         return [_meta(row[0], row[1:]) for row in rows]
 
-    def read_journal(self, doc_id: str, since_version: int = 0,
-                     until_version: int | None = None) -> list[JournalEntry]:
+    def read_journal(self, doc_id: str, since_version: int = 0, until_version: int | None = None, *,
+                     max_bytes: int | None = None) -> list[JournalEntry]:
         doc_id = check_doc_id(doc_id)
         until = until_version if until_version is not None else 2**31 - 1
-        rows = self._read(doc_id, "SELECT j.entry FROM {documents} d LEFT JOIN {journal} j ON j.doc_id = d.doc_id "
-                                  "AND j.version > %s AND j.version <= least(%s, d.version) WHERE d.doc_id = %s "
-                                  "ORDER BY j.version", (max(since_version, 0), min(until, 2**31 - 1), doc_id),
-                          many=True)
+        bounds = (max(since_version, 0), min(until, 2**31 - 1), doc_id)
+        if max_bytes is None:
+            rows = self._read(doc_id, "SELECT j.entry FROM {documents} d LEFT JOIN {journal} j ON j.doc_id = d.doc_id "
+                                      "AND j.version > %s AND j.version <= least(%s, d.version) WHERE d.doc_id = %s "
+                                      "ORDER BY j.version", bounds, many=True)
+        else:  # the rows whose predecessors in the range add up to less than max_bytes
+            rows = self._read(doc_id, "SELECT j.entry FROM {documents} d LEFT JOIN LATERAL (SELECT entry, version, "
+                                      "sum(octet_length(entry)) OVER (ORDER BY version) - octet_length(entry) AS "
+                                      "before FROM {journal} WHERE doc_id = d.doc_id AND version > %s AND version <= "
+                                      "least(%s, d.version)) j ON true WHERE d.doc_id = %s AND (j.before IS NULL OR "
+                                      "j.before < %s) ORDER BY j.version", (*bounds, max_bytes), many=True)
         if not rows:
             raise document_not_found(doc_id)
         return _entries(doc_id, [row[0] for row in rows if row[0] is not None])
