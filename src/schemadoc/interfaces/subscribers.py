@@ -88,26 +88,16 @@ class SubscriberSlots:
         with self._lock:
             current, total = self._counts[doc_id], self._counts.total()
             held = 0 if client is None else self._clients[client]
-            if held >= self.per_client:
-                raise SchemaDocError(
-                    "too-many-subscribers",
-                    f"This client address already holds {held} subscriptions, the most one client may hold "
-                    f"(max_subscribers_per_client).",
-                    {"limit": "max_subscribers_per_client", "max_subscribers_per_client": self.per_client,
-                     "actual": held, "doc_id": doc_id})
-            if current >= self.per_document:
-                raise SchemaDocError(
-                    "too-many-subscribers",
-                    f"Document {doc_id} already has {current} subscribers, the most one document may have "
-                    f"(max_subscribers_per_document).",
-                    {"limit": "max_subscribers_per_document", "max_subscribers_per_document": self.per_document,
-                     "actual": current, "doc_id": doc_id})
-            if total >= self.total:
-                raise SchemaDocError(
-                    "too-many-subscribers",
-                    f"The server already has {total} subscribers, the most it serves (max_subscribers_total).",
-                    {"limit": "max_subscribers_total", "max_subscribers_total": self.total, "actual": total,
-                     "doc_id": doc_id})
+            for limit, actual, bound, what in (
+                    ("max_subscribers_per_client", held, self.per_client,
+                     f"This client address already holds {held} subscriptions, the most one client may hold"),
+                    ("max_subscribers_per_document", current, self.per_document,
+                     f"Document {doc_id} already has {current} subscribers, the most one document may have"),
+                    ("max_subscribers_total", total, self.total,
+                     f"The server already has {total} subscribers, the most it serves")):
+                if actual >= bound:
+                    raise SchemaDocError("too-many-subscribers", f"{what} ({limit}).",
+                                         {"limit": limit, limit: bound, "actual": actual, "doc_id": doc_id})
             self._counts[doc_id] += 1
             if client is not None:
                 self._clients[client] = held + 1
