@@ -390,16 +390,18 @@ class AccessGuard:
                 else f"The web origin {origin!r} may read but not change documents: only pages served by this server "
                 "or listed in cors_origins may.",
                 {"origin": origin, "allowed_hosts": list(self.hosts.allowed_hosts), "method": method}))
+        elif self.tokens is None:
+            await (self._mcp_post(scope, receive, send, None) if method == "POST" and path == self.mcp_path
+                   else self.app(scope, receive, send))
         elif (method in ("GET", "HEAD") and _is_open(path)) or (method == "OPTIONS" and preflight is not None):
             await self.app(scope, receive, send)  # an open page, or a CORS preflight (never carries a token)
-        elif self.tokens is None:
-            await self._admit(scope, receive, send, None)
         elif isinstance(token := self._token(authorization), SchemaDocError):
             await self._refuse(send, path, token)
         elif token.writes or method in _READ_METHODS or (path == self.mcp_path and method in ("POST", "DELETE")) or (
                 self.reads is not None and self.reads(method, path)):
             scope[CREDENTIAL] = token
-            await self._admit(scope, receive, send, token)
+            await (self._mcp_post(scope, receive, send, token) if method == "POST" and path == self.mcp_path
+                   else self.app(scope, receive, send))
         else:
             await self._refuse(send, path, _read_only(token, f"{method} {path}"))
 
@@ -417,12 +419,9 @@ class AccessGuard:
                                   {"scheme": "Bearer"})
         return token
 
-    async def _admit(self, scope: Scope, receive: Receive, send: Send, token: Token | None) -> None:
-        """Hand an admitted request on; a message posted to MCP is read first, and refused if it writes
+    async def _mcp_post(self, scope: Scope, receive: Receive, send: Send, token: Token | None) -> None:
+        """Hand on an admitted message posted to MCP: read first (:class:`McpReader`), and refused if it writes
         and ``token`` is read-only."""
-        if scope.get("method") != "POST" or route_path(scope) != self.mcp_path:
-            await self.app(scope, receive, send)
-            return
         post = await self.mcp_reader.read(scope, receive, send)
         if post is None:
             return  # answered by the reader (too large, not JSON, too deep), or the client left
@@ -440,8 +439,11 @@ class AccessGuard:
         await send_json(send, error.status, error_bytes(error, path, message_id, self.mcp_path), challenge)
 
 
+_OPEN_PREFIXES: Final = tuple(f"{prefix}/" for prefix in _OPEN_PATHS)
+
+
 def _is_open(path: str) -> bool:
-    return any(path == prefix or path.startswith(prefix + "/") for prefix in _OPEN_PATHS)
+    return path in _OPEN_PATHS or path.startswith(_OPEN_PREFIXES)
 
 
 def _read_only(token: Token, what: str) -> SchemaDocError:

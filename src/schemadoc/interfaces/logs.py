@@ -55,9 +55,9 @@ def escape_controls(text: str, *, keep_newlines: bool = False) -> str:
 
 REDACTED = "[redacted]"
 TOKEN = "[token]"
-# a word (a URL, a path, any request target: "*", "%2A") after a space, quote, bracket or "=", then "?" and the
-# query: whatever follows up to a space, a quote or a fragment
-_QUERY = re.compile(r"""([\s"'(<\[=])([^\s"'?#<>]*)\?([^\s"'#<>]+)""")
+# a "?" and the query that follows it (after a URL, a path or any request target: "*", "%2A"): whatever follows up
+# to a space, a quote or a fragment; a "?" followed by a space (as in prose) starts none
+_QUERY = re.compile(r"""\?([^\s"'#<>]+)""")
 _NAME = re.compile(r"[A-Za-z0-9_.\-\[\]]{1,64}")
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;]{16,}")
 
@@ -85,8 +85,7 @@ def redact_queries(text: str) -> str:
     """
     if "?" not in text:
         return text
-    redacted = _QUERY.sub(lambda found: f"{found[1]}{found[2]}?{_redacted_query(found[3])}", f" {text}")
-    return redacted[1:]
+    return _QUERY.sub(lambda found: f"?{_redacted_query(found[1])}", text)
 
 
 # the words a token given as a digest is looked for as: runs between whitespace, quotes and URL delimiters
@@ -155,6 +154,8 @@ def safe_message(record: logging.LogRecord) -> str:
     """The record's message with its arguments, control characters escaped: its own line breaks stay, unless an
     argument brought one too (then the message is one line)."""
     message = record.getMessage()
+    if _CONTROLS.search(message) is None:
+        return message  # the common case: nothing to escape, not even a line feed
     own_lines = record.msg.count("\n") if isinstance(record.msg, str) else 0
     return escape_controls(message, keep_newlines=message.count("\n") == own_lines)
 

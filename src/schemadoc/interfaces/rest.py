@@ -328,7 +328,8 @@ async def answer(binding: Binding, request: Request, rest: RestState) -> Respons
         read = request.scope.get(READ_BODY)  # read by the body limits already
         body = read if read is not None else await request.body()
         if body:  # a body not declared as JSON is never read, nor the request answered
-            check_media_type(request.headers.get("content-type"))
+            check_media_type(next((bytes(value).decode("latin-1") for name, value in request.scope["headers"]
+                                   if name == b"content-type"), None))
     local = binding.operation.local
     if local is None:
         result = await anyio.to_thread.run_sync(_run, binding, request, body, rest)
