@@ -368,28 +368,11 @@ class AccessGuard:
                 preflight = value
         verdict = self.hosts.admits(host, origin) if repeated is None else "repeated"
         method: str = scope.get("method", "GET")
-        if verdict == "repeated":
-            assert repeated is not None
-            header = _SINGLE_HEADERS[repeated]
-            await self._refuse(send, path, SchemaDocError(
-                "invalid-request", f"The request has more than one {header} header; send it once.",
-                {"header": header, "reason": "repeated"}))
-        elif verdict == "malformed-host":
-            await self._refuse(send, path, SchemaDocError(
-                "invalid-request", f"The Host header {host!r} is not host[:port].",
-                {"header": "Host", "value": host, "reason": "malformed"}))
-        elif verdict == "host":
-            await self._refuse(send, path, SchemaDocError(
-                "host-not-allowed", f"This server does not answer for the host {host!r}." if host
-                else "The request has no Host header, and this server answers only for named hosts.",
-                {"host": host, "allowed_hosts": list(self.hosts.allowed_hosts)}))
-        elif verdict == "origin" or (origin is not None and method not in _READ_METHODS
-                                     and not self.hosts.origin_allowed(origin, host, writes=True)):
-            await self._refuse(send, path, SchemaDocError(
-                "origin-not-allowed", f"Requests from the web origin {origin!r} are not admitted." if verdict
-                else f"The web origin {origin!r} may read but not change documents: only pages served by this server "
-                "or listed in cors_origins may.",
-                {"origin": origin, "allowed_hosts": list(self.hosts.allowed_hosts), "method": method}))
+        if verdict is None and origin is not None and method not in _READ_METHODS and not self.hosts.origin_allowed(
+                origin, host, writes=True):
+            verdict = "origin-writes"
+        if verdict is not None:
+            await self._refuse(send, path, self._header_refusal(verdict, repeated, host, origin, method))
         elif self.tokens is None:
             await (self._mcp_post(scope, receive, send, None) if method == "POST" and path == self.mcp_path
                    else self.app(scope, receive, send))
@@ -404,6 +387,29 @@ class AccessGuard:
                    else self.app(scope, receive, send))
         else:
             await self._refuse(send, path, _read_only(token, f"{method} {path}"))
+
+    def _header_refusal(self, verdict: str, repeated: bytes | None, host: str | None, origin: str | None,
+                        method: str) -> SchemaDocError:
+        """The error refusing a request whose Host or Origin headers :meth:`HostPolicy.admits` refused
+        (``verdict``), or that are repeated, or whose origin may read but not write (``"origin-writes"``)."""
+        if verdict == "repeated":
+            assert repeated is not None
+            header = _SINGLE_HEADERS[repeated]
+            return SchemaDocError("invalid-request", f"The request has more than one {header} header; send it once.",
+                                  {"header": header, "reason": "repeated"})
+        if verdict == "malformed-host":
+            return SchemaDocError("invalid-request", f"The Host header {host!r} is not host[:port].",
+                                  {"header": "Host", "value": host, "reason": "malformed"})
+        if verdict == "host":
+            return SchemaDocError(
+                "host-not-allowed", f"This server does not answer for the host {host!r}." if host
+                else "The request has no Host header, and this server answers only for named hosts.",
+                {"host": host, "allowed_hosts": list(self.hosts.allowed_hosts)})
+        return SchemaDocError(
+            "origin-not-allowed", f"Requests from the web origin {origin!r} are not admitted." if verdict == "origin"
+            else f"The web origin {origin!r} may read but not change documents: only pages served by this server "
+            "or listed in cors_origins may.",
+            {"origin": origin, "allowed_hosts": list(self.hosts.allowed_hosts), "method": method})
 
     def _token(self, authorization: str | None) -> Token | SchemaDocError:
         assert self.tokens is not None
