@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -96,3 +97,20 @@ class Server:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
+
+
+def connect(server: Server, source: str = "127.0.0.1", timeout: float = 20.0) -> socket.socket:
+    """A raw connection to ``server`` from the address ``source`` (any of 127.0.0.0/8 is this machine, so a test
+    can be several clients), for what an HTTP client library would not send."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=timeout, source_address=(source, 0))
+    sock.settimeout(timeout)
+    return sock
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (a reset after the answer counts as closed)."""
+    data = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(65536):
+            data += chunk
+    return data

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from http_server import Server
+from http_server import Server, connect, read_until_closed
 
 pytestmark = [pytest.mark.timeout(120)]
 
@@ -110,18 +110,6 @@ class GoodClient(threading.Thread):
                 connection.close()
             time.sleep(0.01)
         connection.close()
-
-
-def connect(server: Server) -> socket.socket:
-    return socket.create_connection(("127.0.0.1", server.port), timeout=WAIT_SECONDS)
-
-
-def read_until_closed(sock: socket.socket) -> bytes:
-    data = b""
-    with contextlib.suppress(ConnectionResetError):
-        while chunk := sock.recv(65536):
-            data += chunk
-    return data
 
 
 def write(server: Server, doc_id: str, count: int) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import time
 import warnings
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
-from http_server import Server
+from http_server import Server, connect, read_until_closed
 from mcp import Client, MCPError
 
 from schemadoc.errors import CATALOG
@@ -55,22 +54,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     config.write_text(json.dumps(SETTINGS))
     with Server(root / "data", root, extra_args=("--config", str(config))) as server:
         yield server
-
-
-def connect(server: Server, source: str = "127.0.0.1") -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", server.port), timeout=WAIT_SECONDS,
-                                    source_address=(source, 0))
-    sock.settimeout(WAIT_SECONDS)
-    return sock
-
-
-def read_until_closed(sock: socket.socket) -> bytes:
-    """Everything the server sends until it closes the connection (a reset after the answer counts as closed)."""
-    data = b""
-    with contextlib.suppress(ConnectionResetError):
-        while chunk := sock.recv(65536):
-            data += chunk
-    return data
 
 
 def refusal(data: bytes, status: int, code: str) -> dict[str, Any]:

@@ -57,8 +57,10 @@ class Target:
         listed = self.http.get(f"{self.server.url}/api/v1/documents", headers=writer).json()
         each = [(doc_id, (answer := self.http.get(f"{self.server.url}/api/v1/documents/{doc_id}", headers=writer))
                  .status_code, answer.json().get("version")) for doc_id in self.documents]
+        # the documents' files, less the locks and a snapshot being written in the background (a checkpoint of a
+        # journal that already holds its versions, not a write; it appears as a .tmp file for a moment)
         files = sorted(str(path.relative_to(self.storage)) for path in self.storage.rglob("*")
-                       if path.is_file() and not path.name.endswith(".lock"))
+                       if path.is_file() and not path.name.endswith((".lock", ".tmp")))
         return sorted((item["doc_id"], item["version"]) for item in listed["documents"]), each, files
 
 
