@@ -19,7 +19,10 @@ from schemadoc.interfaces.app import create_service
 ROOT = Path(__file__).resolve().parents[2]
 BOOK_SCHEMA = ROOT / "schemas" / "book.schema.json"
 TEST_SCHEMAS = ROOT / "tests" / "schemas"
-STARTUP_LIMIT_SECONDS = 5.0
+STARTUP_LIMIT_SECONDS = 30.0
+"""A failed start gives up at once instead of waiting (retrying, listening, hanging on a lock): it usually takes
+2 s, but beside a loaded test worker it took over 5 s. How fast the command starts is measured by make
+bench-startup, not asserted here."""
 # the README's table: one exit code per kind of failure, whatever the command
 EXIT_CODES = {"config-invalid": 2, "invalid-request": 2, "document-not-found": 2, "schema-load-failed": 3,
               "schema-resolution-failed": 3, "storage": 4, "internal-error": 5}
