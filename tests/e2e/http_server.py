@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -114,3 +115,11 @@ def read_until_closed(sock: socket.socket) -> bytes:
         while chunk := sock.recv(65536):
             data += chunk
     return data
+
+
+def tokens_file(directory: Path, *entries: dict[str, str]) -> Path:
+    """``directory/tokens.json`` holding ``entries`` (``name``, ``token`` or ``sha256``, ``access``), for
+    ``--tokens-file``; the end-to-end tests' log check (``conftest.py``) finds its secrets there."""
+    path = directory / "tokens.json"
+    path.write_text(json.dumps({"tokens": list(entries)}), encoding="utf-8")
+    return path

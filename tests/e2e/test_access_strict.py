@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from http_server import BOOK_SCHEMA, Server, free_port
+from http_server import BOOK_SCHEMA, Server, free_port, tokens_file
 
 from schemadoc.config import ENVIRONMENT
 
@@ -26,9 +26,8 @@ READER = "reader-token-0123456789abcdef"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("strict")
-    tokens = root / "tokens.json"
-    tokens.write_text(json.dumps({"tokens": [{"name": "ci", "token": WRITER, "access": "read-write"},
-                                             {"name": "dash", "token": READER, "access": "read-only"}]}))
+    tokens = tokens_file(root, {"name": "ci", "token": WRITER, "access": "read-write"},
+                         {"name": "dash", "token": READER, "access": "read-only"})
     with Server(root / "data", root / "logs", extra_args=("--tokens-file", str(tokens))) as up:
         yield up
         assert "Traceback" not in up.stderr

@@ -11,13 +11,12 @@ tokens on. Skipped, with the reason, where Chromium is missing (CI installs it).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 import httpx
 import pytest
 from browser import CHROMIUM_MISSING, chromium, processes_using, render
-from http_server import Server
+from http_server import Server, tokens_file
 from test_api_docs_browser import _METHODS, _parse
 
 TOKEN = "writer-token-0123456789abcdef"
@@ -28,8 +27,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     if chromium() is None:
         pytest.skip(CHROMIUM_MISSING)
     base = tmp_path_factory.mktemp("api-docs-tokens")
-    tokens = base / "tokens.json"
-    tokens.write_text(json.dumps({"tokens": [{"name": "ci", "token": TOKEN, "access": "read-write"}]}))
+    tokens = tokens_file(base, {"name": "ci", "token": TOKEN, "access": "read-write"})
     with Server(base / "data", base / "logs", extra_args=("--tokens-file", str(tokens))) as running:
         assert httpx.get(f"{running.url}/api/v1/documents", timeout=10).status_code == 401  # tokens are on
         yield running

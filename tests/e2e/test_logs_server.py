@@ -5,7 +5,6 @@ when it hangs up in the middle of a request."""
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import socket
 import threading
@@ -14,7 +13,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from http_server import Server
+from http_server import Server, tokens_file
 
 WRITER = "logs-writer-0123456789abcdef"
 HASHED = "logs-hashed-only-0123456789abcdef"  # in the tokens file as its digest only
@@ -24,11 +23,9 @@ RECORD = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|E
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("logs-server")
-    tokens = root / "tokens.json"
-    tokens.write_text(json.dumps({"tokens": [
-        {"name": "ci", "token": WRITER, "access": "read-write"},
-        {"name": "hashed", "sha256": hashlib.sha256(HASHED.encode()).hexdigest(), "access": "read-write"},
-    ]}), encoding="utf-8")
+    tokens = tokens_file(root, {"name": "ci", "token": WRITER, "access": "read-write"},
+                         {"name": "hashed", "sha256": hashlib.sha256(HASHED.encode()).hexdigest(),
+                          "access": "read-write"})
     # at debug, so that every line any library logs is looked at
     running = Server(root / "data", root / "logs", extra_args=("--tokens-file", str(tokens), "--log-level", "debug"))
     try:

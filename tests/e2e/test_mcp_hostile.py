@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from http_server import Server
+from http_server import Server, tokens_file
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -41,11 +41,9 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("mcp-hostile")
-    tokens = root / "tokens.json"
-    tokens.write_text(json.dumps({"tokens": [
-        {"name": "ci", "token": WRITER, "access": "read-write"},
-        {"name": "ci2", "token": OTHER_WRITER, "access": "read-write"},
-        {"name": "dash", "token": READER, "access": "read-only"}]}), encoding="utf-8")
+    tokens = tokens_file(root, {"name": "ci", "token": WRITER, "access": "read-write"},
+                         {"name": "ci2", "token": OTHER_WRITER, "access": "read-write"},
+                         {"name": "dash", "token": READER, "access": "read-only"})
     config = root / "config.json"
     config.write_text(json.dumps({"max_body_bytes": MAX_BODY, "max_mcp_sessions_per_client": PER_CLIENT,
                                   "max_mcp_sessions": 50}), encoding="utf-8")

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
-from e2e.http_server import Server
+from e2e.http_server import Server, tokens_file
 from hypothesis import HealthCheck, Phase, event, example, given, settings
 from hypothesis import strategies as st
 from mcp_near_json import METHODS, READ_TOOLS, WRITE_TOOLS, bodies
@@ -67,9 +67,8 @@ class Target:
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     root = tmp_path_factory.mktemp("read-only-fuzz")
-    tokens = root / "tokens.json"
-    tokens.write_text(json.dumps({"tokens": [{"name": "ci", "token": WRITER, "access": "read-write"},
-                                             {"name": "dash", "token": READER, "access": "read-only"}]}))
+    tokens = tokens_file(root, {"name": "ci", "token": WRITER, "access": "read-write"},
+                         {"name": "dash", "token": READER, "access": "read-only"})
     with Server(root / "data", root / "logs", extra_args=("--tokens-file", str(tokens))) as server, \
             httpx.Client(timeout=30) as http:
         writer = {"authorization": f"Bearer {WRITER}"}

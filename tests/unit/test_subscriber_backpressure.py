@@ -20,6 +20,7 @@ import anyio
 import orjson
 import pytest
 from mcp import Client
+from test_rest_history import write
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces import feeds
@@ -48,13 +49,6 @@ def service() -> DocumentService:
     service = DocumentService(load_schema(BOOK_SCHEMA), MemoryDocumentStore())
     service.open()
     return service
-
-
-async def write(service: DocumentService, doc_id: str, *titles: str) -> None:
-    def commit() -> None:
-        for title in titles:
-            service.update_node(doc_id, "/title", title, service.version_of(doc_id))
-    await anyio.to_thread.run_sync(commit)
 
 
 async def take(events: AsyncIterator[feeds.FeedEvent], count: int) -> list[feeds.FeedEvent]:
