@@ -31,6 +31,7 @@ from schemadoc.errors import SchemaDocError
 __all__ = [
     "DEFAULT_CONFIG_FILE",
     "ENVIRONMENT",
+    "LOG_FORMATS",
     "LOG_LEVELS",
     "SNAPSHOT_POLICIES",
     "TRANSPORTS",
@@ -44,6 +45,7 @@ DEFAULT_CONFIG_FILE = "./config.json"
 TRANSPORTS = ("http", "stdio")
 SNAPSHOT_POLICIES = ("every-write", "lazy")
 LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("text", "json")
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,14 @@ class Settings:
     """Open HTTP connections the server holds at once, from all clients."""
     max_connections_per_client: int = 64
     """Open HTTP connections one client address may hold at once."""
+    log_format: str = "text"
+    """``text``: one readable line per record; ``json``: one JSON object per line (docs/operations.md)."""
+    slow_request_ms: int = 1000
+    """A request (or MCP tool call) slower than this many milliseconds is logged as a warning; 0: never."""
+    metrics: bool = True
+    """Serve ``/metrics`` (Prometheus text format) and count what it shows."""
+    shutdown_grace_seconds: int = 10
+    """On SIGTERM, how long in-flight requests may take to finish before the server stops regardless."""
     snapshot_policy: str = "lazy"
     snapshot_inline_below_bytes: int = 0
     snapshot_lag_versions: int = 1000
@@ -272,6 +282,10 @@ _SETTINGS: dict[str, tuple[_Convert, str | None]] = {
     "body_timeout_seconds": (_int(1), None),
     "max_connections": (_int(1), None),
     "max_connections_per_client": (_int(1), None),
+    "log_format": (_choice(LOG_FORMATS, ", ".join(LOG_FORMATS)), "--log-format"),
+    "slow_request_ms": (_int(0), None),
+    "metrics": (_as_bool, None),
+    "shutdown_grace_seconds": (_int(1), None),
     "snapshot_policy": (_choice(SNAPSHOT_POLICIES, ", ".join(SNAPSHOT_POLICIES)), None),
     "snapshot_inline_below_bytes": (_int(0), None),
     "snapshot_lag_versions": (_int(1), None),

@@ -369,6 +369,23 @@ _ENTRIES: list[ErrorCode] = [
        ["a write (REST POST/PUT/PATCH/DELETE, an MCP tool that is not read-only) with a read-only token"],
        "Use a read-write token for writes.",
        extension="access tokens (tokens_file), which the specification leaves to an external layer"),
+    _e("shutting-down", 503, "server", "The server is stopping: it no longer accepts requests, and event streams "
+       "are ended; nothing was changed.",
+       ["a request that arrived after the server received SIGTERM (or SIGINT)",
+        "an event stream or MCP subscription open while the server stopped"],
+       "Retry against the restarted server (or another one on the same storage); an event stream resumes without "
+       "a gap with Last-Event-ID (details.last_version).",
+       extension="a clean stop with in-flight writes finished, which the specification does not describe"),
+    _e("store-format-unsupported", 500, "server", "The storage was written by a newer schemadoc whose store format "
+       "this server does not know.",
+       ["starting an older schemadoc on a storage directory (or database) a newer one upgraded"],
+       "Run the newer schemadoc (or restore a backup taken before the upgrade).",
+       extension="a recorded store format version, so upgrades have something to migrate from"),
+    _e("archive-invalid", 400, "request", "The archive given to import is not a schemadoc archive, or it is damaged.",
+       ["a file that is not an archive written by schemadoc export", "a checksum that does not match (a truncated "
+        "or altered file)", "an archive of a newer format"],
+       "Export again with schemadoc export; an archive is imported only whole, so nothing was changed.",
+       extension="export and import of every document with its history, beyond the specification"),
     _e("internal-error", 500, "server", "An unexpected error happened in the server.",
        ["a bug"], "Report it with the request that caused it; the server log has the details."),
 ]

@@ -76,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", help="port to listen on (default 8080; 0 picks a free one)")
     serve.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file (default ./config.json)")
     serve.add_argument("--log-level", metavar="LEVEL", help="debug, info (default), warning or error")
+    serve.add_argument("--log-format", metavar="FORMAT", help="text (default) or json: one JSON object per line")
     serve.add_argument("--allowed-hosts", metavar="HOSTS",
                        help="comma-separated host names the server answers for (name, name:port, *.domain, *); "
                             "default: loopback names on a loopback address, any elsewhere")

@@ -63,6 +63,9 @@ NOT_PROVOKED = {
     "token-invalid": "needs a server with access tokens (tests/e2e/test_access_server.py)",
     "token-read-only": "needs a server with access tokens (tests/e2e/test_access_server.py)",
     "session-not-found": "needs a session opened with another access token (tests/e2e/test_mcp_hostile.py)",
+    "shutting-down": "needs the server to be stopping (tests/e2e/test_shutdown.py)",
+    "store-format-unsupported": "a start-up failure on a store a newer version wrote (tests/e2e/test_store_format.py)",
+    "archive-invalid": "raised by schemadoc import, not by a door (tests/e2e/test_archive.py)",
     "subscriber-too-slow": "needs an event-stream reader that stops reading under heavy writes "
                            "(tests/e2e/test_hostile_clients.py)",
     "too-many-connections": "needs more open connections than max_connections_per_client (64); tested with a small "
