@@ -108,6 +108,31 @@ export async function api(path, { method = 'GET', query, body, version } = {}) {
   }
 }
 
+/**
+ * GET a text resource of the server outside the API (`/metrics`), with the token as every request.
+ * Resolves to the text; rejects with ApiError (status 0 when the server cannot be reached). A 401
+ * asks for a token as `api()` does; the question is not repeated when it was turned down.
+ */
+export async function getText(path, { signal } = {}) {
+  for (let attempt = 0; ; attempt += 1) {
+    let response;
+    try {
+      response = await fetch(new URL(path, document.baseURI), {
+        headers: headersFor({ Accept: 'text/plain' }), cache: 'no-store', signal,
+      });
+    } catch (error) {
+      throw new ApiError(0, { error: { code: 'network-error', message: `The server cannot be reached (${error.message}).` } });
+    }
+    if (response.ok) return response.text();
+    const data = await bodyOf(response);
+    if (response.status === 401 && attempt < 3) {
+      if (token()) sessionStorage.removeItem(TOKEN_KEY);
+      if (await askToken(data?.error?.message)) continue;
+    }
+    throw new ApiError(response.status, data);
+  }
+}
+
 /** A catalogued error as a readable box: what happened, its code, what to do. */
 export function errorBox(error, title) {
   const box = h('div', { class: 'error', role: 'alert' },

@@ -4,7 +4,8 @@ import { askToken, token } from './api.js';
 import { DocumentView } from './doc.js';
 import { h } from './dom.js';
 import { listView } from './list.js';
-import { current, start, url } from './router.js';
+import { current, link, start, url } from './router.js';
+import { StatusView } from './status.js';
 
 const THEME_KEY = 'schemadoc.theme';
 const app = document.getElementById('app');
@@ -34,6 +35,8 @@ function setUpChrome() {
   });
   showToken();
   document.getElementById('home').setAttribute('href', String(url('')));
+  const status = document.getElementById('status-link');
+  status.replaceWith(link('Status', url('status'), { id: 'status-link', class: 'api-link' }));
 }
 
 async function route() {
@@ -42,11 +45,15 @@ async function route() {
     await view.update(where.params);
     return;
   }
-  if (view instanceof DocumentView) view.destroy();
+  if (where.name === 'status' && view instanceof StatusView) return;
+  if (view instanceof DocumentView || view instanceof StatusView) view.destroy();
   view = null;
   if (where.name === 'document') {
     view = new DocumentView(app, where.docId);
     await view.start(where.params);
+  } else if (where.name === 'status') {
+    view = new StatusView(app);
+    await view.start();
   } else if (where.name === 'list') {
     document.title = 'Documents · schemadoc';
     view = 'list';

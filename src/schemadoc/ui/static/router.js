@@ -1,4 +1,5 @@
-// Addresses: /ui for the list, /ui/documents/{doc_id}?pointer=…&version=…&tab=… for a document.
+// Addresses: /ui for the list, /ui/documents/{doc_id}?pointer=…&version=…&tab=… for a document,
+// /ui/status for the server's status.
 
 import { h } from './dom.js';
 
@@ -33,7 +34,7 @@ export function link(text, target, props = {}) {
   }, text);
 }
 
-/** The current view: {name: 'list'} or {name: 'document', docId}, with the query parameters. */
+/** The current view: {name: 'list'}, {name: 'status'} or {name: 'document', docId}, with the query parameters. */
 export function current() {
   const base = BASE.pathname;
   let rest = location.pathname;
@@ -42,6 +43,7 @@ export function current() {
   const match = /^documents\/([^/]+)\/?$/.exec(rest);
   if (match) return { name: 'document', docId: decodeURIComponent(match[1]), params };
   if (rest === '' || rest === 'documents' || rest === 'documents/') return { name: 'list', params };
+  if (rest === 'status' || rest === 'status/') return { name: 'status', params };
   return { name: 'not-found', params };
 }
 
