@@ -25,15 +25,17 @@ export function niceCeiling(value) {
 /** The SVG path of one series: [[t, value]...], broken where a value is null, NaN or infinite. */
 function pathOf(points, x, y) {
   let d = '';
-  let drawing = false;
+  let run = 0; // points in the current stretch without a gap; a lone point is drawn as a dot
+  const end = () => { if (run === 1) d += 'h0.1'; run = 0; };
   for (const [t, value] of points) {
     if (value === null || value === undefined || !Number.isFinite(value)) {
-      drawing = false;
+      end();
       continue;
     }
-    d += `${drawing ? 'L' : 'M'}${x(t).toFixed(1)} ${y(value).toFixed(1)}`;
-    drawing = true;
+    d += `${run ? 'L' : 'M'}${x(t).toFixed(1)} ${y(value).toFixed(1)}`;
+    run += 1;
   }
+  end();
   return d;
 }
 

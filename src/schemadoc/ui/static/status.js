@@ -117,6 +117,7 @@ export class StatusView {
       this.setState('live', `Updated ${new Date().toLocaleTimeString()}, every ${POLL_MS / 1000} s.`);
     } catch (error) {
       if (this.stopped || controller !== this.controller) return;
+      if (controller.signal.aborted && document.visibilityState !== 'visible') return; // hidden: paused
       this.refused(error);
     } finally {
       clearTimeout(timeout);

@@ -29,10 +29,12 @@ export function summarize(samples) {
       errorCodes[code] = (errorCodes[code] ?? 0) + sample.value;
     }
   }
+  const requests = sumOf(samples, REQUESTS, counted);
+  const errors = sumOf(samples, REQUESTS, (labels) => counted(labels) && isError(labels));
   const pool = (state) => sumOf(samples, 'schemadoc_postgres_pool_connections', (labels) => labels.state === state);
   return {
-    requests: sumOf(samples, REQUESTS, counted),
-    errors: sumOf(samples, REQUESTS, (labels) => counted(labels) && isError(labels)),
+    requests,
+    errors: requests === null ? null : errors ?? 0, // no error series yet: none answered
     errorCodes,
     doors,
     buckets: bucketsOf(samples, DURATION, counted),
