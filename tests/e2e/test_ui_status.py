@@ -11,14 +11,18 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from browser import CHROMIUM_MISSING, Browser, Page, chromium
-from http_server import Server
+from http_server import Server, tokens_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 from status_metrics import BUCKETS, MetricsStandIn, StatusMetrics, in_page, samples_of
 
 TEXT = "text/plain; version=0.0.4; charset=utf-8"
@@ -351,3 +355,108 @@ def test_odd_and_absent_values_read_as_a_dash(modules: Page) -> None:
                               " view.formatCount(s.subscribers), view.formatRate(null)];",
                      text=metrics.text().replace("schemadoc_subscribers", "other_name"))
     assert result == ["—", "—", "—", "—"]
+
+
+# -- a real server's /metrics ---------------------------------------------------------------------------------------
+
+
+def _reference(url: str, headers: dict[str, str] | None = None) -> dict[str, list[Sample]]:
+    """The server's /metrics read by prometheus-client's own parser: the samples of each name."""
+    answer = httpx.get(f"{url}/metrics", headers=headers or {}, timeout=10)
+    assert answer.status_code == 200, answer.text
+    found: dict[str, list[Sample]] = {}
+    for family in text_string_to_metric_families(answer.text):
+        for sample in family.samples:
+            found.setdefault(sample.name, []).append(sample)
+    return found
+
+
+def _requests_counted(reference: dict[str, list[Sample]]) -> int:
+    """Requests as the view counts them: every one but the readings of /metrics."""
+    return int(sum(sample.value for sample in reference["schemadoc_requests_total"]
+                   if sample.labels["operation"] != "metrics"))
+
+
+def _shown_bytes(page: Page, value: float) -> str:
+    return str(in_page(page, "return (await import('/ui/static/dom.js')).formatBytes(values.value);", value=value))
+
+
+def test_the_view_shows_a_real_servers_figures_after_a_known_workload(page: Page, tmp_path: Path,
+                                                                      shots: Path) -> None:
+    with Server(tmp_path / "data", tmp_path / "logs") as server:
+        api = f"{server.url}/api/v1"
+        made = [httpx.post(f"{api}/documents", timeout=10).json()["doc_id"] for _ in range(3)]
+        assert httpx.delete(f"{api}/documents/{made[0]}", headers={"If-Match": '"1"'}, timeout=10).status_code == 200
+        for _ in range(2):
+            assert httpx.get(f"{api}/documents/{made[0]}", timeout=10).json()["error"]["code"] == "document-not-found"
+        stale = httpx.put(f"{api}/documents/{made[1]}", params={"path": "/title"},
+                          json={"node_data": "Late", "version": 99}, timeout=10)
+        assert stale.json()["error"]["code"] == "version-conflict"
+
+        page.goto(f"{server.url}/ui/status")
+        _wait_live(page)
+        assert _figure(page, "documents") == "2"
+        assert page.text('tr[data-code="document-not-found"] .total') == "2"
+        assert page.text('tr[data-code="version-conflict"] .total') == "1"
+        assert _figure(page, "errors-total") == "3"
+        reference = _reference(server.url)
+        counted = _requests_counted(reference)  # the page's own files are requests too; its readings of /metrics not
+        assert counted >= 3 + 1 + 2 + 1
+        page.wait_for(f"document.querySelector('[data-figure=requests-total]').textContent === '{counted:,}'",
+                      timeout=10, message=f"{counted} requests shown")
+        budget = reference["schemadoc_memory_budget_bytes"][0].value
+        assert _figure(page, "memory-budget") == _shown_bytes(page, budget)
+        assert _figure(page, "lag-versions").replace(",", "").isdigit()
+
+        # ten more requests, and an event stream held open: both appear on the next readings
+        shown = "parseInt(document.querySelector('[data-figure=requests-total]').textContent.replaceAll(',', ''))"
+        with httpx.Client(timeout=10) as reader, reader.stream("GET", f"{api}/documents/{made[1]}/events"):
+            for _ in range(10):
+                assert reader.get(f"{api}/documents/{made[2]}").status_code == 200
+            page.wait_for("document.querySelector('[data-figure=subscribers]').textContent === '1'", timeout=10)
+            page.wait_for(f"{shown} >= {counted + 10}", timeout=10, message="the ten reads counted")
+            assert float(_figure(page, "request-rate").removesuffix("/s")) > 0
+        page.wait_for("document.querySelector('[data-figure=subscribers]').textContent === '0'", timeout=10)
+        page.wait_for(f"{shown} === {counted + 11}", timeout=10, message="the reads and the stream counted")
+
+        # a little traffic over a few readings, for the charts (and the screenshot docs/ui.md shows)
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            httpx.get(f"{api}/documents/{made[1]}", timeout=10)
+            httpx.get(f"{api}/documents/{made[0]}", timeout=10)
+            time.sleep(0.05)
+        page.wait_for("document.querySelectorAll('svg.chart-plot path.series').length >= 8")
+        page.screenshot(shots / "status.png")
+
+
+def test_the_view_works_with_a_read_only_token(page: Page, tmp_path: Path) -> None:
+    watcher = "read-only-token-for-the-status-page"
+    writer = "read-write-token-for-the-status-page"
+    tokens = tokens_file(tmp_path, {"name": "watcher", "token": watcher, "access": "read-only"},
+                         {"name": "writer", "token": writer, "access": "read-write"})
+    with Server(tmp_path / "data", tmp_path / "logs", extra_args=("--tokens-file", str(tokens))) as server:
+        assert httpx.get(f"{server.url}/metrics", timeout=10).status_code == 401
+        httpx.post(f"{server.url}/api/v1/documents", headers={"Authorization": f"Bearer {writer}"}, timeout=10)
+        page.goto(f"{server.url}/ui/status")
+        page.wait_for("document.querySelector('#token-dialog').open")
+        page.fill("#token-dialog input", watcher)
+        page.click("#token-dialog button[type=submit]")
+        _wait_live(page)
+        assert _figure(page, "documents") == "1"
+        assert page.evaluate("sessionStorage.getItem('schemadoc.token')") == watcher
+        sent = [event["params"]["request"] for event in list(page.browser.events)
+                if event.get("sessionId") == page.session and event.get("method") == "Network.requestWillBeSent"
+                and event["params"]["request"]["url"] == f"{server.url}/metrics"]
+        assert sent[0]["headers"].get("Authorization") is None  # refused (401), which asked for the token
+        assert sent[-1]["headers"]["Authorization"] == f"Bearer {watcher}"
+
+
+def test_metrics_turned_off_are_explained(page: Page, tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text('{"metrics": false}', encoding="utf-8")
+    with Server(tmp_path / "data", tmp_path / "logs", extra_args=("--config", str(config))) as server:
+        assert httpx.get(f"{server.url}/metrics", timeout=10).status_code == 404
+        page.goto(f"{server.url}/ui/status")
+        page.wait_for("document.querySelector('[data-reason=\"metrics-off\"]')")
+        assert "METRICS=true" in page.text('[data-reason="metrics-off"]')
+        assert page.evaluate("document.querySelector('#status-state').dataset.state") == "off"
