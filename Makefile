@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-instructions bench-rest bench-validation bench-agents bench-limits bench-startup bench-ui bench-memory bench-hostile docs clean inspector
+.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-instructions bench-rest bench-validation bench-agents bench-limits bench-startup bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
 
 # development: the server, the client, the conformance suite and the tools (make test)
 $(VENV)/.installed: pyproject.toml
@@ -109,3 +109,6 @@ bench-startup: $(VENV)/.installed  ## building the service, the MCP server and t
 
 bench-ui: $(VENV)/.installed  ## the page at /ui on a 100 MiB book in headless Chromium: first paint, tree, expanding a node
 	$(PY) benchmarks/ui.py
+
+bench-ui-status: $(VENV)/.installed  ## the status view in headless Chromium: parsing, keeping and drawing one reading of /metrics
+	$(PY) benchmarks/ui_status.py
