@@ -49,8 +49,8 @@ export function lineChart({ series, now, span, label, ceiling = 0, limit = null,
   for (const one of series) {
     for (const [, value] of one.points) if (Number.isFinite(value) && value > top) top = value;
   }
-  if (limit !== null && Number.isFinite(limit) && limit > top) top = limit;
-  top = niceCeiling(top);
+  const hasLimit = limit !== null && Number.isFinite(limit) && limit > 0;
+  top = hasLimit && top <= limit ? limit : niceCeiling(top); // under a limit, the chart's top is the limit
   const x = (t) => PAD.left + ((t - (now - span)) / span) * (WIDTH - PAD.left - PAD.right);
   const y = (value) => HEIGHT - PAD.bottom - (Math.max(0, value) / top) * (HEIGHT - PAD.top - PAD.bottom);
   const chart = svg('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, class: 'chart-plot', role: 'img',
@@ -60,10 +60,10 @@ export function lineChart({ series, now, span, label, ceiling = 0, limit = null,
   title.textContent = label;
   chart.append(title);
   chart.append(svg('line', { x1: PAD.left, x2: WIDTH - PAD.right, y1: y(0), y2: y(0), class: 'axis' }));
-  if (limit !== null && Number.isFinite(limit)) {
+  if (hasLimit) {
     chart.append(svg('line', { x1: PAD.left, x2: WIDTH - PAD.right, y1: y(limit), y2: y(limit), class: 'limit' }));
   }
-  const scale = svg('text', { x: WIDTH - PAD.right, y: PAD.top + 8, class: 'scale', 'text-anchor': 'end' });
+  const scale = svg('text', { x: PAD.left + 2, y: PAD.top + 8, class: 'scale' }); // old points are on the left
   scale.textContent = format(top);
   chart.append(scale);
   series.forEach((one, index) => {

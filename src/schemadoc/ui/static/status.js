@@ -9,6 +9,7 @@ import { StatusHistory, WINDOW_MS, summarize } from './status_data.js';
 
 export const POLL_MS = 2000;
 const TIMEOUT_MS = 10000;
+const MIN_SPAN_MS = 60 * 1000;
 const METRICS_PATH = '../metrics'; // beside /ui, under the application's root path
 
 const counts = new Intl.NumberFormat('en');
@@ -59,9 +60,9 @@ export class StatusView {
 
   start() {
     document.title = 'Status · schemadoc';
-    this.state = h('p', { id: 'status-state', class: 'live-state', 'aria-live': 'polite', 'data-state': 'loading' },
+    this.state = h('p', { id: 'status-state', class: 'live-state', 'data-state': 'loading' },
       'Reading /metrics…');
-    this.message = h('div', { id: 'status-message' });
+    this.message = h('div', { id: 'status-message', 'aria-live': 'polite' });
     this.cards = h('div', { id: 'status-cards', class: 'status-cards' });
     clear(this.root).append(h('section', { class: 'status-view' },
       h('div', { class: 'doc-bar' }, h('h1', {}, 'Status'), this.state),
@@ -164,7 +165,8 @@ export class StatusView {
     const history = this.history;
     const latest = history.latest;
     const now = Date.now();
-    const span = WINDOW_MS;
+    // the last 5 minutes once there are 5 minutes of readings; until then the time since the first (1 minute at least)
+    const span = Math.min(WINDOW_MS, Math.max(MIN_SPAN_MS, now - history.points[0].t));
     const chart = (label, series, options = {}) => lineChart({ series, now, span, label, ...options });
 
     const rate = history.rate('requests');
@@ -223,7 +225,9 @@ export class StatusView {
       }),
       card('snapshots', 'Snapshot lag', {
         charts: [chart(`Snapshot lag: ${formatCount(latest.lagVersions)} versions`, [{ name: 'versions', points: lagV }]),
-          chart(`Snapshot lag: ${formatSeconds(latest.lagSeconds)}`, [{ name: 'seconds', points: lagS }], { format: formatSeconds })],
+          legend(['versions']),
+          chart(`Snapshot lag: ${formatSeconds(latest.lagSeconds)}`, [{ name: 'seconds', points: lagS }], { format: formatSeconds }),
+          legend(['seconds'])],
         figures: [figure('lag-versions', 'versions', formatCount(latest.lagVersions)),
           figure('lag-seconds', 'oldest unsnapshotted write', formatSeconds(latest.lagSeconds))],
       }),
