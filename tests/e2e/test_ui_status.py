@@ -21,8 +21,11 @@ from browser import CHROMIUM_MISSING, Browser, Page, chromium
 from http_server import Server, tokens_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
-from prometheus_client.samples import Sample
+from prometheus_client.samples import Exemplar, Sample
 from status_metrics import BUCKETS, MetricsStandIn, StatusMetrics, in_page, samples_of
 
 TEXT = "text/plain; version=0.0.4; charset=utf-8"
@@ -120,6 +123,29 @@ def test_odd_lines_are_skipped_and_the_rest_read(modules: Page) -> None:
     result = in_page(modules, "const s = metrics.parseMetrics(values.text);"
                      " return [s.skipped, metrics.sumOf(s, 'schemadoc_documents')];", text=text)
     assert result == [2, 7]
+
+
+class _Stamped:
+    """A collector whose samples carry timestamps and an exemplar (what the OpenMetrics format adds)."""
+
+    def collect(self) -> Iterator[Metric]:
+        requests = CounterMetricFamily("schemadoc_requests", "Requests answered.", labels=["door"])
+        requests.add_metric(["rest"], 5, timestamp=1_700_000_000.5)
+        yield requests
+        duration = HistogramMetricFamily("schemadoc_request_duration_seconds", "Time to answer.", labels=["door"])
+        duration.add_metric(["rest"], [("0.1", 2), ("+Inf", 3)], 0.5)
+        first = duration.samples[0]
+        duration.samples[0] = Sample(first.name, first.labels, first.value, None,
+                                     Exemplar({"trace_id": "a b # c"}, 0.05, 1_700_000_000.0))
+        yield duration
+
+
+def test_timestamps_exemplars_and_the_openmetrics_end_are_read_past(modules: Page) -> None:
+    registry = CollectorRegistry()
+    registry.register(_Stamped())
+    text = generate_openmetrics(registry).decode()
+    assert "# EOF" in text and '# {trace_id="a b # c"}' in text and " 1700000000.5" in text
+    assert parsed(modules, text) == ordered(samples_of(registry))
 
 
 # -- quantiles, as Prometheus' histogram_quantile --------------------------------------------------------------------

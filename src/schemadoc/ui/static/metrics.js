@@ -65,7 +65,10 @@ function parseSample(line) {
     if (!parsed) return null;
     [labels, i] = parsed;
   }
-  const rest = line.slice(i).trim().split(/[ \t]+/);
+  let tail = line.slice(i);
+  const exemplar = tail.indexOf(' # '); // OpenMetrics: an exemplar after the value
+  if (exemplar >= 0) tail = tail.slice(0, exemplar);
+  const rest = tail.trim().split(/[ \t]+/);
   if (rest.length < 1 || rest.length > 2) return null; // the value, and perhaps a timestamp
   const value = parseValue(rest[0]);
   return value === null ? null : { name: name[0], labels, value };
