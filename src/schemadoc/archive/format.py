@@ -19,6 +19,8 @@ at a time (its journal is streamed line by line), never the whole archive.
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import hashlib
 import io
 import re
@@ -138,19 +140,46 @@ class _Hashed:
         self.file, self.name, self.digest = file, name, hashlib.sha256()
 
     def read(self) -> bytes:
-        data = self.file.read()
+        with _damaged():
+            data = self.file.read()
         self.digest.update(data)
         return data
 
     def lines(self) -> Iterator[bytes]:
-        while line := self.file.readline():
+        while True:
+            with _damaged():
+                line = self.file.readline()
+            if not line:
+                return
             self.digest.update(line)
             yield line
 
     def drain(self) -> str:
-        while chunk := self.file.read(_CHUNK):
-            self.digest.update(chunk)
+        with _damaged():
+            while chunk := self.file.read(_CHUNK):
+                self.digest.update(chunk)
         return self.digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _damaged() -> Iterator[None]:
+    """What reading a damaged tar or gzip stream raises, as ``archive-invalid``."""
+    try:
+        yield
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as error:
+        raise archive_invalid(f"it is not a complete tar stream ({type(error).__name__}: {error})") from None
+
+
+class _Counted:
+    """A stream read through, counting the bytes it gave."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self.file, self.count = file, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.file.read(size)
+        self.count += len(data)
+        return data
 
 
 class ArchiveReader:
@@ -168,16 +197,35 @@ class ArchiveReader:
         self._previous = ""
 
     def documents(self) -> Iterator[ArchivedDocument]:
-        try:
+        with _damaged():
             yield from self._documents()
-        except (tarfile.TarError, EOFError, zlib.error, OSError) as error:
-            raise archive_invalid(f"it is not a complete tar stream ({type(error).__name__}: {error})") from None
 
     def _open(self) -> tarfile.TarFile:
+        """The tar stream: gzip is read by :mod:`gzip`, which checks the CRC and length at its end."""
+        start = self._file.tell()
+        magic = self._file.read(2)
+        self._file.seek(start)
+        source: Any = gzip.GzipFile(fileobj=self._file, mode="rb") if magic == b"\x1f\x8b" else self._file
+        self._stream = _Counted(source)
         try:
-            return tarfile.open(fileobj=self._file, mode="r|*")
+            return tarfile.open(fileobj=self._stream, mode="r|")  # type: ignore[call-overload, no-any-return]
         except tarfile.ReadError:
             raise archive_invalid("it is not a tar file (or a gzipped one)") from None
+
+    def _check_end(self, tar: tarfile.TarFile) -> None:
+        """After the last member: the end-of-archive blocks, zeros to the end of the last record, nothing more.
+
+        A reader stops at the first zero block, so a file cut short anywhere after the last member
+        would pass unnoticed without this.
+        """
+        stream = tar.fileobj
+        assert stream is not None
+        while chunk := stream.read(_CHUNK):
+            if chunk.count(0) != len(chunk):
+                raise archive_invalid("data follows the end of the tar archive")
+        total = self._stream.count
+        if total < tar.offset + 2 * tarfile.BLOCKSIZE or total % tarfile.RECORDSIZE:
+            raise archive_invalid("the tar archive is cut short after its last member (a truncated file)")
 
     def _member(self, tar: tarfile.TarFile, info: tarfile.TarInfo) -> _Hashed:
         if not info.isreg():
@@ -234,6 +282,7 @@ class ArchiveReader:
             raise archive_invalid(f"a checksum does not match: a member was changed, or {SUMS} was")
         if tar.next() is not None:
             raise archive_invalid(f"members follow {SUMS}")
+        self._check_end(tar)
         self.manifest = _check_manifest(manifest_bytes, count, deleted, journals)
 
     def _name(self, name: str) -> tuple[str, str]:
