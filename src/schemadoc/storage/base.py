@@ -471,8 +471,10 @@ class SharedStore(Protocol):
 
     def read_changes(self, since: int, limit: int) -> list[StoredChange]:
         """Committed versions of every document after cursor ``since`` (0: from the start), oldest
-        first, at most ``limit``. A commit still in flight holds back every later cursor, so a reader
-        that moves its cursor past what it was given never skips a commit that lands late.
+        first, at most ``limit``, except that a page ends with the whole of the last transaction it
+        reaches (one commit is one version; a ``restore`` writes a whole journal in one). A commit
+        still in flight holds back every later cursor, so a reader that moves its cursor past what it
+        was given never skips a commit that lands late.
         """
         ...
 
