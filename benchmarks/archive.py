@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir=args.tmp_dir) as tmp:
         work = Path(tmp)
         (work / "empty").mkdir()
-        base_seconds, base_peak = run(work, "export", "--storage-dir", "empty", "--history", "empty.tar")
+        _, base_peak = run(work, "export", "--storage-dir", "empty", "--history", "empty.tar")
         _, base_import = run(work, "import", "--schema", str(BOOK_SCHEMA), "--storage-dir", "empty-target",
                              "empty.tar")
         rows.append(f"| baseline: files (empty store) | 0 | export {base_peak:.0f} / import {base_import:.0f} | | |")
@@ -140,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(f"| {what} | {count} x {args.size_mib:g} MiB ({content / (1 << 20):.0f} MiB, archive "
                             f"{size:.0f} MiB) | {peak:.0f} | {peak - baseline:+.0f} | {seconds:.1f} |")
             print("\n".join(rows[-len(figures):]), flush=True)
-    del base_seconds
-    table = ["| command | store | peak RSS (MiB) | above its baseline (MiB) | seconds |", "|---|---|---|---|---|", *rows]
+    table = ["| command | store | peak RSS (MiB) | above its baseline (MiB) | seconds |", "|---|---|---|---|---|",
+             *rows]
     print("\n".join(table))
     if args.out:
         Path(args.out).write_text("\n".join(table) + "\n", encoding="utf-8")
