@@ -18,6 +18,7 @@ from schemadoc.archive import export_store, import_archive
 from schemadoc.archive.format import MANIFEST, SUMS
 from schemadoc.errors import SchemaDocError
 from schemadoc.examples import example_path
+from schemadoc.ops.journal import replay
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService
 from schemadoc.storage import FileDocumentStore, MemoryDocumentStore
@@ -71,8 +72,6 @@ def _state(store: DocumentStore) -> dict[str, Any]:
     state = {}
     for meta in store.list_metas():
         stored = store.load(meta.doc_id)
-        from schemadoc.ops.journal import replay
-
         content = replay(stored.entries, start=orjson.loads(stored.content),
                          start_version=meta.snapshot_version) if stored.entries else orjson.loads(stored.content)
         state[meta.doc_id] = ({**meta.to_dict(), "snapshot_version": None},
@@ -256,7 +255,7 @@ def test_any_byte_changed_is_refused_or_changes_nothing_that_is_imported(
         source: FileDocumentStore, where: float, flip: int) -> None:
     """Tar padding and the end-of-archive blocks carry no data: a change there may pass, and then the
     import is exactly the original's; anywhere else it is refused."""
-    archive = _archive_cache.setdefault(id(source), _archive(source))
+    archive = _archive_cache.setdefault(str(source.storage_dir), _archive(source))
     at = int(len(archive) * where)
     changed = archive[:at] + bytes([archive[at] ^ flip]) + archive[at + 1:]
     target = MemoryDocumentStore()
@@ -269,7 +268,7 @@ def test_any_byte_changed_is_refused_or_changes_nothing_that_is_imported(
         assert _state(target) == _state(source)
 
 
-_archive_cache: dict[int, bytes] = {}
+_archive_cache: dict[str, bytes] = {}  # one export per source store, not one per example
 
 
 def test_a_journal_that_does_not_replay_to_the_content_is_refused(source: FileDocumentStore) -> None:
