@@ -234,7 +234,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if _use_example(args):
         return EXIT_OK
     settings = load_settings(overrides(args), environ)
-    configure_logging(settings.log_level_number, settings.tokens_file)
+    configure_logging(settings.log_level_number, settings.tokens_file, settings.log_format)
     _check_schema_file(settings)
     if settings.transport == "stdio":
         service = create_service(settings)
@@ -242,7 +242,8 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         from schemadoc.interfaces.mcp import build_mcp_server
         from schemadoc.interfaces.subscribers import slots_of
 
-        mcp_server = build_mcp_server(service, subscribers=slots_of(settings))
+        mcp_server = build_mcp_server(service, subscribers=slots_of(settings),
+                                      slow_request_ms=settings.slow_request_ms)
         log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
                  _storage_shown(settings))
         try:
@@ -269,6 +270,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             max_connections_per_client=settings.max_connections_per_client)
         config = uvicorn.Config(app, http=bounded_protocol(limits), loop="auto", log_config=None,
                                 log_level=settings.log_level_number, timeout_graceful_shutdown=5, lifespan="on",
+                                access_log=False,  # the request log writes each request's line (request_log)
                                 server_header=False)
         server = _graceful_server_class()(config)
         host, port = sock.getsockname()[:2]

@@ -12,6 +12,7 @@ import json
 import logging
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -92,6 +93,8 @@ class ServiceCore:
         """Byte sizes of the containers in results (by identity; emptied when a document is evicted, so
         it never keeps an evicted document's content alive). Each document has its own in its entry."""
         self._node_schemas = NodeSchemas(schema)
+        self.on_cold_load: Callable[[float], None] | None = None
+        """Told the seconds each load of a document from the store took (the metrics' histogram), if set."""
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -217,7 +220,10 @@ class ServiceCore:
 
     def _load(self, doc_id: str) -> DocState:
         """Load a document (snapshot + journal tail) and hold it, within the memory budget."""
+        started = time.perf_counter()
         state, charged, tail = self._read_stored(doc_id)
+        if self.on_cold_load is not None:
+            self.on_cold_load(time.perf_counter() - started)
         self._states.loads += 1
         self._states.put(doc_id, state, charged)
         self.snapshots.lagging(doc_id, tail)
