@@ -107,8 +107,9 @@ class RequestObserver:
         path: str = scope.get("path", "")
         root: str = scope.get("root_path", "")
         routed = path[len(root):] if root and path.startswith(root) else path
+        query: bytes = scope.get("query_string", b"")
         record = RequestRecord(request_id_of(scope.get("headers", ())), "mcp" if routed == self.mcp_path else "rest",
-                               scope.get("method", ""), path)
+                               scope.get("method", ""), f"{path}?{query.decode('latin-1')}" if query else path)
         header = (b"x-request-id", record.request_id.encode("ascii"))
 
         async def observed_send(message: Message) -> None:

@@ -86,6 +86,8 @@ class ErrorObject(BaseModel):
     message: str = Field(description="What went wrong, for a person or an agent.")
     details: dict[str, Any] = Field(description="Data to act on: the path, the current version, every violation, …")
     remediation: str = Field(description="How to fix it.")
+    request_id: str | None = Field(None, description="The request's id (its X-Request-ID header), as the server "
+                                                     "log names it.")
 
 
 class ErrorBody(BaseModel):
