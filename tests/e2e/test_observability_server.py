@@ -120,7 +120,8 @@ def test_metrics_count_a_known_workload_at_both_doors_exactly(tmp_path: Path) ->
         # MCP: two reads, a missing document, a committed write, a refused one (pattern-failed)
         for _ in range(2):
             assert _tool(server, "document_read_node", {"doc_id": doc, "node_path": "/title"})[1]["isError"] is False
-        assert _tool_error(_tool(server, "document_read_node", {"doc_id": MISSING, "node_path": "/"})[1])["code"] == "document-not-found"
+        _, result = _tool(server, "document_read_node", {"doc_id": MISSING, "node_path": "/"})
+        assert _tool_error(result)["code"] == "document-not-found"
         _, result = _tool(server, "document_update_node",
                           {"doc_id": doc, "node_path": "/title", "node_data": "By MCP", "version": 2})
         assert result["isError"] is False and result["structuredContent"]["version"] == 3
