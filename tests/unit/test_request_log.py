@@ -175,3 +175,8 @@ def test_an_mcp_tool_call_over_stdio_is_one_line_with_its_own_request_id(caplog:
     assert first["request_id"] != second["request_id"]
     assert not [record for record in caplog.records if record.levelno >= logging.INFO
                 and record.name != "schemadoc.request" and "tool" in record.getMessage()]
+
+
+def test_a_lone_surrogate_in_a_record_still_makes_one_json_line() -> None:
+    line = _format(JsonLogFormatter(), "odd %s", "\ud800 value")
+    assert "\n" not in line and json.loads(line)["message"] == "odd \ud800 value"

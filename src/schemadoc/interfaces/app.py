@@ -63,6 +63,7 @@ from schemadoc.interfaces.rest import (
 )
 from schemadoc.interfaces.rest_lane import RestLane, route_pattern
 from schemadoc.interfaces.subscribers import SubscriberSlots, slots_of
+from schemadoc.interfaces.tracing import tracing_from_environment
 from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.reading.request_examples import with_request_examples
 from schemadoc.service import DocumentService
@@ -260,6 +261,10 @@ def build_app(service: DocumentService, settings: Settings, *,
                                          max_sessions=settings.max_mcp_sessions,
                                          session_idle_timeout=settings.mcp_session_idle_seconds)
 
+    tracing = tracing_from_environment()  # OTEL_* (docs/operations.md); None: no span, no cost
+    if tracing is not None:
+        service.span = tracing.span
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         server.notifier.attach_loop()  # REST writes reach MCP subscribers from the first request on
@@ -268,6 +273,8 @@ def build_app(service: DocumentService, settings: Settings, *,
                 yield
         finally:
             server.notifier.close()
+            if tracing is not None:
+                tracing.close()  # the spans still waiting are exported
 
     app = FastAPI(title="schemadoc", version=schemadoc.__version__, description=_DESCRIPTION,
                   docs_url=None, redoc_url=None, openapi_url=_OPENAPI_URL, lifespan=lifespan,
@@ -329,7 +336,7 @@ def build_app(service: DocumentService, settings: Settings, *,
             expose_headers=["ETag", "Location", "Mcp-Session-Id", "Mcp-Protocol-Version", "X-Request-ID"])
     # outermost: every request gets its id and its one log line, and is counted (docs/operations.md)
     app.add_middleware(RequestObserver, slow_request_ms=settings.slow_request_ms, mcp_path=MCP_PATH,
-                       on_request=metrics.observe if metrics is not None else None)
+                       on_request=metrics.observe if metrics is not None else None, tracing=tracing)
     return app
 
 

@@ -244,12 +244,19 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
         mcp_server = build_mcp_server(service, subscribers=slots_of(settings),
                                       slow_request_ms=settings.slow_request_ms)
+        from schemadoc.interfaces.tracing import tracing_from_environment
+
+        mcp_server.tracing = tracing_from_environment(console=sys.stderr)  # stdout carries the protocol
+        if mcp_server.tracing is not None:
+            service.span = mcp_server.tracing.span
         log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
                  _storage_shown(settings))
         try:
             mcp_server.run("stdio")
         finally:
             service.close()
+            if mcp_server.tracing is not None:
+                mcp_server.tracing.close()
         return EXIT_OK
     _check_access(settings)
     sock = _listen(settings)

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote, unquote
 
+import orjson
+
 from schemadoc.interfaces.request_context import REQUEST_FIELDS, current_request_id
 
 __all__ = ["FORMAT", "FORMATTERS", "ClientGoneFilter", "JsonLogFormatter", "LogFormatter", "LogHandler", "TokenSecrets",
@@ -220,7 +222,10 @@ class JsonLogFormatter(LogFormatter):
             data["exception"] = self.redact(escape_controls(record.exc_text, keep_newlines=True))
         if record.stack_info:
             data["stack"] = self.redact(escape_controls(self.formatStack(record.stack_info), keep_newlines=True))
-        return json.dumps(data, ensure_ascii=False, default=str)
+        try:
+            return orjson.dumps(data, default=str).decode()
+        except TypeError:  # a lone surrogate (orjson refuses them): escaped, as JSON allows
+            return json.dumps(data, default=str)
 
     def _clean(self, text: str) -> str:
         return self.redact(escape_controls(text))

@@ -26,7 +26,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 import orjson
@@ -76,6 +76,9 @@ from schemadoc.operations.catalogue import BY_NAME
 from schemadoc.operations.operation import Call, invoke
 from schemadoc.ops.limits import ArgumentScan
 from schemadoc.service import DocumentService
+
+if TYPE_CHECKING:
+    from schemadoc.interfaces.tracing import Tracing
 
 __all__ = ["SchemaDocMCPServer", "build_mcp_server", "error_result", "success_result"]
 
@@ -136,6 +139,8 @@ class SchemaDocMCPServer(MCPServer[Any]):
                  slow_request_ms: int = 1000) -> None:
         self.service = service
         self.slow_request_ms = slow_request_ms
+        self.tracing: Tracing | None = None
+        """The spans of tool calls over stdio (over HTTP the request layer makes them), when tracing is on."""
         self.notifier = ChangeNotifier(bus, slots=subscribers)
         self.max_json_depth = max_json_depth
         super().__init__(SERVER_NAME, title="schemadoc", version=__version__, instructions=INSTRUCTIONS,
@@ -159,7 +164,10 @@ class SchemaDocMCPServer(MCPServer[Any]):
         reset = CURRENT.set(record)
         started = time.perf_counter()
         try:
-            return await self._call_tool(name, arguments, record)
+            if self.tracing is None:
+                return await self._call_tool(name, arguments, record)
+            with self.tracing.request(record, ()):
+                return await self._call_tool(name, arguments, record)
         finally:
             CURRENT.reset(reset)
             log_request(record, time.perf_counter() - started, self.slow_request_ms)

@@ -16,11 +16,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from schemadoc.interfaces.request_context import CURRENT, REQUEST_FIELDS, RequestRecord, request_id_of
+
+if TYPE_CHECKING:
+    from schemadoc.interfaces.tracing import Tracing
 
 __all__ = ["RequestObserver", "log_request", "operation_of_path"]
 
@@ -92,12 +95,13 @@ class RequestObserver:
 
     def __init__(self, app: ASGIApp, *, slow_request_ms: int, mcp_path: str = "/mcp",
                  on_request: Callable[[RequestRecord, float], None] | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter, tracing: Tracing | None = None) -> None:
         self.app = app
         self.slow_request_ms = slow_request_ms
         self.mcp_path = mcp_path
         self.on_request = on_request
         self.clock = clock
+        self.tracing = tracing
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -120,10 +124,23 @@ class RequestObserver:
 
         reset = CURRENT.set(record)
         try:
-            await self.app(scope, receive, observed_send)
+            if self.tracing is None:
+                await self._answer(scope, receive, observed_send, record, routed)
+            else:
+                with self.tracing.request(record, scope.get("headers", ())):
+                    await self._answer(scope, receive, observed_send, record, routed)
         finally:
             CURRENT.reset(reset)
             seconds = self.clock() - started
+            log_request(record, seconds, self.slow_request_ms)
+            if self.on_request is not None:
+                self.on_request(record, seconds)
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send, record: RequestRecord, routed: str) -> None:
+        """Let the application answer, then complete the record with what only the end tells."""
+        try:
+            await self.app(scope, receive, send)
+        finally:
             token = scope.get(_TOKEN_SCOPE)
             if token is not None:
                 record.token = getattr(token, "name", None)
@@ -131,6 +148,3 @@ class RequestObserver:
                 record.operation = operation_of_path(routed, self.mcp_path)
             if record.status is None:
                 record.status = 499  # nothing was answered: the client went away first (nginx's "client closed")
-            log_request(record, seconds, self.slow_request_ms)
-            if self.on_request is not None:
-                self.on_request(record, seconds)

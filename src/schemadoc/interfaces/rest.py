@@ -55,7 +55,7 @@ from schemadoc.interfaces.rest_wire import (
     state_of,
 )
 from schemadoc.operations.catalogue import CATALOGUE
-from schemadoc.operations.operation import Call, Operation, Route, prepare
+from schemadoc.operations.operation import Call, Operation, Route, prepare, run
 from schemadoc.ops.limits import ArgumentScan
 from schemadoc.pointer import json_type
 from schemadoc.service import DocumentService
@@ -322,7 +322,7 @@ def _prepare(binding: Binding, request: Request, body: bytes, rest: RestState) -
 
 def _run(binding: Binding, request: Request, body: bytes, rest: RestState) -> BaseModel:
     call, args = _prepare(binding, request, body, rest)
-    return binding.operation.run(call, args)
+    return run(call, binding.operation, args)
 
 
 async def answer(binding: Binding, request: Request, rest: RestState) -> Response:
@@ -346,9 +346,9 @@ async def answer(binding: Binding, request: Request, rest: RestState) -> Respons
     else:
         call, args = _prepare(binding, request, body, rest)
         if local(rest.service, args):
-            result = binding.operation.run(call, args)
+            result = run(call, binding.operation, args)
         else:  # it may load a document, replay its journal or ask a database: not on the event loop
-            result = await anyio.to_thread.run_sync(binding.operation.run, call, args)
+            result = await anyio.to_thread.run_sync(run, call, binding.operation, args)
     note_result(record, result)
     return _response(binding, result)
 
