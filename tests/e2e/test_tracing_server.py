@@ -10,13 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
-from http_server import Server
+from http_server import Server, tokens_file
 
 from schemadoc.interfaces.tracing import tracing_from_environment
 
 pytestmark = pytest.mark.timeout(120)
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+SECRET = "tracing-writer-0123456789abcdef"
 PARENT = "00f067aa0ba902b7"
 
 
@@ -50,6 +51,24 @@ def test_a_write_is_one_trace_under_the_callers_traceparent(tmp_path: Path) -> N
     others = [span for span in _spans(server) if span["context"]["trace_id"] != f"0x{TRACE}"]
     assert any(span["name"] == "POST document_create" for span in others)  # a trace of its own, no parent
     assert all(span["parent_id"] is None for span in others if span["kind"] == "SpanKind.SERVER")
+
+
+def test_no_token_reaches_a_span_wherever_the_client_puts_it(tmp_path: Path) -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK (schemadoc[otel]) is not installed")
+    tokens = tokens_file(tmp_path, {"name": "writer", "token": SECRET, "access": "read-write"})
+    server = Server(tmp_path / "data", tmp_path / "logs", settings={"OTEL_TRACES_EXPORTER": "console"},
+                    extra_args=("--tokens-file", str(tokens)))
+    bearer = {"authorization": f"Bearer {SECRET}"}
+    with server:
+        api = f"{server.url}/api/v1"
+        assert httpx.get(f"{api}/documents/{SECRET}", headers=bearer, timeout=30).status_code in (400, 404)
+        assert httpx.get(f"{api}/documents", params={"token": SECRET}, headers={"x-request-id": SECRET},
+                         timeout=30).status_code == 401
+        assert httpx.get(f"{server.url}/{SECRET}", headers=bearer, timeout=30).status_code == 404
+    spans = _spans(server)
+    assert len([span for span in spans if span["kind"] == "SpanKind.SERVER"]) >= 4  # the health check's too
+    assert SECRET not in server.stdout
+    assert any("[token]" in json.dumps(span["attributes"]) for span in spans)
 
 
 def test_without_an_exporter_there_is_no_span(tmp_path: Path) -> None:

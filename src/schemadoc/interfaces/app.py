@@ -261,7 +261,7 @@ def build_app(service: DocumentService, settings: Settings, *,
                                          max_sessions=settings.max_mcp_sessions,
                                          session_idle_timeout=settings.mcp_session_idle_seconds)
 
-    tracing = tracing_from_environment()  # OTEL_* (docs/operations.md); None: no span, no cost
+    tracing = tracing_from_environment(tokens_file=settings.tokens_file)  # OTEL_* (docs/operations.md); None: none
     if tracing is not None:
         service.span = tracing.span
 

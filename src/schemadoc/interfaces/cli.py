@@ -246,7 +246,8 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
                                       slow_request_ms=settings.slow_request_ms)
         from schemadoc.interfaces.tracing import tracing_from_environment
 
-        mcp_server.tracing = tracing_from_environment(console=sys.stderr)  # stdout carries the protocol
+        mcp_server.tracing = tracing_from_environment(console=sys.stderr,  # stdout carries the protocol
+                                                      tokens_file=settings.tokens_file)
         if mcp_server.tracing is not None:
             service.span = mcp_server.tracing.span
         log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
