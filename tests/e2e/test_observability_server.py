@@ -295,3 +295,24 @@ def test_the_json_log_holds_no_token_and_every_line_is_one_json_object(server: S
     forged = [record for record in records if "forged" in record.get("path", "")]
     assert forged and all("\n" not in record["path"] for record in forged)
     assert any(record.get("path", "").startswith("/[token]/") for record in records)
+
+
+def test_a_tool_call_in_a_session_of_the_earlier_era_is_tied_to_its_own_request(server: Server) -> None:
+    headers = {**_bearer(WRITER), "accept": "application/json, text/event-stream", "content-type": "application/json"}
+    opened = httpx.post(f"{server.url}/mcp", headers={**headers, "x-request-id": "legacy-open"}, timeout=30, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "era", "version": "1"}}})
+    assert opened.status_code == 200, opened.text
+    headers.update({"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"})
+    httpx.post(f"{server.url}/mcp", headers=headers, timeout=30,
+               json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    answer = httpx.post(f"{server.url}/mcp", headers={**headers, "x-request-id": "legacy-call"}, timeout=30, json={
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "document_read_node", "arguments": {"doc_id": MISSING, "node_path": "/"}}})
+    text = answer.text
+    result = orjson.loads(text.split("data: ", 1)[1] if text.startswith("event:") else text)["result"]
+    assert _tool_error(result)["request_id"] == "legacy-call"
+    call, = _lines_with(server, "legacy-call")
+    assert (call["operation"], call["code"], call["token"]) == ("document_read_node", "document-not-found", "writer")
+    opening, = _lines_with(server, "legacy-open")
+    assert opening["operation"] == "mcp-protocol" and "code" not in opening
