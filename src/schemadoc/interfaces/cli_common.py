@@ -85,13 +85,14 @@ def problem_line(problem: Mapping[str, Any]) -> str:
     return " ".join(f"{where}{keyword}: {problem.get('reason', '')}".split())
 
 
-def configure_logging(level: int, tokens_file: Path | None = None) -> None:
-    """Every record at ``level`` or above to stderr, one line each, with no secret (:mod:`.logs`): query values,
-    bearer credentials and the tokens of ``tokens_file`` redacted; a client that went away logged at INFO."""
-    from schemadoc.interfaces.logs import ClientGoneFilter, LogFormatter, LogHandler, TokenSecrets
+def configure_logging(level: int, tokens_file: Path | None = None, log_format: str = "text") -> None:
+    """Every record at ``level`` or above to stderr, one line each (``log_format``: ``text``, or ``json``: one JSON
+    object per line), with no secret (:mod:`.logs`): query values, bearer credentials and the tokens of
+    ``tokens_file`` redacted; a client that went away logged at INFO."""
+    from schemadoc.interfaces.logs import FORMATTERS, ClientGoneFilter, LogHandler, TokenSecrets
 
     handler = LogHandler(sys.stderr)
-    handler.setFormatter(LogFormatter(TokenSecrets(tokens_file) if tokens_file is not None else None))
+    handler.setFormatter(FORMATTERS[log_format](TokenSecrets(tokens_file) if tokens_file is not None else None))
     handler.addFilter(ClientGoneFilter(level))
     logging.basicConfig(level=level, handlers=[handler], force=True)
     quiet = max(level, logging.WARNING)
