@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-postgres bench-instructions bench-rest bench-validation bench-agents bench-limits bench-startup bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
+.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-archive bench-postgres bench-instructions bench-rest bench-observability bench-validation bench-agents bench-limits bench-startup bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
 
 # development: the server, the client, the conformance suite and the tools (make test)
 $(VENV)/.installed: pyproject.toml
@@ -64,6 +64,9 @@ bench-memory: $(VENV)/.installed  ## 1,000 books of 10 MB under a 1 GiB budget: 
 bench-history: $(VENV)/.installed  ## past reads, diffs, reverts on a 10,000-version document
 	$(PY) benchmarks/history.py
 
+bench-archive: $(VENV)/.installed  ## export and import of 20 and 200 books of 1 MiB: peak RSS and time of each process (ARCHIVE_ARGS=--postgres)
+	$(PY) benchmarks/archive.py $(ARCHIVE_ARGS)
+
 bench-postgres: $(VENV)/.installed  ## the PostgreSQL store beside the files store (needs PostgreSQL)
 	$(PY) benchmarks/postgres.py
 
@@ -72,6 +75,12 @@ bench-instructions: $(VENV)/.installed  ## instructions per request (callgrind):
 
 bench-rest: $(VENV)/.installed  ## black box: a real server on 127.0.0.1, REST reads and writes (10 KB to 100 MB)
 	$(PY) benchmarks/rest.py
+
+bench-observability: $(VENV)/.installed  ## what observing a request costs: per piece in process; REST with metrics + JSON logs beside neither
+	$(PY) benchmarks/observability.py
+	$(PY) benchmarks/rest.py --quick --server off= --server on= --server off2= --server on2= \
+	  --server-env off:METRICS=false --server-env off2:METRICS=false --server-env on:LOG_FORMAT=json \
+	  --server-env on2:LOG_FORMAT=json --out benchmarks/results/rest-observability.md
 
 bench-hostile: $(VENV)/.installed  ## black box: slow and greedy clients; the server's RSS and a good client's p50/p99
 	$(PY) benchmarks/hostile.py

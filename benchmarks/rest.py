@@ -6,6 +6,8 @@ Not a test: it prints figures (p50 / p99 / mean of every request) and writes the
     .venv/bin/python benchmarks/rest.py                     # 10 KB, 10 MB and 100 MB books
     .venv/bin/python benchmarks/rest.py --quick             # no 100 MB book (about a minute)
     .venv/bin/python benchmarks/rest.py --server before=../other-checkout/.venv/bin/python --server after=
+    .venv/bin/python benchmarks/rest.py --quick --server off= --server on= --server-env off:METRICS=false \
+        --server-env on:LOG_FORMAT=json                     # the cost of /metrics and JSON request lines
 
 Each ``--server LABEL=WHERE`` starts one server process: ``WHERE`` is a Python interpreter (the
 server runs as ``WHERE -m schemadoc``, with that environment's libraries), a source directory
@@ -115,13 +117,15 @@ class Client:
 class Server:
     """One ``schemadoc serve`` process on a fresh storage directory; logs go to files."""
 
-    def __init__(self, label: str, where: Path | None, schema: Path, work: Path) -> None:
+    def __init__(self, label: str, where: Path | None, schema: Path, work: Path,
+                 settings: dict[str, str] | None = None) -> None:
         self.label = label
         self.port = free_port()
         self.storage = work / f"storage-{label}"
         self.storage.mkdir(parents=True)
         env = {key: value for key, value in os.environ.items() if key not in SERVER_ENV}
         env["MAX_BODY_BYTES"] = str(512 * MIB)  # the 100 MB book is uploaded in one request
+        env.update(settings or {})  # --server-env: this server's own settings
         python = sys.executable
         if where is not None and where.is_dir():
             env["PYTHONPATH"] = os.pathsep.join([str(where), *filter(None, [env.get("PYTHONPATH")])])
@@ -264,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server", action="append", default=[], metavar="LABEL=WHERE",
                         help="a server run by the interpreter WHERE, or with the source directory WHERE, or "
                              "(WHERE empty) from this checkout; repeatable (default: one, this checkout)")
+    parser.add_argument("--server-env", action="append", default=[], metavar="LABEL:NAME=VALUE",
+                        help="a setting of the server LABEL as its environment variable (e.g. off:METRICS=false, "
+                             "on:LOG_FORMAT=json); repeatable")
     parser.add_argument("--quick", action="store_true", help="no 100 MB book")
     parser.add_argument("--reads", type=int, default=1000, help="timed small reads per server (default 1000)")
     parser.add_argument("--writes", type=int, default=300, help="timed small-document writes (default 300)")
@@ -280,6 +287,13 @@ def main(argv: list[str] | None = None) -> int:
         servers_wanted.append((label, Path(where).absolute() if where else None))
     if not servers_wanted:
         servers_wanted = [("server", None)]
+    server_settings: dict[str, dict[str, str]] = {}
+    for spec in args.server_env:
+        label, _, setting = spec.partition(":")
+        name, equals, value = setting.partition("=")
+        if not equals or label not in {wanted for wanted, _ in servers_wanted}:
+            parser.error(f"--server-env {spec!r}: expected LABEL:NAME=VALUE for a --server LABEL")
+        server_settings.setdefault(label, {})[name] = value
     books = [name for name in BOOKS if not (args.quick and name not in QUICK_BOOKS)]
 
     started_at = datetime.now(UTC)
@@ -302,8 +316,9 @@ def main(argv: list[str] | None = None) -> int:
         rss: dict[str, float | None] = {}
         peak_rss: dict[str, float | None] = {}
         for label, where in servers_wanted:
-            log(f"starting server {label!r}" + (f" with {where}" if where else ""))
-            server = Server(label, where, args.schema, work)
+            log(f"starting server {label!r}" + (f" with {where}" if where else "")
+                + (f" and {server_settings[label]}" if label in server_settings else ""))
+            server = Server(label, where, args.schema, work, server_settings.get(label))
             servers.append(server)
             docs = Documents(server)
             docs.create("small")

@@ -386,6 +386,12 @@ _ENTRIES: list[ErrorCode] = [
         "or altered file)", "an archive of a newer format"],
        "Export again with schemadoc export; an archive is imported only whole, so nothing was changed.",
        extension="export and import of every document with its history, beyond the specification"),
+    _e("import-conflict", 409, "request", "Documents of the archive already exist in the store, and the import was "
+       "told to stop on them.",
+       ["importing a backup into the store it was taken from, or twice", "--existing fail (the default)"],
+       "Nothing was changed. Say what to do with them: --existing skip keeps the stored ones, --existing replace "
+       "puts the archive's in their place (details.doc_ids lists the first of them).",
+       extension="export and import of every document with its history, beyond the specification"),
     _e("internal-error", 500, "server", "An unexpected error happened in the server.",
        ["a bug"], "Report it with the request that caused it; the server log has the details."),
 ]

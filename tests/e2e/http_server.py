@@ -34,15 +34,18 @@ class Server:
     def __init__(self, storage: Path, logs: Path, *, storage_url: str | None = None,
                  schema: Path = BOOK_SCHEMA, start_timeout: float = START_TIMEOUT_SECONDS,
                  program: Sequence[str] = (sys.executable, "-m", "schemadoc"), schema_args: Sequence[str] = (),
-                 port: int | None = None, extra_args: tuple[str, ...] = ()) -> None:
+                 port: int | None = None, extra_args: tuple[str, ...] = (),
+                 settings: dict[str, str] | None = None) -> None:
         """``program``: the command that is ``schemadoc``; ``schema_args`` replace ``--schema SCHEMA`` when given;
-        ``port``: a given port (a restart on the same address) instead of a free one; ``extra_args``: more flags."""
+        ``port``: a given port (a restart on the same address) instead of a free one; ``extra_args``: more flags;
+        ``settings``: environment variables of settings that have no flag (``{"METRICS": "false"}``)."""
         self.port = port if port is not None else free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         logs.mkdir(parents=True, exist_ok=True)
         self.stdout_path = logs / f"stdout-{self.port}.txt"
         self.stderr_path = logs / f"stderr-{self.port}.txt"
         env = {key: value for key, value in os.environ.items() if key not in ENVIRONMENT}
+        env.update(settings or {})
         command = [*program, "serve", "--transport", "http", *(schema_args or ("--schema", str(schema))),
                    "--storage-dir", str(storage), "--host", "127.0.0.1", "--port", str(self.port)]
         if storage_url is not None:

@@ -110,7 +110,7 @@ async def mcp(server: Server, mode: str = "auto") -> AsyncIterator[Client]:
 def rest_error(response: httpx.Response, status: int) -> dict[str, Any]:
     assert response.status_code == status, response.text
     error: dict[str, Any] = response.json()["error"]
-    assert set(error) == {"code", "category", "message", "details", "remediation"}
+    assert set(error) == {"code", "category", "message", "details", "remediation", "request_id"}
     assert error["category"] == str(status) == str(CATALOG[error["code"]].status)
     return error
 

@@ -31,6 +31,7 @@ from storage_contract.helpers import (
 )
 from storage_contract.history import HistoryContract
 from storage_contract.locks import LocksContract
+from storage_contract.restore import RestoreContract
 
 __all__ = [
     "BAD_DOC_IDS",
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 
-class DocumentStoreContract(DocumentsContract, HistoryContract, LocksContract):
+class DocumentStoreContract(DocumentsContract, HistoryContract, LocksContract, RestoreContract):
     """What every :class:`~schemadoc.storage.base.DocumentStore` does. Override ``store``."""
 
     @pytest.fixture

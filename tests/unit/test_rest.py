@@ -52,7 +52,7 @@ def error_of(response: Any, status: int, code: str) -> dict[str, Any]:
     error = response.json()["error"]
     assert error["code"] == code
     assert error["category"] == str(status)
-    assert set(error) == {"code", "category", "message", "details", "remediation"}
+    assert set(error) == {"code", "category", "message", "details", "remediation", "request_id"}
     return dict(error)
 
 

@@ -69,7 +69,7 @@ def error_of(response: Any, status: int, code: str) -> dict[str, Any]:
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert (error["code"], error["category"]) == (code, str(status))
-    assert set(error) == {"code", "category", "message", "details", "remediation"}
+    assert set(error) == {"code", "category", "message", "details", "remediation", "request_id"}
     return dict(error)
 
 

@@ -116,8 +116,9 @@ def _requests(doc: str) -> list[tuple[str, str, Any, dict[str, str]]]:
 
 def test_the_lane_answers_every_request_exactly_as_fastapi_does(pair: tuple[TestClient, TestClient, str]) -> None:
     laned, plain, doc = pair
-    for method, url, body, headers in _requests(doc):
+    for number, (method, url, body, headers) in enumerate(_requests(doc)):
         content = body if isinstance(body, bytes) or body is None else orjson.dumps(body)
+        headers = {**headers, "X-Request-ID": f"lane-{number}"}  # one id for both: in the header and error bodies
         sent = {"Content-Type": "application/json", **headers} if content is not None else headers
         answers = [client.request(method, API + url, content=content, headers=sent) for client in (laned, plain)]
         assert answers[0].status_code == answers[1].status_code, (method, url, answers[0].text, answers[1].text)

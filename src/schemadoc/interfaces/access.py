@@ -440,7 +440,7 @@ class AccessGuard:
         await self.app(scope, receive, send)
 
     async def _refuse(self, send: Send, path: str, error: SchemaDocError, message_id: Any = None) -> None:
-        log.info("refused %s: %s", path, error.code)  # never the token
+        log.debug("refused %s: %s", path, error.code)  # never the token; the request line has the code
         challenge = [(b"www-authenticate", _CHALLENGES[error.code])] if error.code in _CHALLENGES else None
         await send_json(send, error.status, error_bytes(error, path, message_id, self.mcp_path), challenge)
 

@@ -29,6 +29,7 @@ from fastapi.responses import JSONResponse
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
 from starlette.routing import Match, Route
 
 import schemadoc
@@ -49,6 +50,8 @@ from schemadoc.interfaces.http_guards import (
 )
 from schemadoc.interfaces.mcp import build_mcp_server
 from schemadoc.interfaces.mcp_sessions import SessionOwners, live_sessions
+from schemadoc.interfaces.metrics import CONTENT_TYPE_LATEST, Metrics
+from schemadoc.interfaces.request_log import RequestObserver
 from schemadoc.interfaces.rest import (
     BINDINGS,
     REST_STATE,
@@ -59,7 +62,8 @@ from schemadoc.interfaces.rest import (
     rest_state,
 )
 from schemadoc.interfaces.rest_lane import RestLane, route_pattern
-from schemadoc.interfaces.subscribers import slots_of
+from schemadoc.interfaces.subscribers import SubscriberSlots, slots_of
+from schemadoc.interfaces.tracing import tracing_from_environment
 from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.reading.request_examples import with_request_examples
 from schemadoc.service import DocumentService
@@ -244,7 +248,7 @@ def build_app(service: DocumentService, settings: Settings, *,
     ``heartbeat_seconds``: how often an idle event stream sends a keep-alive comment.
     """
     subscribers = slots_of(settings)
-    server = build_mcp_server(service, subscribers=subscribers)
+    server = build_mcp_server(service, subscribers=subscribers, slow_request_ms=settings.slow_request_ms)
     # build before the lifespan touches server.session_manager
     # the SDK's own body limit sits above ours: what reaches it was read within max_body_bytes by McpReader and is
     # its canonical form, which may be longer (a float written 1e15 is re-written 1000000000000000.0: 4.5 times)
@@ -257,6 +261,10 @@ def build_app(service: DocumentService, settings: Settings, *,
                                          max_sessions=settings.max_mcp_sessions,
                                          session_idle_timeout=settings.mcp_session_idle_seconds)
 
+    tracing = tracing_from_environment(tokens_file=settings.tokens_file)  # OTEL_* (docs/operations.md); None: none
+    if tracing is not None:
+        service.span = tracing.span
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         server.notifier.attach_loop()  # REST writes reach MCP subscribers from the first request on
@@ -265,6 +273,8 @@ def build_app(service: DocumentService, settings: Settings, *,
                 yield
         finally:
             server.notifier.close()
+            if tracing is not None:
+                tracing.close()  # the spans still waiting are exported
 
     app = FastAPI(title="schemadoc", version=schemadoc.__version__, description=_DESCRIPTION,
                   docs_url=None, redoc_url=None, openapi_url=_OPENAPI_URL, lifespan=lifespan,
@@ -307,6 +317,7 @@ def build_app(service: DocumentService, settings: Settings, *,
                              live_sessions(server), settings.max_mcp_sessions_per_client)
     app.router.routes.append(Route(MCP_PATH, endpoint=endpoint, include_in_schema=False, name="mcp"))
     mount_ui(app)  # the browser page at /ui, over the public REST API (schemadoc.ui)
+    metrics = _add_metrics(app, service, subscribers, open_sessions(server)) if settings.metrics else None
 
     # added inner to outer: the lane for the frequent REST requests innermost, then the error guard,
     # CORS outermost (so errors carry CORS headers)
@@ -322,5 +333,21 @@ def build_app(service: DocumentService, settings: Settings, *,
         app.add_middleware(
             CORSMiddleware, allow_origins=list(settings.cors_origins), allow_credentials=True,
             allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], allow_headers=["*"],
-            expose_headers=["ETag", "Location", "Mcp-Session-Id", "Mcp-Protocol-Version"])
+            expose_headers=["ETag", "Location", "Mcp-Session-Id", "Mcp-Protocol-Version", "X-Request-ID"])
+    # outermost: every request gets its id and its one log line, and is counted (docs/operations.md)
+    app.add_middleware(RequestObserver, slow_request_ms=settings.slow_request_ms, mcp_path=MCP_PATH,
+                       on_request=metrics.observe if metrics is not None else None, tracing=tracing)
     return app
+
+
+def _add_metrics(app: FastAPI, service: DocumentService, subscribers: SubscriberSlots,
+                 sessions: Callable[[], int]) -> Metrics:
+    """``GET /metrics``: the Prometheus text format of the application's :class:`Metrics` (any token may read it)."""
+    metrics = Metrics(service, subscribers=subscribers, mcp_sessions=sessions)
+
+    async def scrape() -> Response:
+        body = await anyio.to_thread.run_sync(metrics.exposition)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    app.add_api_route("/metrics", scrape, methods=["GET"], include_in_schema=False, name="metrics")
+    return metrics

@@ -1,4 +1,4 @@
-"""The ``schemadoc`` command: ``serve``, ``validate``, ``replay`` and ``migrate``.
+"""The ``schemadoc`` command: ``serve``, ``validate``, ``replay``, ``migrate``, ``export`` and ``import``.
 
 A start-up failure (no schema, a missing or invalid schema, a ``$ref`` cycle, a storage
 directory that cannot be written, a bad setting, a port in use) ends the process at once with
@@ -34,6 +34,8 @@ import orjson
 from schemadoc import __version__
 from schemadoc.config import TRANSPORTS, Settings, load_settings
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.cli_archive import add_commands as add_archive_commands
+from schemadoc.interfaces.cli_archive import export, import_
 from schemadoc.interfaces.cli_common import (
     EXIT_FAILED,
     EXIT_INTERNAL,
@@ -107,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--schema", dest="schema_path", metavar="PATH",
                         help="also validate the rebuilt document against this schema")
     replay.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file")
+    add_archive_commands(commands)
     return parser
 
 
@@ -234,7 +237,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if _use_example(args):
         return EXIT_OK
     settings = load_settings(overrides(args), environ)
-    configure_logging(settings.log_level_number, settings.tokens_file)
+    configure_logging(settings.log_level_number, settings.tokens_file, settings.log_format)
     _check_schema_file(settings)
     if settings.transport == "stdio":
         service = create_service(settings)
@@ -242,13 +245,22 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         from schemadoc.interfaces.mcp import build_mcp_server
         from schemadoc.interfaces.subscribers import slots_of
 
-        mcp_server = build_mcp_server(service, subscribers=slots_of(settings))
+        mcp_server = build_mcp_server(service, subscribers=slots_of(settings),
+                                      slow_request_ms=settings.slow_request_ms)
+        from schemadoc.interfaces.tracing import tracing_from_environment
+
+        mcp_server.tracing = tracing_from_environment(console=sys.stderr,  # stdout carries the protocol
+                                                      tokens_file=settings.tokens_file)
+        if mcp_server.tracing is not None:
+            service.span = mcp_server.tracing.span
         log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
                  _storage_shown(settings))
         try:
             mcp_server.run("stdio")
         finally:
             service.close()
+            if mcp_server.tracing is not None:
+                mcp_server.tracing.close()
         return EXIT_OK
     _check_access(settings)
     sock = _listen(settings)
@@ -269,6 +281,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             max_connections_per_client=settings.max_connections_per_client)
         config = uvicorn.Config(app, http=bounded_protocol(limits), loop="auto", log_config=None,
                                 log_level=settings.log_level_number, timeout_graceful_shutdown=5, lifespan="on",
+                                access_log=False,  # the request log writes each request's line (request_log)
                                 server_header=False)
         server = _graceful_server_class()(config)
         host, port = sock.getsockname()[:2]
@@ -345,7 +358,8 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     return EXIT_OK if report.valid else EXIT_FAILED
 
 
-_COMMANDS = {"serve": _serve, "validate": _validate, "replay": replay, "migrate": migrate}
+_COMMANDS = {"serve": _serve, "validate": _validate, "replay": replay, "migrate": migrate, "export": export,
+             "import": import_}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,8 +4,10 @@ reported on stderr, logging, the settings a command's flags override, and the se
 
 Exit codes, one per kind of failure and the same for every command (the README's table):
 0 success; 1 what was checked is not right (``validate``: the document is invalid; ``replay``:
-journal and snapshot differ); 2 usage: bad arguments or settings, an unreadable input, an unknown
-document (``config-invalid``, ``invalid-request``, ``document-not-found``); 3 the schema cannot be
+journal and snapshot differ; ``import``: documents the schema refuses, the others imported); 2 usage:
+bad arguments or settings, an unreadable input, an unknown document, a damaged archive, doc_ids an
+import finds already stored (``config-invalid``, ``invalid-request``, ``document-not-found``,
+``archive-invalid``, ``import-conflict``); 3 the schema cannot be
 used (``schema-load-failed``, ``schema-resolution-failed``); 4 storage (``storage-*``); 5 anything
 else (``internal-error``). ``migrate`` exits 0 when the schema is migrated or up to date, else by the same table.
 """
@@ -83,13 +85,14 @@ def problem_line(problem: Mapping[str, Any]) -> str:
     return " ".join(f"{where}{keyword}: {problem.get('reason', '')}".split())
 
 
-def configure_logging(level: int, tokens_file: Path | None = None) -> None:
-    """Every record at ``level`` or above to stderr, one line each, with no secret (:mod:`.logs`): query values,
-    bearer credentials and the tokens of ``tokens_file`` redacted; a client that went away logged at INFO."""
-    from schemadoc.interfaces.logs import ClientGoneFilter, LogFormatter, LogHandler, TokenSecrets
+def configure_logging(level: int, tokens_file: Path | None = None, log_format: str = "text") -> None:
+    """Every record at ``level`` or above to stderr, one line each (``log_format``: ``text``, or ``json``: one JSON
+    object per line), with no secret (:mod:`.logs`): query values, bearer credentials and the tokens of
+    ``tokens_file`` redacted; a client that went away logged at INFO."""
+    from schemadoc.interfaces.logs import FORMATTERS, ClientGoneFilter, LogHandler, TokenSecrets
 
     handler = LogHandler(sys.stderr)
-    handler.setFormatter(LogFormatter(TokenSecrets(tokens_file) if tokens_file is not None else None))
+    handler.setFormatter(FORMATTERS[log_format](TokenSecrets(tokens_file) if tokens_file is not None else None))
     handler.addFilter(ClientGoneFilter(level))
     logging.basicConfig(level=level, handlers=[handler], force=True)
     quiet = max(level, logging.WARNING)

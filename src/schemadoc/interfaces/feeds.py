@@ -43,6 +43,7 @@ from typing import Any, Final
 import anyio
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.request_context import error_object
 from schemadoc.interfaces.subscribers import SUBSCRIBER_BUFFER_BYTES
 from schemadoc.operations import results
 from schemadoc.ops.journal import JournalEntry
@@ -250,7 +251,8 @@ async def document_events(service: DocumentService, doc_id: str, since: int, *,
                 try:
                     page = await _history(service, doc_id, last, page_size, buffer_bytes)
                 except SchemaDocError as error:
-                    yield _purged(inbox.purge) if inbox.purge is not None else FeedEvent("error", None, error.to_dict())
+                    yield (_purged(inbox.purge) if inbox.purge is not None
+                           else FeedEvent("error", None, error_object(error)))
                     return
                 entries = deque(page.entries)
                 page.entries.clear()  # each entry is freed once sent
@@ -272,7 +274,7 @@ async def document_events(service: DocumentService, doc_id: str, since: int, *,
                 if item is None:
                     yield HEARTBEAT
                 elif isinstance(item, _TooSlow):
-                    yield FeedEvent("error", None, too_slow(doc_id, last, buffer_bytes).to_dict())
+                    yield FeedEvent("error", None, error_object(too_slow(doc_id, last, buffer_bytes)))
                     return
                 elif item.kind == "purged":
                     yield _purged(item)

@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.logs import client_gone
 from schemadoc.interfaces.mcp import SchemaDocMCPServer
+from schemadoc.interfaces.request_context import error_object
 from schemadoc.interfaces.rest import check_depth, dump_body
 from schemadoc.interfaces.rest_wire import READ_BODY, parse_json
 
@@ -52,8 +53,8 @@ def error_bytes(error: SchemaDocError, path: str, message_id: Any = None, mcp_pa
     """The error object as a REST body, or at ``mcp_path`` as a JSON-RPC error (``rpc_code``) carrying it."""
     if path == mcp_path:
         return orjson.dumps({"jsonrpc": "2.0", "id": message_id,
-                             "error": {"code": rpc_code, "message": error.message, "data": error.to_dict()}})
-    return dump_body(error.to_dict())
+                             "error": {"code": rpc_code, "message": error.message, "data": error_object(error)}})
+    return dump_body(error_object(error))
 
 
 def route_path(scope: Scope) -> str:

@@ -23,9 +23,10 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 import orjson
@@ -51,6 +52,15 @@ from schemadoc.errors import CATALOG, SchemaDocError
 from schemadoc.interfaces.mcp_notify import ChangeNotifier, document_uri
 from schemadoc.interfaces.mcp_prompts import add_prompts
 from schemadoc.interfaces.mcp_tools import bound_tools
+from schemadoc.interfaces.request_context import (
+    CURRENT,
+    MAX_REQUEST_ID,
+    RequestRecord,
+    error_object,
+    new_request_id,
+    note_result,
+)
+from schemadoc.interfaces.request_log import log_request
 from schemadoc.interfaces.subscribers import SubscriberSlots, document_of_uri
 from schemadoc.operations.budget import (
     MCP_RESULT_BUDGET_BYTES,
@@ -66,6 +76,9 @@ from schemadoc.operations.catalogue import BY_NAME
 from schemadoc.operations.operation import Call, invoke
 from schemadoc.ops.limits import ArgumentScan
 from schemadoc.service import DocumentService
+
+if TYPE_CHECKING:
+    from schemadoc.interfaces.tracing import Tracing
 
 __all__ = ["SchemaDocMCPServer", "build_mcp_server", "error_result", "success_result"]
 
@@ -111,7 +124,7 @@ def success_result(body: BaseModel) -> CallToolResult:
 
 def error_result(error: SchemaDocError) -> CallToolResult:
     """``isError`` with the full error object as text and no structured content."""
-    return CallToolResult(content=[TextContent(type="text", text=_dumps(error.to_dict()))], is_error=True)
+    return CallToolResult(content=[TextContent(type="text", text=_dumps(error_object(error)))], is_error=True)
 
 
 class SchemaDocMCPServer(MCPServer[Any]):
@@ -122,8 +135,12 @@ class SchemaDocMCPServer(MCPServer[Any]):
     """
 
     def __init__(self, service: DocumentService, bus: SubscriptionBus, *, max_json_depth: int,
-                 subscribers: SubscriberSlots | None = None, tools: list[Tool] | None = None) -> None:
+                 subscribers: SubscriberSlots | None = None, tools: list[Tool] | None = None,
+                 slow_request_ms: int = 1000) -> None:
         self.service = service
+        self.slow_request_ms = slow_request_ms
+        self.tracing: Tracing | None = None
+        """The spans of tool calls over stdio (over HTTP the request layer makes them), when tracing is on."""
         self.notifier = ChangeNotifier(bus, slots=subscribers)
         self.max_json_depth = max_json_depth
         super().__init__(SERVER_NAME, title="schemadoc", version=__version__, instructions=INSTRUCTIONS,
@@ -135,8 +152,34 @@ class SchemaDocMCPServer(MCPServer[Any]):
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None) -> CallToolResult | InputRequiredResult:
-        """Run a tool; every failure becomes an ``isError`` result carrying a catalogued error object."""
+        """Run a tool; every failure becomes an ``isError`` result carrying a catalogued error object.
+
+        The call is noted on the record of the HTTP request that carried it (the request log's line names the tool,
+        the document and the version it made); over stdio each call is a request of its own, with its own line.
+        """
+        record = CURRENT.get()
+        if record is not None:
+            return await self._call_tool(name, arguments, record)
+        record = RequestRecord(new_request_id(), "stdio", "tools/call")
+        reset = CURRENT.set(record)
+        started = time.perf_counter()
+        try:
+            if self.tracing is None:
+                return await self._call_tool(name, arguments, record)
+            with self.tracing.request(record, ()):
+                return await self._call_tool(name, arguments, record)
+        finally:
+            CURRENT.reset(reset)
+            log_request(record, time.perf_counter() - started, self.slow_request_ms)
+
+    async def _call_tool(self, name: str, arguments: dict[str, Any], record: RequestRecord) -> CallToolResult:
         operation = BY_NAME.get(name)
+        record.tool = name[:MAX_REQUEST_ID]
+        record.operation = operation.name if operation is not None else "other"
+        doc_id = arguments.get("doc_id") if isinstance(arguments, dict) else None
+        if isinstance(doc_id, str):
+            record.doc_id = doc_id[:MAX_REQUEST_ID]
+        record.dry_run = isinstance(arguments, dict) and arguments.get("dry_run") is True
         if operation is None:
             return error_result(SchemaDocError(
                 "invalid-request", f"Unknown tool {name!r}.", {"tool": name, "tools": sorted(BY_NAME)},
@@ -163,9 +206,10 @@ class SchemaDocMCPServer(MCPServer[Any]):
 
         try:
             body: BaseModel = await anyio.to_thread.run_sync(run)
+            note_result(record, body)
             return success_result(body)
         except SchemaDocError as error:
-            log.info("tool %s failed: %s", name, error)
+            log.debug("tool %s failed: %s", name, error)  # the request line has the code
             return error_result(SchemaDocError(error.code, error.message,
                                                fit_error(error.to_dict(), error_budget())["error"]["details"],
                                                error.remediation))
@@ -301,7 +345,7 @@ def check_unicode(arguments: dict[str, Any], service: DocumentService | None = N
 
 def build_mcp_server(service: DocumentService, *, bus: SubscriptionBus | None = None,
                      max_json_depth: int | None = None,
-                     subscribers: SubscriberSlots | None = None) -> SchemaDocMCPServer:
+                     subscribers: SubscriberSlots | None = None, slow_request_ms: int = 1000) -> SchemaDocMCPServer:
     """The MCP server for ``service``: one tool per operation of the catalogue, 4 resources (two templates), 2 prompts.
 
     The returned server listens to the service's changes (``server.notifier``) and publishes
@@ -310,11 +354,13 @@ def build_mcp_server(service: DocumentService, *, bus: SubscriptionBus | None = 
     ``patch`` and ``merge_patch`` nested deeper than ``max_json_depth`` are refused with
     ``request-too-deep`` (default: the service's own limit). Resource subscriptions to documents
     take their slots from ``subscribers`` (shared with the REST event streams; default: slots
-    with the default limits for this server alone).
+    with the default limits for this server alone). A tool call over stdio slower than ``slow_request_ms`` is
+    logged at WARNING (0: never).
     """
     server = SchemaDocMCPServer(service, bus if bus is not None else InMemorySubscriptionBus(),
                                 max_json_depth=service.max_json_depth if max_json_depth is None else max_json_depth,
-                                subscribers=subscribers, tools=bound_tools(service.schema))
+                                subscribers=subscribers, tools=bound_tools(service.schema),
+                                slow_request_ms=slow_request_ms)
     _add_resources(server, service)
     add_prompts(server, service)
     server.notifier.install(server)
@@ -337,7 +383,7 @@ async def _read_json(uri: str, read: Callable[[], Any]) -> str:
     except SchemaDocError as error:
         if error.code in _NOT_FOUND:
             raise MCPError(code=INVALID_PARAMS, message=f"Resource not found: {uri} ({error.message})",
-                           data={"uri": uri, "error": error.to_dict()["error"]}) from None
+                           data={"uri": uri, "error": error_object(error)["error"]}) from None
         raise ResourceError(f"{uri}: {error.message}") from error
 
 

@@ -60,6 +60,7 @@ from mcp.types import (
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.request_context import error_object
 from schemadoc.interfaces.subscribers import SubscriberSlots, document_of_uri
 from schemadoc.service import ChangeEvent, DocumentService
 
@@ -120,7 +121,7 @@ class _LegacyPeer:
 
 def limit_error(error: SchemaDocError) -> MCPError:
     """A catalogued capacity refusal as a JSON-RPC error (``data`` is the error object)."""
-    return MCPError(code=INTERNAL_ERROR, message=error.message, data=error.to_dict())
+    return MCPError(code=INTERNAL_ERROR, message=error.message, data=error_object(error))
 
 
 class ChangeNotifier:

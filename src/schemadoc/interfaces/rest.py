@@ -37,6 +37,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.request_context import CURRENT, MAX_REQUEST_ID, note_result
 from schemadoc.interfaces.rest_feeds import add_feed_routes
 from schemadoc.interfaces.rest_wire import (
     READ_BODY,
@@ -54,7 +55,7 @@ from schemadoc.interfaces.rest_wire import (
     state_of,
 )
 from schemadoc.operations.catalogue import CATALOGUE
-from schemadoc.operations.operation import Call, Operation, Route, prepare
+from schemadoc.operations.operation import Call, Operation, Route, prepare, run
 from schemadoc.ops.limits import ArgumentScan
 from schemadoc.pointer import json_type
 from schemadoc.service import DocumentService
@@ -305,7 +306,10 @@ def _prepare(binding: Binding, request: Request, body: bytes, rest: RestState) -
     """The checked arguments; a refused ``node_path`` is named ``path``, as REST spells it."""
     raw, scans = arguments(binding, request, body, rest.service)
     try:
-        return prepare(_call(binding, request, rest, scans), binding.operation, raw)
+        call, args = prepare(_call(binding, request, rest, scans), binding.operation, raw)
+        if getattr(args, "dry_run", False) is True and (record := CURRENT.get()) is not None:
+            record.dry_run = True
+        return call, args
     except SchemaDocError as error:
         if error.code == "invalid-request" and error.details.get("argument") == "node_path":
             error.details["argument"] = "path"
@@ -318,7 +322,7 @@ def _prepare(binding: Binding, request: Request, body: bytes, rest: RestState) -
 
 def _run(binding: Binding, request: Request, body: bytes, rest: RestState) -> BaseModel:
     call, args = _prepare(binding, request, body, rest)
-    return binding.operation.run(call, args)
+    return run(call, binding.operation, args)
 
 
 async def answer(binding: Binding, request: Request, rest: RestState) -> Response:
@@ -330,15 +334,22 @@ async def answer(binding: Binding, request: Request, rest: RestState) -> Respons
         if body:  # a body not declared as JSON is never read, nor the request answered
             check_media_type(next((bytes(value).decode("latin-1") for name, value in request.scope["headers"]
                                    if name == b"content-type"), None))
+    record = CURRENT.get()
+    if record is not None:  # what the request log and the metrics tell of this request
+        record.operation = binding.operation.name
+        doc_id = request.scope["path_params"].get("doc_id")
+        if isinstance(doc_id, str):
+            record.doc_id = doc_id[:MAX_REQUEST_ID]
     local = binding.operation.local
     if local is None:
         result = await anyio.to_thread.run_sync(_run, binding, request, body, rest)
     else:
         call, args = _prepare(binding, request, body, rest)
         if local(rest.service, args):
-            result = binding.operation.run(call, args)
+            result = run(call, binding.operation, args)
         else:  # it may load a document, replay its journal or ask a database: not on the event loop
-            result = await anyio.to_thread.run_sync(binding.operation.run, call, args)
+            result = await anyio.to_thread.run_sync(run, call, binding.operation, args)
+    note_result(record, result)
     return _response(binding, result)
 
 

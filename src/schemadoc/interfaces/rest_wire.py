@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces import feeds
+from schemadoc.interfaces.request_context import error_object
 from schemadoc.interfaces.subscribers import SubscriberSlots
 from schemadoc.ops.limits import deeper_than
 from schemadoc.service import DocumentService
@@ -76,7 +77,7 @@ class JSONBody(JSONResponse):
 
 def error_response(error: SchemaDocError, headers: dict[str, str] | None = None) -> JSONBody:
     """The error object with the catalog's HTTP status."""
-    return JSONBody(error.to_dict(), status_code=error.status, headers=headers)
+    return JSONBody(error_object(error), status_code=error.status, headers=headers)
 
 
 class ErrorObject(BaseModel):
@@ -85,6 +86,8 @@ class ErrorObject(BaseModel):
     message: str = Field(description="What went wrong, for a person or an agent.")
     details: dict[str, Any] = Field(description="Data to act on: the path, the current version, every violation, …")
     remediation: str = Field(description="How to fix it.")
+    request_id: str | None = Field(None, description="The request's id (its X-Request-ID header), as the server "
+                                                     "log names it.")
 
 
 class ErrorBody(BaseModel):

@@ -19,7 +19,7 @@ from schemadoc.operations.budget import read_budget
 from schemadoc.ops.limits import ArgumentScan
 from schemadoc.service import DocumentService
 
-__all__ = ["Call", "Kind", "Operation", "Route", "argument_error", "invoke", "prepare"]
+__all__ = ["Call", "Kind", "Operation", "Route", "argument_error", "invoke", "prepare", "run"]
 
 Kind = Literal["read", "write", "replace"]
 """read: changes nothing; write: adds without destroying (create, undelete); replace: may overwrite or remove."""
@@ -147,7 +147,13 @@ _VERSION_HINT = (" (the version of your last read or write; over REST as \"versi
 def invoke(call: Call, operation: Operation, raw: Mapping[str, Any]) -> BaseModel:
     """Check ``raw`` against the operation's arguments, walk its written arguments once, and run it."""
     call, args = prepare(call, operation, raw)
-    return operation.run(call, args)
+    return run(call, operation, args)
+
+
+def run(call: Call, operation: Operation, args: Any) -> BaseModel:
+    """Run the operation on checked arguments, in a tracing span named after it (when tracing is on)."""
+    with call.service.span(operation.name):
+        return operation.run(call, args)
 
 
 def prepare(call: Call, operation: Operation, raw: Mapping[str, Any]) -> tuple[Call, Any]:

@@ -12,9 +12,10 @@ import json
 import logging
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar
 
@@ -92,6 +93,10 @@ class ServiceCore:
         """Byte sizes of the containers in results (by identity; emptied when a document is evicted, so
         it never keeps an evicted document's content alive). Each document has its own in its entry."""
         self._node_schemas = NodeSchemas(schema)
+        self.on_cold_load: Callable[[float], None] | None = None
+        """Told the seconds each load of a document from the store took (the metrics' histogram), if set."""
+        self.span: Callable[[str], AbstractContextManager[Any]] = _no_span
+        """A tracing span around the named step (``validation``, ``journal commit``, an operation); none by default."""
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -217,7 +222,10 @@ class ServiceCore:
 
     def _load(self, doc_id: str) -> DocState:
         """Load a document (snapshot + journal tail) and hold it, within the memory budget."""
+        started = time.perf_counter()
         state, charged, tail = self._read_stored(doc_id)
+        if self.on_cold_load is not None:
+            self.on_cold_load(time.perf_counter() - started)
         self._states.loads += 1
         self._states.put(doc_id, state, charged)
         self.snapshots.lagging(doc_id, tail)
@@ -298,14 +306,16 @@ class ServiceCore:
                 assert data is not None
                 meta = DocumentMeta(doc_id=doc_id, version=1, schema_uri=self.schema_uri, created_at=now,
                                     modified_at=now, content_size_bytes=size)
-                self.store.create(meta, entry, data)
+                with self.span("journal commit"):
+                    self.store.create(meta, entry, data)
             else:
                 meta = replace(state.meta, version=entry.version, modified_at=now, content_size_bytes=size,
                                snapshot_version=entry.version if data is not None else state.meta.snapshot_version)
                 if deleted_at is not False:
                     meta = replace(meta, deleted_at=deleted_at if isinstance(deleted_at, str) else None)
                 try:
-                    self.store.commit(meta, entry, data)
+                    with self.span("journal commit"):
+                        self.store.commit(meta, entry, data)
                 except SchemaDocError:
                     self._forget(doc_id)  # the store may have rolled the document forward
                     raise
@@ -352,6 +362,14 @@ class ServiceCore:
 
 
 PREVIEW_BYTES = 16_384
+
+
+_NO_SPAN: AbstractContextManager[Any] = nullcontext()
+
+
+def _no_span(name: str) -> AbstractContextManager[Any]:
+    """The span hook while tracing is off: nothing (one shared, reusable null context)."""
+    return _NO_SPAN
 
 
 def bounded_call(call: dict[str, Any], fix: list[dict[str, Any]]) -> dict[str, Any]:

@@ -253,8 +253,9 @@ class NodeWrites(History):
             compiled = build(state.content)
             applied = apply_patch(state.content, compiled.patch)
             check_written_depth(applied.document, applied.patch, self.max_json_depth, known=written)
-            report = self.validator.validate_change(state.content, applied.document, patch=applied.patch,
-                                                    keep=not dry_run)
+            with self.span("validation"):
+                report = self.validator.validate_change(state.content, applied.document, patch=applied.patch,
+                                                        keep=not dry_run)
             node_path = compiled.node_path
             node = None if node_of is None else _at(state.content if node_of == "before" else applied.document,
                                                     node_path)

@@ -17,7 +17,7 @@ Every store runs the same contract suite (``tests/storage_contract``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -30,8 +30,8 @@ from schemadoc.ops.journal import JournalEntry
 
 __all__ = ["CHECKPOINTS_KEPT_RECENT", "LOCK_TIMEOUT_SECONDS", "DocumentMeta", "DocumentStore", "RecoveryReport",
            "SharedStore", "StoreNotice", "StoredChange", "StoredDocument", "StreamedSnapshots", "already_exists",
-           "check_doc_id", "check_write", "document_not_found", "journal_line", "keep_checkpoints", "lock_timeout",
-           "snapshot_due", "version_conflict"]
+           "check_doc_id", "check_restore", "check_write", "document_not_found", "journal_line", "keep_checkpoints",
+           "lock_timeout", "restored_entries", "snapshot_due", "version_conflict"]
 
 LOCK_TIMEOUT_SECONDS = 10.0
 """How long a writer waits for a document's write lock (FR-083: 10 seconds, not configurable)."""
@@ -81,6 +81,37 @@ def check_write(meta: DocumentMeta, entry: JournalEntry, content: bytes | None, 
         raise ValueError(f"meta content_size_bytes {meta.content_size_bytes} is not the content's "
                          f"length {len(content)}")
     return doc_id
+
+
+def check_restore(meta: DocumentMeta, content: bytes) -> str:
+    """The checks of ``restore`` on its meta and content (the entries are checked as they come, with
+    :func:`restored_entries`); returns the doc_id, which must be in canonical (upper-case) form."""
+    doc_id = check_doc_id(meta.doc_id)
+    if doc_id != meta.doc_id:
+        raise SchemaDocError("invalid-doc-id", f"{meta.doc_id!r} is not in canonical (upper-case) form.",
+                             {"doc_id": meta.doc_id, "reason": "not in canonical upper-case form"})
+    if meta.content_size_bytes != len(content):
+        raise ValueError(f"meta content_size_bytes {meta.content_size_bytes} is not the content's "
+                         f"length {len(content)}")
+    return doc_id
+
+
+def restored_entries(meta: DocumentMeta, entries: Iterable[JournalEntry]) -> Iterator[JournalEntry]:
+    """``entries``, checked as they are drawn: versions 1, 2, ... up to ``meta.version`` and no further.
+
+    Raises :exc:`ValueError` at the first entry out of order, or at the end when the journal stops
+    before ``meta.version`` (a store that writes them as they come then leaves nothing behind).
+    """
+    expected = 1
+    for entry in entries:
+        if entry.version != expected or expected > meta.version:
+            raise ValueError(f"restored journal of {meta.doc_id}: expected version {expected} "
+                             f"(of 1..{meta.version}), found version {entry.version}")
+        yield entry
+        expected += 1
+    if expected != meta.version + 1:
+        raise ValueError(f"restored journal of {meta.doc_id} ends at version {expected - 1}, "
+                         f"the meta is at version {meta.version}")
 
 
 def journal_line(doc_id: str, entry: JournalEntry, meta: DocumentMeta | None = None) -> bytes:
@@ -312,6 +343,22 @@ class DocumentStore(Protocol):
         """
         ...
 
+    def restore(self, meta: DocumentMeta, entries: Iterable[JournalEntry], content: bytes) -> None:
+        """Store a whole document as it was elsewhere (``schemadoc import``): its journal and its current version.
+
+        ``entries`` are versions 1 to ``meta.version`` in order (drawn one at a time, so a long
+        journal is never held whole), ``content`` is the JSON of ``meta.version`` and becomes the
+        snapshot, and ``meta`` is kept as given: ``created_at``, ``modified_at``, ``deleted_at``
+        (``meta.snapshot_version`` is ignored). Each entry is kept as it was, ``info`` included.
+
+        Atomic like :meth:`create`: after a failure or a crash the document exists whole or not at
+        all. Takes the document's write lock itself. Raises ``storage-write-failed`` when a
+        document with ``meta.doc_id`` already exists (nothing changed) or the write fails,
+        ``invalid-doc-id``, and :exc:`ValueError` when the entries are not versions 1 to
+        ``meta.version`` or ``meta.content_size_bytes != len(content)`` (nothing written).
+        """
+        ...
+
     def write_snapshot(self, doc_id: str, version: int, content: bytes) -> bool:
         """Make ``content`` (the whole JSON of ``version``, exactly as the service serialised it)
         the document's snapshot; called off the write path.
@@ -424,8 +471,10 @@ class SharedStore(Protocol):
 
     def read_changes(self, since: int, limit: int) -> list[StoredChange]:
         """Committed versions of every document after cursor ``since`` (0: from the start), oldest
-        first, at most ``limit``. A commit still in flight holds back every later cursor, so a reader
-        that moves its cursor past what it was given never skips a commit that lands late.
+        first, at most ``limit``, except that a page ends with the whole of the last transaction it
+        reaches (one commit is one version; a ``restore`` writes a whole journal in one). A commit
+        still in flight holds back every later cursor, so a reader that moves its cursor past what it
+        was given never skips a commit that lands late.
         """
         ...
 

@@ -38,10 +38,12 @@ from schemadoc.storage.base import (
     StoredDocument,
     already_exists,
     check_doc_id,
+    check_restore,
     check_write,
     document_not_found,
     journal_line,
     keep_checkpoints,
+    restored_entries,
     snapshot_due,
     version_conflict,
 )
@@ -160,6 +162,46 @@ class FileDocumentStore(DocumentDirectory):
                 raise write_failed(doc_id, "creating the document", error) from None
         self._tails.pop(doc_id, None)
         self._corrupt.pop(doc_id, None)
+
+    def restore(self, meta: DocumentMeta, entries: Iterable[JournalEntry], content: bytes) -> None:
+        """Like :meth:`create`, with a whole journal: tmp files (the journal written line by line as the entries
+        come) → journal (claimed with a hard link, which fails when one exists) → content rename → meta rename.
+
+        Lines before the last carry no ``meta`` member (only the last one's is known; readers parse such
+        lines whole); the snapshot is the current version, so the tail after it is empty.
+        """
+        doc_id = check_restore(meta, content)
+        meta = replace(meta, snapshot_version=meta.version)
+        paths = self._paths(doc_id)
+        journal_tmp = paths.snapshot_tmp(secrets.token_hex(8))
+        lines = (journal_line(doc_id, entry, meta if entry.version == meta.version else None)
+                 for entry in restored_entries(meta, entries))
+        with self.write_lock(doc_id):
+            if paths.exists():
+                raise already_exists(doc_id)
+            try:
+                size = disk.write_synced(journal_tmp, lines)
+                disk.write_synced(paths.content_tmp, content)
+                disk.write_synced(paths.meta_tmp, snapshots.meta_bytes(meta, size))
+                os.link(journal_tmp, paths.journal)
+            except BaseException as error:
+                disk.remove_quietly(journal_tmp, paths.content_tmp, paths.meta_tmp)
+                if isinstance(error, FileExistsError):
+                    raise already_exists(doc_id) from None
+                if isinstance(error, OSError):
+                    raise write_failed(doc_id, "restoring the document", error) from None
+                raise
+            disk.remove_quietly(journal_tmp)
+            try:
+                os.replace(paths.content_tmp, paths.content)
+                os.replace(paths.meta_tmp, paths.meta)
+                disk.fsync_directory(self.storage_dir)
+            except OSError as error:
+                disk.remove_quietly(paths.meta, paths.content, paths.meta_tmp, paths.content_tmp, paths.journal)
+                raise write_failed(doc_id, "restoring the document", error) from None
+        self._tails.pop(doc_id, None)
+        self._corrupt.pop(doc_id, None)
+        self._journal_offsets.pop(doc_id, None)
 
     def commit(self, meta: DocumentMeta, entry: JournalEntry, content: bytes | None = None) -> None:
         """Append the line and fdatasync it (the commit point); with ``content``, also switch the snapshot.

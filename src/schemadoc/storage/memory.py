@@ -8,6 +8,7 @@ so what comes out never aliases what went in.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 
@@ -19,10 +20,12 @@ from schemadoc.storage.base import (
     StoredDocument,
     already_exists,
     check_doc_id,
+    check_restore,
     check_write,
     document_not_found,
     journal_line,
     keep_checkpoints,
+    restored_entries,
     snapshot_due,
     version_conflict,
 )
@@ -76,6 +79,18 @@ class MemoryDocumentStore:
             with self._guard:
                 self._documents[doc_id] = _Document(stored, snapshot, [*document.journal, line],
                                                     document.checkpoints)
+
+    def restore(self, meta: DocumentMeta, entries: Iterable[JournalEntry], content: bytes) -> None:
+        doc_id = check_restore(meta, content)
+        with self.write_lock(doc_id):
+            if doc_id in self._documents:
+                raise already_exists(doc_id)
+            journal = [journal_line(doc_id, entry) for entry in restored_entries(meta, entries)]
+            with self._guard:
+                if doc_id in self._documents:
+                    raise already_exists(doc_id)
+                self._documents[doc_id] = _Document(replace(meta, snapshot_version=meta.version), bytes(content),
+                                                    journal)
 
     def write_snapshot(self, doc_id: str, version: int, content: bytes) -> bool:
         doc_id = check_doc_id(doc_id)

@@ -38,6 +38,6 @@ def error_of(result: CallToolResult) -> dict[str, Any]:
     body = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
     assert set(body) == {"error"}
     error: dict[str, Any] = body["error"]
-    assert set(error) == {"code", "category", "message", "details", "remediation"}
+    assert set(error) == {"code", "category", "message", "details", "remediation", "request_id"}
     assert error["category"] == str(CATALOG[error["code"]].status)
     return error

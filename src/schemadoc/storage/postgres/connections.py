@@ -106,6 +106,7 @@ class Connections:
         self._down: str | None = None  # why the database is out, None while it answers
         self._down_since = 0.0
         self._last_probe = 0.0
+        self._waits_before = 0  # requests that waited in the pools replaced after an outage
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -222,6 +223,8 @@ class Connections:
         fresh.open(wait=False)
         with self._guard:
             old, self._pool = self._pool, fresh
+            if old is not None:
+                self._waits_before += old.get_stats().get("requests_queued", 0)
             outage = time.monotonic() - self._down_since
             self._down = None
         log.warning("PostgreSQL at %s answers again (after %.1f s); connections reopened", self.shown, outage)
@@ -243,6 +246,16 @@ class Connections:
             except SchemaDocError:
                 raise error from None
             return attempt()
+
+    def stats(self) -> dict[str, int]:
+        """The pool now, for the metrics: connections ``idle`` and ``used``, its ``max``, ``waits`` (requests that
+        waited for a connection, since the start) and ``available`` (0 during an outage, else 1). No round trip."""
+        pool = self._pool
+        measured = pool.get_stats() if pool is not None else {}
+        size, idle = measured.get("pool_size", 0), measured.get("pool_available", 0)
+        return {"idle": idle, "used": max(size - idle, 0), "max": self._pool_size,
+                "waits": self._waits_before + measured.get("requests_queued", 0),
+                "available": int(pool is not None and self._down is None)}
 
     def problem(self) -> SchemaDocError | None:
         """``storage-unavailable`` with the cause while the database cannot be used, else None (a round trip)."""

@@ -73,9 +73,13 @@ horizon AS (  -- the oldest transaction, running when the snapshot was taken, th
     WHERE (running::text::bigint %% 4294967296) NOT IN (SELECT xid FROM others))
 """
 
-CHANGES: Final = HORIZON_CTES + """SELECT txid::text::bigint, doc_id, version, op, at FROM {journal}, horizon
-WHERE txid > %(since)s::text::xid8 AND (horizon.xid IS NULL OR txid < horizon.xid)
-ORDER BY txid, doc_id, version LIMIT %(limit)s
+CHANGES: Final = HORIZON_CTES + """SELECT txid::text::bigint, doc_id, version, op, at FROM {journal}
+WHERE txid > %(since)s::text::xid8 AND txid <= (
+    SELECT max(txid) FROM (
+        SELECT txid FROM {journal}, horizon
+        WHERE txid > %(since)s::text::xid8 AND (horizon.xid IS NULL OR txid < horizon.xid)
+        ORDER BY txid LIMIT %(limit)s) AS page)
+ORDER BY txid, doc_id, version
 """
 """The change feed after a cursor, held back at the oldest commit of this store still running.
 
@@ -86,7 +90,11 @@ this store: every store session takes the writers' lock (shared) before its comm
 transaction id and keeps it until after the commit, so a running transaction whose session does
 not hold it is not ours and does not hold the feed back (other databases, other applications,
 autovacuum). A transaction that finished between the snapshot and the look at ``pg_locks`` is
-counted as ours: that only delays the feed by one read."""
+counted as ours: that only delays the feed by one read.
+
+A page holds whole transactions: the rows of the last transaction it reaches are all in it, even
+past ``limit``, because the next page starts after that transaction's cursor. A commit is one
+version; only an import (``restore``) writes several versions, a whole journal, in one transaction."""
 
 POSITION: Final = HORIZON_CTES + """
 SELECT coalesce((SELECT xid FROM horizon), pg_snapshot_xmax(snapshot.s))::text::bigint - 1 FROM snapshot

@@ -27,11 +27,13 @@ from schemadoc.storage.base import (
     StoreNotice,
     already_exists,
     check_doc_id,
+    check_restore,
     check_write,
     document_not_found,
     journal_line,
     keep_checkpoints,
     lock_timeout,
+    restored_entries,
     snapshot_due,
     version_conflict,
 )
@@ -61,6 +63,8 @@ _PG_REMEDIATION: Final = ("The database's message is in details.reason and the s
 _READ_META: Final = "SELECT " + META_COLUMNS + " FROM {documents} WHERE doc_id = %s"
 _PUT_SNAPSHOT: Final = ("INSERT INTO {snapshots} (doc_id, version, content) VALUES (%s, %s, %s) "
                         "ON CONFLICT (doc_id, version) DO UPDATE SET content = excluded.content")
+_RESTORE_BATCH_BYTES: Final = 4 << 20
+"""A restore sends its journal rows in batches of about this many bytes (bounded memory, few round trips)."""
 _PUT_CHECKPOINT: Final = _PUT_SNAPSHOT.replace("{snapshots}", "{checkpoints}")
 
 
@@ -252,6 +256,37 @@ class PostgresDocumentStore:
                 "INSERT INTO {journal} (doc_id, version, op, at, entry) VALUES (%s, %s, %s, %s, %s) "
                 "RETURNING txid::text::bigint"), (doc_id, entry.version, entry.op, entry.at, line)).fetchone()
             self._notify(done.conn, doc_id, entry.version, KINDS.get(entry.op, "updated"))
+            assert row is not None
+            done.cursor = int(row[0])
+
+    def restore(self, meta: DocumentMeta, entries: Iterable[JournalEntry], content: bytes) -> None:
+        """One transaction: the documents row, the snapshot, then the journal rows in batches as the entries
+        come (each batch bounded in bytes), and the ``created`` notification."""
+        doc_id = check_restore(meta, content)
+        with self._transaction(doc_id, meta.version) as done:
+            inserted = done.conn.execute(self._sql(
+                "INSERT INTO {documents} (doc_id, " + META_COLUMNS + ") "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (doc_id) DO NOTHING"),
+                (doc_id, meta.version, meta.schema_uri, meta.created_at, meta.modified_at, meta.content_size_bytes,
+                 meta.deleted_at, meta.version))
+            if inserted.rowcount != 1:
+                raise already_exists(doc_id)
+            done.conn.execute(self._sql(_PUT_SNAPSHOT), (doc_id, meta.version, content))
+            insert = self._sql("INSERT INTO {journal} (doc_id, version, op, at, entry) VALUES (%s, %s, %s, %s, %s)")
+            batch: list[tuple[str, int, str, str, bytes]] = []
+            size = 0
+            with done.conn.cursor() as cursor:
+                for entry in restored_entries(meta, entries):
+                    line = journal_line(doc_id, entry)
+                    batch.append((doc_id, entry.version, entry.op, entry.at, line))
+                    size += len(line)
+                    if size >= _RESTORE_BATCH_BYTES or len(batch) >= 1000:
+                        cursor.executemany(insert, batch)
+                        batch, size = [], 0
+                if batch:
+                    cursor.executemany(insert, batch)
+            row = done.conn.execute("SELECT pg_current_xact_id()::text::bigint").fetchone()
+            self._notify(done.conn, doc_id, meta.version, "created")
             assert row is not None
             done.cursor = int(row[0])
 
