@@ -231,12 +231,13 @@ def test_rates_come_from_counter_deltas_leaving_out_the_readings_of_metrics(modu
     assert result == [[None, 12, 3], [None, 2, 0], [10, 34, 6]]
 
 
-def test_latency_counts_only_what_was_observed_within_its_window(modules: Page) -> None:
+def test_latency_counts_only_what_was_answered_within_its_window(modules: Page) -> None:
     metrics = StatusMetrics()
     metrics.answer("rest", "document_read", "200", seconds=0.9, times=100)  # before the view's first reading
     first = metrics.text()
     metrics.answer("rest", "document_read", "200", seconds=0.02, times=10)
     metrics.answer("rest", "metrics", "200", seconds=4.0, times=10)  # not counted
+    metrics.answer("rest", "events", "200", seconds=30.0, times=10)  # streams: their time is how long they stayed open
     second = metrics.text()
     result = _history(modules, [(0, first), (2000, second), (40_000, second)],
                       "return [h.latency(0.5).map(([, v]) => v === null ? null : fin(v)),"

@@ -27,6 +27,7 @@ export function formatRate(value) {
 export function formatSeconds(value) {
   if (value === null || value === undefined || Number.isNaN(value)) return missing;
   if (!Number.isFinite(value)) return value > 0 ? '∞' : '-∞';
+  if (value === 0) return '0 s';
   if (value < 1) return `${(value * 1000).toFixed(value < 0.01 ? 2 : 1)} ms`;
   return `${value.toFixed(value < 10 ? 2 : 1)} s`;
 }

@@ -13,6 +13,8 @@ const DURATION = 'schemadoc_request_duration_seconds';
 
 /** Requests counted by the view: every one but the readings of /metrics themselves (this page's, Prometheus'). */
 const counted = (labels) => labels.operation !== 'metrics';
+/** Requests timed for the latency: an event stream's duration is how long it stayed open, so streams are left out. */
+const timed = (labels) => counted(labels) && labels.operation !== 'events';
 /** An answer that is an error: an HTTP status of 400 or more, or `error` (stdio). */
 export const isError = (labels) => labels.status === 'error' || Number(labels.status) >= 400;
 
@@ -37,7 +39,7 @@ export function summarize(samples) {
     errors: requests === null ? null : errors ?? 0, // no error series yet: none answered
     errorCodes,
     doors,
-    buckets: bucketsOf(samples, DURATION, counted),
+    buckets: bucketsOf(samples, DURATION, timed),
     documents: sumOf(samples, 'schemadoc_documents'),
     memoryBudget: sumOf(samples, 'schemadoc_memory_budget_bytes'),
     memoryUsed: sumOf(samples, 'schemadoc_memory_used_bytes'),
