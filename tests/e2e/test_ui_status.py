@@ -466,6 +466,12 @@ def test_the_view_works_with_a_read_only_token(page: Page, tmp_path: Path) -> No
         httpx.post(f"{server.url}/api/v1/documents", headers={"Authorization": f"Bearer {writer}"}, timeout=10)
         page.goto(f"{server.url}/ui/status")
         page.wait_for("document.querySelector('#token-dialog').open")
+        page.click("#token-dialog button.cancel")  # no token given: the view says why it shows nothing, and how
+        page.wait_for("document.querySelector('[data-reason=\"token-needed\"]')")
+        assert "a read-only one too" in page.text('[data-reason="token-needed"]')
+        assert page.evaluate("document.querySelector('#status-state').dataset.state") == "denied"
+        page.click('[data-reason="token-needed"] button')
+        page.wait_for("document.querySelector('#token-dialog').open")
         page.fill("#token-dialog input", watcher)
         page.click("#token-dialog button[type=submit]")
         _wait_live(page)
