@@ -249,8 +249,9 @@ class PostgresDocumentStore:
                 raise already_exists(doc_id)
             done.conn.execute(self._sql(_PUT_SNAPSHOT), (doc_id, 1, content))
             row = done.conn.execute(self._sql(
-                "INSERT INTO {journal} (doc_id, version, op, at, entry) VALUES (%s, %s, %s, %s, %s) "
-                "RETURNING txid::text::bigint"), (doc_id, entry.version, entry.op, entry.at, line)).fetchone()
+                "INSERT INTO {journal} (doc_id, version, op, at, actor, entry) VALUES (%s, %s, %s, %s, %s, %s) "
+                "RETURNING txid::text::bigint"), (doc_id, entry.version, entry.op, entry.at, entry.actor, line)
+            ).fetchone()
             self._notify(done.conn, doc_id, entry.version, KINDS.get(entry.op, "updated"))
             assert row is not None
             done.cursor = int(row[0])
@@ -266,7 +267,8 @@ class PostgresDocumentStore:
                     "doc_id": doc_id, "version": meta.version, "schema_uri": meta.schema_uri,
                     "created_at": meta.created_at, "modified_at": meta.modified_at,
                     "size": meta.content_size_bytes, "deleted_at": meta.deleted_at, "inline": content is not None,
-                    "content": content, "op": entry.op, "at": entry.at, "entry": line, "channel": self.channel,
+                    "content": content, "op": entry.op, "at": entry.at, "actor": entry.actor, "entry": line,
+                    "channel": self.channel,
                     "payload": payload}).fetchone()
             except psycopg.Error as error:  # one statement in autocommit: it may have committed
                 raise self._unknown(error, conn, doc_id, meta.version) from None
