@@ -16,6 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pg_support import throwaway_schema
 
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
@@ -283,3 +284,62 @@ def test_a_token_name_that_cannot_be_journaled_as_an_actor_is_refused(name: str)
 def test_a_token_name_of_200_printable_characters_is_accepted() -> None:
     raw = json.dumps({"tokens": [{"name": "é" * 200, "token": ALICE, "access": "read-write"}]}).encode()
     assert parse_tokens(Path("tokens.json"), raw)[0].name == "é" * 200
+
+
+# -- PostgreSQL: the actor in the entry and in its own column, for the feed -------------------------
+
+
+def postgres_service(url: str) -> DocumentService:
+    from schemadoc.storage.postgres import PostgresDocumentStore
+
+    service = DocumentService(load_schema(BOOK_SCHEMA), PostgresDocumentStore(url))
+    service.open()
+    return service
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_actor_survives_a_restart_and_the_shared_change_feed_names_it() -> None:
+    with throwaway_schema() as url:
+        first = postgres_service(url)
+        doc_id, *_ = first.create_document(actor="alice")
+        first.update_node(doc_id, "/title", "Dune", 1, actor="bob")
+        first.update_node(doc_id, "/title", "Dune II", 2)
+        first.close()
+
+        second = postgres_service(url)
+        try:
+            assert actors(second, doc_id) == [(1, "create", "alice"), (2, "update_node", "bob"),
+                                              (3, "update_node", None)]
+            assert actors(second, doc_id, actor="bob") == [(2, "update_node", "bob")]
+            assert [(change.version, change.actor) for change in second.changes().changes] == [
+                (1, "alice"), (2, "bob"), (3, None)]
+        finally:
+            second.close()
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_journal_from_before_the_actor_column_is_migrated_and_reads_with_no_actor() -> None:
+    import psycopg
+    from psycopg import sql
+
+    from schemadoc.storage.postgres.connections import split_schema
+
+    with throwaway_schema() as url:
+        first = postgres_service(url)
+        doc_id, *_ = first.create_document()
+        first.update_node(doc_id, "/title", "Dune", 1)
+        first.close()
+        plain, schema = split_schema(url)
+        assert schema is not None
+        with psycopg.connect(plain, autocommit=True) as conn:  # back to the tables of migration 4
+            conn.execute(sql.SQL("ALTER TABLE {}.journal DROP COLUMN actor").format(sql.Identifier(schema)))
+            conn.execute(sql.SQL("DELETE FROM {}.schema_migrations WHERE version = 5").format(sql.Identifier(schema)))
+
+        second = postgres_service(url)  # migrates to 5
+        try:
+            assert actors(second, doc_id) == [(1, "create", None), (2, "update_node", None)]
+            second.update_node(doc_id, "/title", "Dune II", 2, actor="carol")
+            assert [change.actor for change in second.changes().changes] == [None, None, "carol"]
+            assert actors(second, doc_id, actor="carol") == [(3, "update_node", "carol")]
+        finally:
+            second.close()
