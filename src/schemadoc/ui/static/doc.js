@@ -608,6 +608,7 @@ export class DocumentView {
     const entryItem = (entry) => h('li', { 'data-version': entry.version },
       h('span', { class: 'v' }, `v${entry.version}`), ' ', h('span', { class: 'op' }, entrySummary(entry)), ' ',
       h('time', { datetime: entry.at }, formatTime(entry.at)), ' ',
+      entry.actor ? h('span', { class: 'actor', title: 'who made this version (the token or door it came with)' }, 'by ', h('b', {}, entry.actor)) : '', ' ',
       h('span', { class: 'entry-actions' },
         h('button', { type: 'button', class: 'link open-version', onclick: () => this.openVersion(entry.version) }, 'open'),
         entry.version > 1 ? h('button', { type: 'button', class: 'link show-diff', onclick: () => this.showDiff(entry.version - 1, entry.version, detail) }, 'changes') : '',
