@@ -336,6 +336,7 @@ def test_a_conflicting_hand_edit_is_refused_and_explained(page: Page, server: Se
     text = page.text("#conflict")
     assert "version 1" in text and "version 2" in text and "version-conflict" in text
     assert "The agent's title" in text
+    assert page.text("#conflict .actor") == " · by rest"  # who wrote meanwhile
     assert client.read(doc_id, "/title") == ("The agent's title", 2)  # nothing overwritten
     page.screenshot(shots / "conflict.png")
     page.click("#conflict-reload")

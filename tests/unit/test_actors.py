@@ -343,3 +343,12 @@ def test_on_postgresql_a_journal_from_before_the_actor_column_is_migrated_and_re
             assert actors(second, doc_id, actor="carol") == [(3, "update_node", "carol")]
         finally:
             second.close()
+
+
+@pytest.mark.parametrize("actor", ["", "x" * 201])
+def test_a_rest_history_filter_outside_its_bounds_is_a_catalogued_error(open_client: TestClient, actor: str) -> None:
+    doc_id = open_client.post(f"{API}/documents").json()["doc_id"]
+    refused = open_client.get(f"{API}/documents/{doc_id}/history", params={"actor": actor})
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert (error["code"], error["details"]["argument"]) == ("invalid-request", "actor")

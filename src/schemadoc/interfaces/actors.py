@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["CREDENTIAL", "MCP_DOOR", "REST_DOOR", "STDIO_DOOR", "actor_of"]
+__all__ = ["CREDENTIAL", "MCP_DOOR", "REST_DOOR", "STDIO_DOOR", "actor_of", "command_actor"]
 
 CREDENTIAL: Final = "schemadoc.token"
 """The scope key holding the :class:`~schemadoc.interfaces.access.Token` a request presented (absent without a
@@ -25,3 +25,8 @@ def actor_of(scope: Mapping[str, Any] | None, door: str) -> str:
     """The actor of a request's writes: the name of the token in its ``scope``, else ``door``."""
     name = getattr(scope.get(CREDENTIAL), "name", None) if scope is not None else None
     return name if isinstance(name, str) and name else door
+
+
+def command_actor(command: str) -> str:
+    """The actor of the writes a command of the CLI makes itself: ``cli:import`` for ``schemadoc import``."""
+    return f"cli:{command}"

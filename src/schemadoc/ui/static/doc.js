@@ -494,7 +494,8 @@ export class DocumentView {
       } }, 'Reload the node'), ' then make your edit again on the current content.')), { id: 'conflict', kind: 'warn' });
     api(this.path('/history'), { query: { since_version: base, limit: 50 } }).then((page) => {
       changes.replaceChildren(h('ol', { class: 'timeline compact' }, page.entries.map((entry) => h('li', {},
-        h('span', { class: 'v' }, `v${entry.version}`), ` ${entry.op} · ${formatTime(entry.at)}`,
+        h('span', { class: 'v' }, `v${entry.version}`), ` ${entry.op}`,
+        entry.actor ? h('span', { class: 'actor' }, ` · by ${entry.actor}`) : '', ` · ${formatTime(entry.at)}`,
         changeList(entry.patch, { onPick: (path) => this.select(path) })))),
       page.has_more ? h('p', {}, '…and more.') : '');
     }, (failure) => changes.replaceChildren(errorBox(failure)));
