@@ -171,20 +171,21 @@ class SchemaDocMCPServer(MCPServer[Any]):
         """
         record = CURRENT.get()
         if record is not None:
-            return await self._call_tool(name, arguments, record)
+            return await self._call_tool(name, arguments, record, context)
         record = RequestRecord(new_request_id(), "stdio", "tools/call")
         reset = CURRENT.set(record)
         started = time.perf_counter()
         try:
             if self.tracing is None:
-                return await self._call_tool(name, arguments, record)
+                return await self._call_tool(name, arguments, record, context)
             with self.tracing.request(record, ()):
-                return await self._call_tool(name, arguments, record)
+                return await self._call_tool(name, arguments, record, context)
         finally:
             CURRENT.reset(reset)
             log_request(record, time.perf_counter() - started, self.slow_request_ms)
 
-    async def _call_tool(self, name: str, arguments: dict[str, Any], record: RequestRecord) -> CallToolResult:
+    async def _call_tool(self, name: str, arguments: dict[str, Any], record: RequestRecord,
+                         context: Context[Any, Any] | None) -> CallToolResult:
         operation = BY_NAME.get(name)
         record.tool = name[:MAX_REQUEST_ID]
         record.operation = operation.name if operation is not None else "other"
