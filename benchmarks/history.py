@@ -7,7 +7,10 @@ paragraphs edited, chapters deleted) through the real service and files store, t
 - the first past-version read after a restart (the nearest persisted checkpoint, one every 256
   versions, plus the journal lines after it),
 - random past-version reads afterwards (in-memory checkpoints every 64 versions as well),
-- diffs between random versions and a revert to a random version.
+- diffs between random versions and a revert to a random version,
+- history pages: unfiltered, and filtered by actor (writes are made by ``ci`` and ``editor``, and by
+  ``auditor`` one in a hundred): the filter reads the journal and keeps what matches, so a page
+  for a rare actor looks at up to 10,000 versions.
 
 The target of the history issue: any version of a 10,000-version document read in well under
 50 ms. Writes go to a temporary directory (``--tmp-dir``, default: /dev/shm when present, so
@@ -34,24 +37,25 @@ SCHEMA = REPO / "schemas" / "book.schema.json"
 
 
 def build(service: DocumentService, versions: int, rng: random.Random) -> str:
-    doc_id, *_ = service.create_document()
+    doc_id, *_ = service.create_document(actor="ci")
     version = 1
     chapters = 0
     while version < versions:
+        actor = "auditor" if rng.random() < 0.01 else rng.choice(("ci", "editor"))
         action = rng.random()
         if chapters == 0 or action < 0.25:
             chapters += 1
             chapter = {"id": f"ch-{version}", "title": f"Chapter {version}",
                        "sections": [{"title": "S", "paragraphs": [{"text": f"p{version}"}], "sections": []}]}
-            service.create_node(doc_id, "/chapters/-", chapter, version)
+            service.create_node(doc_id, "/chapters/-", chapter, version, actor=actor)
         elif action < 0.5:
-            service.update_node(doc_id, "/title", f"Title {version}", version)
+            service.update_node(doc_id, "/title", f"Title {version}", version, actor=actor)
         elif action < 0.9:
             index = rng.randrange(chapters)
             service.create_node(doc_id, f"/chapters/{index}/sections/0/paragraphs/-", {"text": f"p{version}"},
-                                version)
+                                version, actor=actor)
         else:
-            service.delete_node(doc_id, f"/chapters/{rng.randrange(chapters)}", version)
+            service.delete_node(doc_id, f"/chapters/{rng.randrange(chapters)}", version, actor=actor)
             chapters -= 1
         version += 1
     return doc_id
@@ -111,6 +115,16 @@ def main() -> int:
             latest[0] = result.version
 
         show("revert to a random version (a write, with fsync)", timed(lambda _: revert(), 20))
+        runs = max(args.runs // 10, 5)
+        show("history page of 100 from a random version, unfiltered",
+             timed(lambda _: service.history(doc_id, since_version=rng.randrange(args.versions), limit=100), runs))
+        show("history page of 100 from a random version, actor=editor (about half the versions)",
+             timed(lambda _: service.history(doc_id, since_version=rng.randrange(args.versions), limit=100,
+                                             actor="editor"), runs))
+        show("history of actor=auditor (1 % of the versions) from version 0: every version looked at",
+             timed(lambda _: service.history(doc_id, limit=100, actor="auditor"), runs))
+        show("history of an actor who never wrote, from version 0 (10,000 versions looked at)",
+             timed(lambda _: service.history(doc_id, limit=100, actor="nobody"), runs))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     return 0

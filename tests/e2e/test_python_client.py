@@ -66,6 +66,8 @@ def test_every_operation_has_a_typed_result(client: Client) -> None:
 
     history = client.history(doc)
     assert [entry.version for entry in history.entries] == list(range(1, 10))
+    assert {entry.actor for entry in history.entries} == {"rest"}  # no tokens: the door
+    assert client.history(doc, actor="someone else").entries == []
     assert client.read_version(doc, 1)["title"] == "Untitled"
     assert client.diff(doc, 1, 2).patch == [{"op": "replace", "path": "/title", "value": "Dune"}]
     assert client.revert(doc, 1, 9).version == 10

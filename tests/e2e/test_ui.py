@@ -336,6 +336,7 @@ def test_a_conflicting_hand_edit_is_refused_and_explained(page: Page, server: Se
     text = page.text("#conflict")
     assert "version 1" in text and "version 2" in text and "version-conflict" in text
     assert "The agent's title" in text
+    assert page.text("#conflict .actor") == " · by rest"  # who wrote meanwhile
     assert client.read(doc_id, "/title") == ("The agent's title", 2)  # nothing overwritten
     page.screenshot(shots / "conflict.png")
     page.click("#conflict-reload")
@@ -370,6 +371,7 @@ def test_history_diff_past_version_and_revert_with_preview(page: Page, server: S
     version = client.put(doc_id, "/tags", ["kept"], version)
     _open(page, server, doc_id, "?tab=history")
     page.wait_for("document.querySelectorAll('#timeline > li').length === 4")
+    assert page.text('#timeline li[data-version="3"] .actor') == "by rest"  # who: no tokens, so the door
     page.click('#timeline li[data-version="3"] .show-diff')
     page.wait_for("document.querySelector('#diff li[data-path=\"/title\"]')")
     assert '"Third"' in page.text("#diff")
@@ -436,7 +438,8 @@ def test_a_token_is_asked_once_kept_for_the_session_and_sent_everywhere(page: Pa
     url = f"http://127.0.0.1:{port}"
     token = "s3cret-token-for-the-page-tests"
     tokens = tmp_path / "tokens.json"
-    tokens.write_text(json.dumps({"tokens": [{"name": "reviewer", "token": token, "access": "read-write"}]}),
+    name = 'reviewer <img src=x onerror="window.pwned=1">'  # the actor of its writes, shown as text
+    tokens.write_text(json.dumps({"tokens": [{"name": name, "token": token, "access": "read-write"}]}),
                       encoding="utf-8")
     process = _start([sys.executable, "-m", "schemadoc", "serve", "--schema", str(BOOK_SCHEMA), "--storage-dir",
                       str(tmp_path / "data"), "--port", str(port), "--tokens-file", str(tokens)], url, tmp_path)
@@ -459,6 +462,10 @@ def test_a_token_is_asked_once_kept_for_the_session_and_sent_everywhere(page: Pa
         # the event stream carries the token too: the write arrives live
         page.wait_for(f"document.querySelector('{_item('/title')} .summary').textContent === '\"Behind a token\"'")
         assert not page.evaluate("document.querySelector('#token-dialog').open")
+        page.click("#tab-history")  # who made each version: the token's name
+        page.wait_for(f"document.querySelector('#timeline li[data-version=\"{version + 1}\"] .actor')")
+        assert page.text(f'#timeline li[data-version="{version + 1}"] .actor') == f"by {name}"
+        assert page.evaluate("window.pwned === undefined && !document.querySelector('#timeline img')")
     finally:
         _stop(process)
 

@@ -61,9 +61,10 @@ def _archive(store: DocumentStore, *, history: bool = True, gzip: bool = False) 
 
 
 def _import(archive: bytes, store: DocumentStore, *, existing: str = "fail",
-            validator: DocumentValidator = VALIDATOR) -> tuple[Any, list[str]]:
+            validator: DocumentValidator = VALIDATOR, actor: str | None = None) -> tuple[Any, list[str]]:
     lines: list[str] = []
-    summary = import_archive(io.BytesIO(archive), store, validator, existing=existing, report=lines.append)
+    summary = import_archive(io.BytesIO(archive), store, validator, existing=existing, report=lines.append,
+                             actor=actor)
     return summary, lines
 
 
@@ -158,13 +159,13 @@ def test_without_history_a_document_keeps_content_and_times_and_starts_a_journal
     archive = _archive(source, history=False)
     assert not [name for name in _members(archive) if name.endswith("journal.jsonl")]
     target = MemoryDocumentStore()
-    _import(archive, target)
+    _import(archive, target, actor="cli:import")
     for meta in source.list_metas():
         imported = target.read_meta(meta.doc_id)
         assert (imported.version, imported.created_at, imported.modified_at, imported.deleted_at) == (
             1, meta.created_at, meta.modified_at, meta.deleted_at)
         [entry] = target.read_journal(meta.doc_id)
-        assert entry.info == {"archived_version": meta.version}
+        assert entry.info == {"archived_version": meta.version, "actor": "cli:import"}
         assert _state(target)[meta.doc_id][2] == _state(source)[meta.doc_id][2]
 
 

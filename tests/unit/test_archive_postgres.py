@@ -26,7 +26,8 @@ def test_the_feed_lists_every_version_of_a_restored_journal_once_whatever_the_pa
     elsewhere = MemoryDocumentStore()
     meta = create_document(elsewhere, {"n": 0})
     for n in range(1, 5):
-        meta = commit_patch(elsewhere, meta, [{"op": "replace", "path": "/n", "value": n}])
+        meta = commit_patch(elsewhere, meta, [{"op": "replace", "path": "/n", "value": n}],
+                            info={"actor": f"writer-{n}"})
     content = elsewhere.load(meta.doc_id).content
     store = PostgresDocumentStore(postgres_url)
     store.open()
@@ -34,12 +35,15 @@ def test_the_feed_lists_every_version_of_a_restored_journal_once_whatever_the_pa
         before = create_document(store, {"n": "before"})
         store.restore(meta, elsewhere.read_journal(meta.doc_id), content)
         after = create_document(store, {"n": "after"})
-        seen, cursor = [], 0
+        seen, actors, cursor = [], {}, 0
         while page := store.read_changes(cursor, limit):
             assert len({change.cursor for change in page}) <= limit
             seen += [(change.doc_id, change.version) for change in page]
+            actors |= {change.version: change.actor for change in page if change.doc_id == meta.doc_id}
             cursor = page[-1].cursor
         assert seen == [(before.doc_id, 1), *[(meta.doc_id, version) for version in range(1, 6)], (after.doc_id, 1)]
+        # the restored rows name their actors in the feed's own column, as committed ones do
+        assert actors == {1: None, **{n + 1: f"writer-{n}" for n in range(1, 5)}}
     finally:
         store.close()
 

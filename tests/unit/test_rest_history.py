@@ -615,7 +615,8 @@ async def test_the_stream_sends_each_version_as_an_sse_event_with_its_id(app: Fa
     second = orjson.loads(events[1]["data"])
     assert (second["version"], second["op"], second["patch"]) == (
         2, "update_node", [{"op": "replace", "path": "/title", "value": "v2"}])
-    assert set(second) == {"version", "op", "patch", "at", "info"}
+    assert set(second) == {"version", "op", "patch", "at", "actor", "info"}
+    assert second["actor"] is None  # written by the service directly: no door, no actor
 
 
 @pytest.mark.anyio

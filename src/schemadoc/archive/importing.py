@@ -97,21 +97,22 @@ def _violations_line(doc_id: str, report: Any) -> str:
             + (f"; and {more} more" if more > 0 else ""))
 
 
-def _write(store: DocumentStore, doc: ArchivedDocument, content: Any) -> None:
+def _write(store: DocumentStore, doc: ArchivedDocument, content: Any, actor: str | None) -> None:
     data = orjson.dumps(content)
     meta = replace(doc.meta, content_size_bytes=len(data))
     if doc.journal is not None:
         store.restore(meta, doc.journal, data)
         return
     first = JournalEntry(1, "create", [{"op": "add", "path": "", "value": content}], meta.modified_at,
-                         {"archived_version": meta.version})
+                         {"archived_version": meta.version, **({"actor": actor} if actor else {})})
     store.restore(replace(meta, version=1, snapshot_version=1), [first], data)
 
 
 def import_archive(file: BinaryIO, store: DocumentStore, validator: DocumentValidator, *, existing: str = "fail",
-                   report: Callable[[str], None] = print) -> ImportSummary:
+                   report: Callable[[str], None] = print, actor: str | None = None) -> ImportSummary:
     """Import the archive in ``file`` (seekable: it is read twice) into the opened ``store``; see the module
-    docstring. ``report`` receives one line per refused, skipped or replaced document."""
+    docstring. ``report`` receives one line per refused, skipped or replaced document; ``actor`` is recorded by the
+    entry that starts the journal of a document archived without its history (one archived with it keeps its own)."""
     if existing not in EXISTING:
         raise ValueError(f"existing must be one of {EXISTING}, not {existing!r}")
     summary = ImportSummary()
@@ -148,10 +149,10 @@ def import_archive(file: BinaryIO, store: DocumentStore, validator: DocumentVali
             with store.write_lock(doc_id):
                 if _stored(store, doc_id):
                     store.purge(doc_id)
-                _write(store, doc, _content(doc))
+                _write(store, doc, _content(doc), actor)
             summary.replaced += 1
             report(f"{doc_id}: replaced by the archive's version {doc.meta.version}")
         else:
-            _write(store, doc, _content(doc))
+            _write(store, doc, _content(doc), actor)
         summary.imported += 1
     return summary

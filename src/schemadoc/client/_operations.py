@@ -193,9 +193,10 @@ class Operations:
     # -- history ------------------------------------------------------------------------------
 
     @Endpoint
-    def history(self, doc_id: str, *, since_version: int | None = None,
-                limit: int | None = None) -> Request[m.HistoryResult]:
-        return request("document_history", doc_id=doc_id, since_version=since_version, limit=limit)
+    def history(self, doc_id: str, *, since_version: int | None = None, limit: int | None = None,
+                actor: str | None = None) -> Request[m.HistoryResult]:
+        """The journal, oldest first; ``actor``: only the versions that actor (a token's name, a door) made."""
+        return request("document_history", doc_id=doc_id, since_version=since_version, limit=limit, actor=actor)
 
     @Endpoint
     def read_version(self, doc_id: str, version: int) -> Request[Any]:

@@ -25,12 +25,14 @@ from typing import Any, Final
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.actors import CREDENTIAL
 from schemadoc.interfaces.apidocs import ASSETS_PATH
 from schemadoc.interfaces.http_guards import McpReader, error_bytes, message_id, route_path, send_json
 
 __all__ = [
     "CREDENTIAL",
     "LOOPBACK_HOSTS",
+    "MAX_TOKEN_NAME_LENGTH",
     "AccessGuard",
     "HostPolicy",
     "Token",
@@ -44,6 +46,8 @@ log = logging.getLogger("schemadoc.access")
 LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "[::1]")
 """The names a loopback server answers for unless ``allowed_hosts`` says otherwise."""
 MIN_TOKEN_LENGTH: Final = 16
+MAX_TOKEN_NAME_LENGTH: Final = 200
+"""A token's name is the actor of its writes (journaled with each one): printable, at most this long."""
 ACCESS_LEVELS: Final = ("read-only", "read-write")
 _READ_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 _OPEN_PATHS: Final = ("/health", "/docs", "/redoc", "/openapi.json", "/ui", ASSETS_PATH)
@@ -57,9 +61,6 @@ _MCP_READ_METHODS: Final = frozenset({
     "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete",
     "logging/setLevel", "subscriptions/listen", "server/discover"})
 _REALM: Final = 'Bearer realm="schemadoc"'
-CREDENTIAL: Final = "schemadoc.token"
-"""The scope key holding the :class:`Token` a request presented (absent without a tokens file): the MCP session
-layer binds each session to it."""
 _CHALLENGES: Final = {  # the WWW-Authenticate header of each token refusal (RFC 6750)
     "token-missing": _REALM.encode(),
     "token-invalid": f'{_REALM}, error="invalid_token"'.encode(),
@@ -213,6 +214,9 @@ def parse_tokens(path: Path, raw: bytes) -> tuple[Token, ...]:
         name = item.get("name")
         if not isinstance(name, str) or not name.strip():
             raise _file_error(path, f"has an {where} without a name.")
+        if len(name) > MAX_TOKEN_NAME_LENGTH or not name.isprintable():
+            raise _file_error(path, f"gives {where} a name that is not at most {MAX_TOKEN_NAME_LENGTH} printable "
+                              "characters (the name is journaled as the actor of the token's writes).")
         where = f"token {name!r}"
         if unknown:
             raise _file_error(path, f"has unknown members in {where}: {', '.join(unknown)}.")

@@ -171,6 +171,7 @@ def import_(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     settings = load_settings(overrides(args), environ)
     configure_logging(logging.WARNING)
     from schemadoc.archive import import_archive
+    from schemadoc.interfaces.actors import command_actor
     from schemadoc.schema import load_schema
     from schemadoc.storage import store_for
     from schemadoc.validation import DocumentValidator
@@ -182,7 +183,8 @@ def import_(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         store = store_for(settings.storage_dir, settings.storage_url)
         store.open()
         try:
-            summary = import_archive(archive, store, validator, existing=args.existing, report=print)
+            summary = import_archive(archive, store, validator, existing=args.existing, report=print,
+                                     actor=command_actor("import"))
         finally:
             _close(store)
     archived = summary.manifest.get("schema")

@@ -49,6 +49,7 @@ from pydantic import BaseModel
 
 from schemadoc import __version__
 from schemadoc.errors import CATALOG, SchemaDocError
+from schemadoc.interfaces.actors import MCP_DOOR, STDIO_DOOR, actor_of
 from schemadoc.interfaces.mcp_notify import ChangeNotifier, document_uri
 from schemadoc.interfaces.mcp_prompts import add_prompts
 from schemadoc.interfaces.mcp_tools import bound_tools
@@ -81,6 +82,17 @@ if TYPE_CHECKING:
     from schemadoc.interfaces.tracing import Tracing
 
 __all__ = ["SchemaDocMCPServer", "build_mcp_server", "error_result", "success_result"]
+
+
+def _actor(context: Context[Any, Any] | None) -> str:
+    """The actor of a tool call's writes: over HTTP the name of the request's token, else ``mcp``; on stdio
+    (no HTTP request) ``stdio`` (:mod:`~schemadoc.interfaces.actors`)."""
+    try:
+        request = context.request_context.request if context is not None else None
+    except ValueError:  # outside a request
+        request = None
+    scope = getattr(request, "scope", None)
+    return actor_of(scope, MCP_DOOR) if isinstance(scope, dict) else STDIO_DOOR
 
 log = logging.getLogger("schemadoc.mcp")
 
@@ -159,20 +171,21 @@ class SchemaDocMCPServer(MCPServer[Any]):
         """
         record = CURRENT.get()
         if record is not None:
-            return await self._call_tool(name, arguments, record)
+            return await self._call_tool(name, arguments, record, context)
         record = RequestRecord(new_request_id(), "stdio", "tools/call")
         reset = CURRENT.set(record)
         started = time.perf_counter()
         try:
             if self.tracing is None:
-                return await self._call_tool(name, arguments, record)
+                return await self._call_tool(name, arguments, record, context)
             with self.tracing.request(record, ()):
-                return await self._call_tool(name, arguments, record)
+                return await self._call_tool(name, arguments, record, context)
         finally:
             CURRENT.reset(reset)
             log_request(record, time.perf_counter() - started, self.slow_request_ms)
 
-    async def _call_tool(self, name: str, arguments: dict[str, Any], record: RequestRecord) -> CallToolResult:
+    async def _call_tool(self, name: str, arguments: dict[str, Any], record: RequestRecord,
+                         context: Context[Any, Any] | None) -> CallToolResult:
         operation = BY_NAME.get(name)
         record.tool = name[:MAX_REQUEST_ID]
         record.operation = operation.name if operation is not None else "other"
@@ -188,19 +201,21 @@ class SchemaDocMCPServer(MCPServer[Any]):
             scans = check_unicode(arguments, self.service)
         except SchemaDocError as error:
             return error_result(error)
+        actor = _actor(context)
 
         def run() -> BaseModel:
             """The body, fitted until the whole result (text and structured content) is within the budget:
             a read is made again with a smaller budget, a write's result is fitted again (never rerun)."""
             budget = body_budget()
-            body = invoke(Call(self.service, self.max_json_depth, budget, scans, document_uri), operation, arguments)
+            body = invoke(Call(self.service, self.max_json_depth, budget, scans, document_uri, actor), operation,
+                          arguments)
             for attempt in range(5):
                 body = self._within_budget(body, arguments, budget)
                 if attempt == 4 or (whole := result_size(body.model_dump(mode="json"))) <= MCP_RESULT_BUDGET_BYTES:
                     break
                 budget = max(budget * MCP_RESULT_BUDGET_BYTES // whole - 512, 1024)
                 if operation.kind == "read":
-                    body = invoke(Call(self.service, self.max_json_depth, budget, scans, document_uri),
+                    body = invoke(Call(self.service, self.max_json_depth, budget, scans, document_uri, actor),
                                   operation, arguments)
             return body
 

@@ -37,6 +37,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.actors import REST_DOOR, actor_of
 from schemadoc.interfaces.request_context import CURRENT, MAX_REQUEST_ID, note_result
 from schemadoc.interfaces.rest_feeds import add_feed_routes
 from schemadoc.interfaces.rest_wire import (
@@ -299,7 +300,7 @@ def _call(binding: Binding, request: Request, rest: RestState, scans: dict[str, 
     def document_uri(doc_id: str) -> str:
         return str(request.url_for("document_read_node", doc_id=doc_id))
 
-    return Call(rest.service, rest.max_depth, None, scans, document_uri)
+    return Call(rest.service, rest.max_depth, None, scans, document_uri, actor_of(request.scope, REST_DOOR))
 
 
 def _prepare(binding: Binding, request: Request, body: bytes, rest: RestState) -> tuple[Call, Any]:

@@ -195,6 +195,8 @@ class HistoryArgs(DocumentArgs):
                                          "previous page's next_since_version to get the next page.", 0)] = 0
     limit: Annotated[int, _count("How many versions to return (1-1000).", 1, 1000)] = 100
     summary: Annotated[bool, _text("true: each version's op, path, time and patch size instead of its patch.")] = False
+    actor: Annotated[str | None, Field(strict=True, min_length=1, max_length=200,
+                                       description="Only the versions this actor made (exact name).")] = None
 
 
 class DiffArgs(DocumentArgs):

@@ -29,8 +29,8 @@ __all__ = ["BY_NAME", "CATALOGUE"]
 
 def _create_document(call: Call, args: a.CreateDocumentArgs) -> BaseModel:
     given = args.content is not None or "content" in args.model_fields_set
-    doc_id, content, meta, report = (call.service.create_document(args.content) if given
-                                     else call.service.create_document())
+    doc_id, content, meta, report = (call.service.create_document(args.content, actor=call.actor) if given
+                                     else call.service.create_document(actor=call.actor))
     return r.CreateDocumentResult(doc_id=doc_id, version=meta.version, document_uri=call.document_uri(doc_id),
                                   schema_uri=meta.schema_uri, initial_tree=content,
                                   validation_report=r.report_body(report))
@@ -49,29 +49,33 @@ def _read_node(call: Call, args: a.ReadNodeArgs) -> BaseModel:
 
 def _update_node(call: Call, args: a.UpdateNodeArgs) -> BaseModel:
     result = call.service.update_node(args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
-                                      scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults)
+                                      scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults,
+                                      actor=call.actor)
     return r.UpdateNodeResult(node_path=result.node_path or "/", updated_node=result.node, **r.write_fields(result))
 
 
 def _create_node(call: Call, args: a.CreateNodeArgs) -> BaseModel:
     result = call.service.create_node(args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
-                                      scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults)
+                                      scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults,
+                                      actor=call.actor)
     return r.CreateNodeResult(created_node_path=result.node_path, created_node=result.node, **r.write_fields(result))
 
 
 def _delete_node(call: Call, args: a.DeleteNodeArgs) -> BaseModel:
-    result = call.service.delete_node(args.doc_id, args.node_path, args.version, dry_run=args.dry_run)
+    result = call.service.delete_node(args.doc_id, args.node_path, args.version, dry_run=args.dry_run,
+                                      actor=call.actor)
     return r.DeleteNodeResult(node_path=result.node_path, deleted_node=result.node, **r.write_fields(result))
 
 
 def _apply_patch(call: Call, args: a.PatchArgs) -> BaseModel:
     result = call.service.apply_patch(args.doc_id, args.patch, args.version, dry_run=args.dry_run,
-                                      scanned=call.scanned("patch"))
+                                      scanned=call.scanned("patch"), actor=call.actor)
     return r.ApplyPatchResult(**r.write_fields(result))
 
 
 def _move_node(call: Call, args: a.MoveNodeArgs) -> BaseModel:
-    result = call.service.move_node(args.doc_id, args.from_path, args.to_path, args.version, dry_run=args.dry_run)
+    result = call.service.move_node(args.doc_id, args.from_path, args.to_path, args.version, dry_run=args.dry_run,
+                                    actor=call.actor)
     moved = next((operation for operation in result.patch if operation.get("op") == "move"), None)
     from_path = moved["from"] if moved is not None else args.from_path  # concrete, as journaled
     return r.MoveNodeResult(from_path=from_path, node_path=result.node_path or "/", moved_node=result.node,
@@ -80,12 +84,13 @@ def _move_node(call: Call, args: a.MoveNodeArgs) -> BaseModel:
 
 def _merge_patch(call: Call, args: a.MergePatchArgs) -> BaseModel:
     result = call.service.merge_patch(args.doc_id, args.node_path, args.merge_patch, args.version,
-                                      dry_run=args.dry_run, scanned=call.scanned("merge_patch"))
+                                      dry_run=args.dry_run, scanned=call.scanned("merge_patch"), actor=call.actor)
     return r.MergePatchResult(node_path=result.node_path or "/", updated_node=result.node, **r.write_fields(result))
 
 
 def _revert(call: Call, args: a.RevertArgs) -> BaseModel:
-    result = call.service.revert(args.doc_id, args.to_version, args.version, dry_run=args.dry_run)
+    result = call.service.revert(args.doc_id, args.to_version, args.version, dry_run=args.dry_run,
+                                 actor=call.actor)
     return r.RevertResult(to_version=args.to_version, **r.write_fields(result))
 
 
@@ -95,15 +100,15 @@ def _document_state(meta: DocumentMeta) -> BaseModel:
 
 
 def _delete_document(call: Call, args: a.DeleteDocumentArgs) -> BaseModel:
-    return _document_state(call.service.delete_document(args.doc_id, args.version))
+    return _document_state(call.service.delete_document(args.doc_id, args.version, actor=call.actor))
 
 
 def _undelete_document(call: Call, args: a.DocumentArgs) -> BaseModel:
-    return _document_state(call.service.undelete_document(args.doc_id))
+    return _document_state(call.service.undelete_document(args.doc_id, actor=call.actor))
 
 
 def _purge_document(call: Call, args: a.DocumentArgs) -> BaseModel:
-    call.service.purge_document(args.doc_id)
+    call.service.purge_document(args.doc_id, actor=call.actor)
     return r.PurgeResult(doc_id=check_doc_id(args.doc_id))
 
 
@@ -131,8 +136,8 @@ def _node_schema(call: Call, args: a.NodeSchemaArgs) -> BaseModel:
 
 
 def _history(call: Call, args: a.HistoryArgs) -> BaseModel:
-    return r.history_result(call.service.history(args.doc_id, since_version=args.since_version, limit=args.limit),
-                            summary=args.summary)
+    page = call.service.history(args.doc_id, since_version=args.since_version, limit=args.limit, actor=args.actor)
+    return r.history_result(page, summary=args.summary)
 
 
 def _diff(call: Call, args: a.DiffArgs) -> BaseModel:

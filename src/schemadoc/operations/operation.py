@@ -62,7 +62,10 @@ class Call:
 
     ``budget``: the MCP result budget in bytes (``None`` over REST: whole answers, as the spec says);
     ``scans``: walks of written arguments a door already made (REST from the body's text, MCP with
-    the surrogate check); ``document_uri``: where a document can be read at this door.
+    the surrogate check); ``document_uri``: where a document can be read at this door; ``actor``: who
+    the write is made by, recorded in its journal entry: the name of the token the request came with,
+    else the door (``rest``, ``mcp``, ``stdio``) or the command (``cli:import``). Only the door sets
+    it, never an argument or a header.
     """
 
     service: DocumentService
@@ -70,6 +73,7 @@ class Call:
     budget: int | None = None
     scans: Mapping[str, ArgumentScan] = field(default_factory=dict)
     document_uri: Callable[[str], str] = lambda doc_id: f"schema://{doc_id}"
+    actor: str | None = None
 
     def scanned(self, name: str) -> ArgumentScan | None:
         return self.scans.get(name)
@@ -178,7 +182,7 @@ def prepare(call: Call, operation: Operation, raw: Mapping[str, Any]) -> tuple[C
         if scan is None or scan.value is not value:
             scan = scans[name] = call.service.scan_argument(value)
         scan.check_depth(call.max_depth, name)
-    return Call(call.service, call.max_depth, call.budget, scans, call.document_uri), args
+    return Call(call.service, call.max_depth, call.budget, scans, call.document_uri, call.actor), args
 
 
 def _refuse_unknown(operation: Operation, raw: Mapping[str, Any]) -> None:

@@ -148,12 +148,16 @@ class NodeSchemaResult(Result):
 # -- history, undo, deletion, merge patch, change feed ---------------------------------------
 
 
+_ACTOR = "Who made the version: the token's name, else the door (rest, mcp, stdio) or command; null if unrecorded."
+
+
 class JournalEntryBody(Body):
     version: int
     op: str = Field(description="create, update_node, create_node, delete_node, patch, merge_patch, revert, "
                                 "delete_document or undelete_document.")
     patch: list[dict[str, Any]] = Field(description="The RFC 6902 patch that produced this version.")
     at: str = Field(description="Commit time, ISO 8601 UTC.")
+    actor: str | None = Field(default=None, description=_ACTOR)
     info: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -163,6 +167,7 @@ class JournalSummaryBody(Body):
     version: int
     op: str
     at: str
+    actor: str | None = Field(default=None, description=_ACTOR)
     path: str | None = Field(default=None, description="Where the change was made (the node written, else the "
                                                        "first operation's path).")
     patch_op_count: int
@@ -213,6 +218,7 @@ class ChangeBody(Body):
     version: int
     op: str
     at: str
+    actor: str | None = Field(default=None, description=_ACTOR)
 
 
 class ChangesResult(Result):
@@ -366,7 +372,10 @@ def window_fields(window: Window | None) -> dict[str, Any]:
 
 
 def journal_entry_body(entry: JournalEntry) -> JournalEntryBody:
-    return JournalEntryBody(version=entry.version, op=entry.op, patch=entry.patch, at=entry.at, info=entry.info)
+    info = entry.info if "actor" not in entry.info else {key: value for key, value in entry.info.items()
+                                                         if key != "actor"}
+    return JournalEntryBody(version=entry.version, op=entry.op, patch=entry.patch, at=entry.at, actor=entry.actor,
+                            info=info)
 
 
 def journal_entry_summary(entry: JournalEntry) -> JournalSummaryBody:
@@ -378,18 +387,18 @@ def journal_entry_summary(entry: JournalEntry) -> JournalSummaryBody:
         size = len(orjson.dumps(entry.patch))
     except TypeError:  # integers beyond 64 bits
         size = len(json.dumps(entry.patch, separators=(",", ":")))
-    info = {key: value for key, value in entry.info.items() if key not in ("node_path", "seq")}
-    return JournalSummaryBody(version=entry.version, op=entry.op, at=entry.at, info=info,
+    info = {key: value for key, value in entry.info.items() if key not in ("node_path", "seq", "actor")}
+    return JournalSummaryBody(version=entry.version, op=entry.op, at=entry.at, actor=entry.actor, info=info,
                               path=(where or "/") if isinstance(where, str) else None,
                               patch_op_count=len(entry.patch), patch_size_bytes=size)
 
 
 def history_result(page: HistoryPage, *, summary: bool = False) -> HistoryResult:
-    last = page.entries[-1].version if page.entries else page.since_version
     entries: list[JournalEntryBody | JournalSummaryBody] = \
         [journal_entry_summary(e) for e in page.entries] if summary else [journal_entry_body(e) for e in page.entries]
     return HistoryResult(doc_id=page.doc_id, entries=entries,
-                         current_version=page.current_version, has_more=page.has_more, next_since_version=last)
+                         current_version=page.current_version, has_more=page.has_more,
+                         next_since_version=page.next_since_version)
 
 
 def read_view_result(read: NodeView, bounded: bool) -> ReadNodeResult:

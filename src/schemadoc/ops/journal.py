@@ -6,6 +6,9 @@ from nothing rebuilds any version. Entries are stored one per line (JSON Lines):
 
     {"version": 2, "op": "update_node", "patch": [...], "at": "2025-01-01T12:00:00.000Z", "info": {...}}
 
+``info.actor`` names who made the version (:attr:`JournalEntry.actor`); entries written before it
+was recorded have none.
+
 ``version`` always comes first on the line, so a reader can skip entries without parsing
 their (possibly large) patches: see :func:`peek_version`.
 
@@ -74,6 +77,12 @@ class JournalEntry:
             raise ValueError(f"journal entry 'at' must be a string, got {type(self.at).__name__}")
         if not isinstance(self.info, dict):
             raise ValueError(f"journal entry info must be an object, got {type(self.info).__name__}")
+
+    @property
+    def actor(self) -> str | None:
+        """Who made this version (``info.actor``: a token's name, a door or a command), ``None`` when unrecorded."""
+        actor = self.info.get("actor")
+        return actor if isinstance(actor, str) else None
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as JSON data: ``version``, ``op``, ``patch``, ``at`` and ``info`` only when not empty."""

@@ -281,8 +281,11 @@ class ServiceCore:
 
     def _commit(self, doc_id: str, state: DocState | None, content: Any, patch: list[dict[str, Any]], op: str,
                 info: dict[str, Any], *, kind: str, deleted_at: str | bool | None = False,
-                size: int | None = None, edit_bytes: int = 0) -> DocumentMeta:
+                size: int | None = None, edit_bytes: int = 0, actor: str | None = None) -> DocumentMeta:
         """Journal one new version (caller holds the write lock), then publish it.
+
+        ``actor`` (who made it: a token's name, a door or a command; the door decides, never the client) is
+        recorded as the entry's ``info.actor``.
 
         ``size`` is the new content's compact JSON size (``None``: the document is serialised to
         learn it, for a creation). Small documents get their snapshot inline; the others lag, and
@@ -298,6 +301,8 @@ class ServiceCore:
         # a shared store orders the feed itself (across processes); otherwise this process does
         cursor = self._feed.reserve() if self._shared is None else 0
         change: Change | None = None
+        if actor is not None:
+            info = {**info, "actor": actor}
         try:
             now = utc_now()
             entry = JournalEntry(version=1 if state is None else state.meta.version + 1, op=op, patch=patch,
@@ -320,7 +325,7 @@ class ServiceCore:
                     self._forget(doc_id)  # the store may have rolled the document forward
                     raise
             self._states.put(doc_id, DocState(meta, content), None if state is not None else 2 * size)
-            change = Change(cursor, doc_id, entry.version, op, now)
+            change = Change(cursor, doc_id, entry.version, op, now, actor)
             if state is not None:
                 self.snapshots.committed(doc_id, edit_bytes + 200, inline=data is not None)
             if entry.version % PERSIST_CHECKPOINT_EVERY == 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -22,16 +23,20 @@ from schemadoc.validation.suggestions import fold_fixes
 
 __all__ = ["Documents"]
 
+log = logging.getLogger("schemadoc.service")
+
 _NO_CONTENT: Any = object()
 
 
 class Documents(ServiceCore):
     """The use cases of a document as a whole (each one journaled, apart from purge)."""
 
-    def create_document(self, content: Any = _NO_CONTENT) -> tuple[str, Any, DocumentMeta, ValidationReport]:
+    def create_document(self, content: Any = _NO_CONTENT, *,
+                        actor: str | None = None) -> tuple[str, Any, DocumentMeta, ValidationReport]:
         """A new document at version 1: from the schema's defaults (the spec's create), or, as an extension,
         from ``content`` with the defaults of its absent members filled in, validated whole (every violation
-        reported at once, nothing stored)."""
+        reported at once, nothing stored). ``actor``: who creates it, recorded in the journal entry (every
+        write of this class takes it: a token's name, a door or a command, as the caller decides)."""
         if content is _NO_CONTENT:
             try:
                 content = self.schema.defaults()
@@ -67,7 +72,7 @@ class Documents(ServiceCore):
         doc_id = str(ULID())
         with self.store.write_lock(doc_id, self.lock_timeout):
             meta = self._commit(doc_id, None, content, [{"op": "add", "path": "", "value": content}],
-                                "create", {}, kind="created")
+                                "create", {}, kind="created", actor=actor)
         return doc_id, content, meta, report
 
     def _create_again(self, content: Any, fix: list[dict[str, Any]]) -> dict[str, Any]:
@@ -84,30 +89,34 @@ class Documents(ServiceCore):
         metas = [meta for meta in self.store.list_metas() if meta.deleted_at is None]
         return DocumentList(metas[offset: offset + limit], len(metas), offset, limit)
 
-    def delete_document(self, doc_id: str, version: int) -> DocumentMeta:
+    def delete_document(self, doc_id: str, version: int, *, actor: str | None = None) -> DocumentMeta:
         """Soft-delete a whole document (journaled; reads say document-not-found until undeleted)."""
         doc_id = check_doc_id(doc_id)
         version = check_version(version)
         with self._locked(doc_id, version) as state:
             return self._commit(doc_id, state, state.content, [], "delete_document", {},
-                                kind="deleted", deleted_at=utc_now(), size=state.meta.content_size_bytes)
+                                kind="deleted", deleted_at=utc_now(), size=state.meta.content_size_bytes,
+                                actor=actor)
 
-    def undelete_document(self, doc_id: str) -> DocumentMeta:
+    def undelete_document(self, doc_id: str, *, actor: str | None = None) -> DocumentMeta:
         """Bring a deleted document back with its whole history (journaled as a new version)."""
         doc_id = check_doc_id(doc_id)
         with self._deleted(doc_id, f"Document {doc_id} is not deleted.",
                            "Only a deleted document can be restored.") as state:
             return self._commit(doc_id, state, state.content, [], "undelete_document", {},
-                                kind="undeleted", deleted_at=None, size=state.meta.content_size_bytes)
+                                kind="undeleted", deleted_at=None, size=state.meta.content_size_bytes,
+                                actor=actor)
 
-    def purge_document(self, doc_id: str) -> None:
-        """Really remove a deleted document's files. Only deleted documents can be purged."""
+    def purge_document(self, doc_id: str, *, actor: str | None = None) -> None:
+        """Really remove a deleted document's files. Only deleted documents can be purged. No journal is left to
+        hold the ``actor``: the server log keeps it (one line per purge)."""
         doc_id = check_doc_id(doc_id)
         with self._deleted(doc_id, f"Document {doc_id} must be deleted before it is purged.",
                            "Delete it with document_delete first; purging cannot be undone.") as state:
             self.store.purge(doc_id)
             self.snapshots.forget(doc_id)
             self._forget(doc_id)
+            log.info("document %s purged at version %d by %s", doc_id, state.meta.version, actor or "an unnamed caller")
             self._publish(ChangeEvent(doc_id, state.meta.version, "purged", None))
 
     @contextmanager

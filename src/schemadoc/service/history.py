@@ -9,6 +9,7 @@ import orjson
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.history import CHECKPOINT_EVERY, Checkpoints, diff, replay_from
+from schemadoc.ops.journal import JournalEntry
 from schemadoc.pointer import format_pointer, parse_node_path, resolve
 from schemadoc.reading import json_size
 from schemadoc.service.checks import LARGEST_INTEGER, check_int, path_arg, shown_int
@@ -16,7 +17,13 @@ from schemadoc.service.core import ServiceCore, parse_stored
 from schemadoc.service.models import Change, ChangesPage, HistoryPage, NodeRead
 from schemadoc.storage.base import check_doc_id
 
-__all__ = ["History"]
+__all__ = ["ACTOR_SCAN_VERSIONS", "History"]
+
+ACTOR_SCAN_VERSIONS = 10_000
+"""The most versions one page of a history filtered by actor looks at (its ``next_since_version`` says where the
+next page goes on): a filter matching nothing costs one bounded read, however long the journal."""
+_SCAN_PAGE = 500
+_ACTOR_LENGTH = 200
 
 log = logging.getLogger("schemadoc.service")
 
@@ -28,12 +35,14 @@ class History(ServiceCore):
     """The use cases that read what the journal keeps."""
 
     def history(self, doc_id: str, since_version: int = 0, limit: int = 100, *,
-                include_deleted: bool = False, max_bytes: int | None = None) -> HistoryPage:
+                include_deleted: bool = False, max_bytes: int | None = None, actor: str | None = None) -> HistoryPage:
         """Journal entries after ``since_version``, oldest first, at most ``limit`` (and, with ``max_bytes``, no
         more than make up ``max_bytes`` of journal lines, at least one).
 
         A deleted document's history is ``document-not-found`` unless ``include_deleted``
-        (change feeds use it to deliver the deletion itself).
+        (change feeds use it to deliver the deletion itself). ``actor``: only the entries that actor made
+        (exact name); such a page looks at no more than :data:`ACTOR_SCAN_VERSIONS` versions, and its
+        ``next_since_version`` is the last one it looked at.
         """
         doc_id = check_doc_id(doc_id)
         check_int("since_version", since_version, 0, None)
@@ -44,6 +53,8 @@ class History(ServiceCore):
                 "version-not-found",
                 f"Document {doc_id} is at version {state.meta.version}; there is no version {since_version}.",
                 {"doc_id": doc_id, "version": since_version, "latest_version": state.meta.version})
+        if actor is not None:
+            return self._history_of(doc_id, state.meta.version, since_version, limit, max_bytes, actor)
         until = since_version + limit
         if max_bytes is None:
             entries = self.store.read_journal(doc_id, since_version=since_version, until_version=until)
@@ -51,6 +62,36 @@ class History(ServiceCore):
             entries = self.store.read_journal(doc_id, since_version=since_version, until_version=until,
                                               max_bytes=max_bytes)
         return HistoryPage(doc_id, entries, state.meta.version, since_version)
+
+    def _history_of(self, doc_id: str, current: int, since_version: int, limit: int, max_bytes: int | None,
+                    actor: str) -> HistoryPage:
+        """The entries ``actor`` made after ``since_version``: the journal read a page at a time and filtered
+        (entries are stored whole, so the filter reads what it skips), up to ``limit`` matches, ``max_bytes`` of
+        their journal lines (at least one), or :data:`ACTOR_SCAN_VERSIONS` versions looked at."""
+        if not isinstance(actor, str) or not 1 <= len(actor) <= _ACTOR_LENGTH:
+            raise SchemaDocError("invalid-request", f"actor must be a name of 1 to {_ACTOR_LENGTH} characters.",
+                                 {"argument": "actor"})
+        found: list[JournalEntry] = []
+        last, used = since_version, 0
+        end = min(current, since_version + ACTOR_SCAN_VERSIONS)
+        while last < end and len(found) < limit:
+            until = min(end, last + _SCAN_PAGE)
+            page = (self.store.read_journal(doc_id, since_version=last, until_version=until) if max_bytes is None
+                    else self.store.read_journal(doc_id, since_version=last, until_version=until,
+                                                 max_bytes=max(max_bytes - used, 1)))
+            if not page:
+                break
+            for entry in page:
+                if entry.actor == actor:
+                    size = len(entry.to_line()) if max_bytes is not None else 0
+                    if found and max_bytes is not None and used + size > max_bytes:
+                        return HistoryPage(doc_id, found, current, since_version, scanned_to=last)
+                    found.append(entry)
+                    used += size
+                last = entry.version
+                if len(found) == limit:
+                    break
+        return HistoryPage(doc_id, found, current, since_version, scanned_to=last)
 
     def read_version(self, doc_id: str, version: int) -> Any:
         """The whole document as it was at ``version``.
@@ -129,6 +170,6 @@ class History(ServiceCore):
                 for entry in self.store.read_journal(meta.doc_id):
                     seq = entry.info.get("seq")
                     if isinstance(seq, int):
-                        found.append(Change(seq, meta.doc_id, entry.version, entry.op, entry.at))
+                        found.append(Change(seq, meta.doc_id, entry.version, entry.op, entry.at, entry.actor))
             self._feed.load(found)
         return self._feed.read(since, limit)

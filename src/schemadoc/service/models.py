@@ -113,11 +113,20 @@ class HistoryPage:
     entries: list[JournalEntry]
     current_version: int
     since_version: int
+    scanned_to: int | None = None
+    """The last version a filtered page looked at (its entries are those of the versions up to it that matched);
+    ``None``: the page is unfiltered, its last entry is where it stopped."""
+
+    @property
+    def next_since_version(self) -> int:
+        """Where the next page starts (its ``since_version``)."""
+        if self.scanned_to is not None:
+            return self.scanned_to
+        return self.entries[-1].version if self.entries else self.since_version
 
     @property
     def has_more(self) -> bool:
-        last = self.entries[-1].version if self.entries else self.since_version
-        return last < self.current_version
+        return self.next_since_version < self.current_version
 
 
 Change = StoredChange

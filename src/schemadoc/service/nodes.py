@@ -46,19 +46,23 @@ class NodeWrites(History):
 
     def update_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
                     dry_run: bool = False, scanned: ArgumentScan | None = None, fill_defaults: bool = False,
-                    report_only: bool = False) -> WriteResult:
+                    report_only: bool = False, actor: str | None = None) -> WriteResult:
+        """Each write here takes ``actor``: who makes it, recorded in its journal entry (``info.actor``)."""
         return self._node_write(doc_id, "update_node", compile_update, node_path, node_data, version,
-                                dry_run=dry_run, scanned=scanned, fill=fill_defaults, report_only=report_only)
+                                dry_run=dry_run, scanned=scanned, fill=fill_defaults, report_only=report_only,
+                                actor=actor)
 
     def create_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
                     dry_run: bool = False, scanned: ArgumentScan | None = None, fill_defaults: bool = False,
-                    report_only: bool = False) -> WriteResult:
+                    report_only: bool = False, actor: str | None = None) -> WriteResult:
         return self._node_write(doc_id, "create_node", compile_create, node_path, node_data, version,
-                                dry_run=dry_run, scanned=scanned, fill=fill_defaults, report_only=report_only)
+                                dry_run=dry_run, scanned=scanned, fill=fill_defaults, report_only=report_only,
+                                actor=actor)
 
     def _node_write(self, doc_id: str, op: str, compile_write: Callable[[Any, str, Any], CompiledWrite],
                     node_path: str, node_data: Any, version: int, *, dry_run: bool,
-                    scanned: ArgumentScan | None, fill: bool = False, report_only: bool = False) -> WriteResult:
+                    scanned: ArgumentScan | None, fill: bool = False, report_only: bool = False,
+                    actor: str | None = None) -> WriteResult:
         """``update_node`` or ``create_node``: the request limits of ``node_data``, then the write. ``fill``: the
         defaults of absent members of ``node_data`` filled in first, as ``document_create`` does."""
         path = path_arg(node_path)
@@ -91,7 +95,8 @@ class NodeWrites(History):
                           **({"fill_defaults": True} if fill else {})}
 
         return self._write(doc_id, version, op, build, dry_run=dry_run, node_of="after",
-                           written=_written_depths(scan, [node_data], 0), report_only=report_only, retry=retry)
+                           written=_written_depths(scan, [node_data], 0), report_only=report_only, retry=retry,
+                           actor=actor)
 
     def scan_argument(self, value: Any, *, text: bytes | None = None, surrogates: bool = False) -> ArgumentScan:
         """The one walk of a written argument (``node_data``, ``patch``, ``merge_patch``) at this service's
@@ -109,13 +114,14 @@ class NodeWrites(History):
             check_string_lengths(value, self.max_string_length, argument)  # finds the offender and raises
         return scan
 
-    def delete_node(self, doc_id: str, node_path: str, version: int, *, dry_run: bool = False) -> WriteResult:
+    def delete_node(self, doc_id: str, node_path: str, version: int, *, dry_run: bool = False,
+                    actor: str | None = None) -> WriteResult:
         path = path_arg(node_path)
         return self._write(doc_id, version, "delete_node", lambda doc: compile_delete(doc, path),
-                           dry_run=dry_run, node_of="before")
+                           dry_run=dry_run, node_of="before", actor=actor)
 
     def move_node(self, doc_id: str, from_path: str, to_path: str, version: int, *,
-                  dry_run: bool = False) -> WriteResult:
+                  dry_run: bool = False, actor: str | None = None) -> WriteResult:
         """RFC 6902 ``move`` (also reordering inside an array; ``to_path`` may end in ``/-``), validated
         like every write; negative indices count from the end (:func:`~schemadoc.ops.compile.compile_move`);
         the result's node is the moved node at its concrete new path, the journal keeps both concrete paths."""
@@ -131,10 +137,11 @@ class NodeWrites(History):
             info.update(from_path=strict[0]["from"], node_path=strict[0]["path"])
             return CompiledWrite(strict, strict[0]["path"])
 
-        return self._write(doc_id, version, "move_node", build, dry_run=dry_run, node_of="after", info=info)
+        return self._write(doc_id, version, "move_node", build, dry_run=dry_run, node_of="after", info=info,
+                           actor=actor)
 
     def apply_patch(self, doc_id: str, patch: Any, version: int, *, dry_run: bool = False,
-                    scanned: ArgumentScan | None = None) -> WriteResult:
+                    scanned: ArgumentScan | None = None, actor: str | None = None) -> WriteResult:
         """A raw RFC 6902 patch (all six ops) as one atomic write."""
         if isinstance(patch, list):  # counted first: a patch over the limit is not inspected op by op
             check_operation_count(len(patch), self.max_patch_operations, "patch")
@@ -143,10 +150,11 @@ class NodeWrites(History):
         # an operation's value sits two containers down in the patch (the array, the operation)
         values = [operation["value"] for operation in checked if operation["op"] in ("add", "replace")]
         return self._write(doc_id, version, "patch", lambda doc: CompiledWrite(checked, ""),
-                           dry_run=dry_run, node_of=None, written=_written_depths(scan, values, 2))
+                           dry_run=dry_run, node_of=None, written=_written_depths(scan, values, 2), actor=actor)
 
     def merge_patch(self, doc_id: str, node_path: str, merge_patch: Any, version: int, *,
-                    dry_run: bool = False, scanned: ArgumentScan | None = None) -> WriteResult:
+                    dry_run: bool = False, scanned: ArgumentScan | None = None,
+                    actor: str | None = None) -> WriteResult:
         """RFC 7396 at a node, checked against the node's merge-patch schema, journaled as RFC 6902."""
         path = path_arg(node_path)
         check_pointer_length(path, self.max_string_length, "node_path")
@@ -162,9 +170,10 @@ class NodeWrites(History):
                 self._refuse_merge_patch(doc_id, version, document, compiled, problems)
             return compiled
 
-        return self._write(doc_id, version, "merge_patch", build, dry_run=dry_run, node_of="after")
+        return self._write(doc_id, version, "merge_patch", build, dry_run=dry_run, node_of="after", actor=actor)
 
-    def revert(self, doc_id: str, to_version: int, version: int, *, dry_run: bool = False) -> WriteResult:
+    def revert(self, doc_id: str, to_version: int, version: int, *, dry_run: bool = False,
+               actor: str | None = None) -> WriteResult:
         """A new version whose content equals ``to_version`` (nothing in the journal is rewritten)."""
         doc_id = check_doc_id(doc_id)
         target = self.read_version(doc_id, to_version)
@@ -177,7 +186,7 @@ class NodeWrites(History):
             return CompiledWrite(patch, "")
 
         return self._write(doc_id, version, "revert", build, dry_run=dry_run, node_of=None,
-                           info={"to_version": to_version})
+                           info={"to_version": to_version}, actor=actor)
 
     def _undo_patch(self, doc_id: str, to_version: int, target: Any, current: Any) -> list[dict[str, Any]] | None:
         """The inverse of the journal entries after ``to_version``, last first (one ``move`` undoes a ``move``),
@@ -202,13 +211,14 @@ class NodeWrites(History):
     def _write(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
                dry_run: bool, node_of: NodeOf, info: dict[str, Any] | None = None,
                written: dict[int, tuple[int, bool]] | None = None, report_only: bool = False,
-               retry: Retry | None = None) -> WriteResult:
+               retry: Retry | None = None, actor: str | None = None) -> WriteResult:
         """One write, or its dry run. A dry run answers what the write would: the same result (``dry_run``) or
         the same error, its details marked ``dry_run: true`` (a refused one with the ``patch`` it compiled to).
         ``report_only``: a dry run returns an invalid report instead of failing (``document_validate_node``)."""
         try:
             return self._write_once(doc_id, version, op, build, dry_run=dry_run, node_of=node_of, info=info,
-                                    written=written, retry=None if report_only else retry, report_only=report_only)
+                                    written=written, retry=None if report_only else retry, report_only=report_only,
+                                    actor=actor)
         except SchemaDocError as error:
             refused = self._where_the_schema_forbids(error)
             if dry_run and "dry_run" not in refused.details:
@@ -243,7 +253,7 @@ class NodeWrites(History):
     def _write_once(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
                     dry_run: bool, node_of: NodeOf, info: dict[str, Any] | None,
                     written: dict[int, tuple[int, bool]] | None, retry: Retry | None,
-                    report_only: bool = False) -> WriteResult:
+                    report_only: bool = False, actor: str | None = None) -> WriteResult:
         doc_id = check_doc_id(doc_id)
         version = check_version(version)
         if not isinstance(dry_run, bool):
@@ -270,7 +280,7 @@ class NodeWrites(History):
             sized = patch_size(state.content, state.meta.content_size_bytes, applied.patch, doc_id)
             entry_info = dict(info) if info is not None else ({"node_path": node_path} if op != "patch" else {})
             meta = self._commit(doc_id, state, applied.document, applied.patch, op, entry_info, kind="updated",
-                                size=sized.size, edit_bytes=sized.added_bytes)
+                                size=sized.size, edit_bytes=sized.added_bytes, actor=actor)
         return WriteResult(doc_id, meta.version, applied.patch, node_path, node, report)
 
     def _refuse(self, doc_id: str, version: int, after: Any, patch: list[dict[str, Any]], node_path: str, node: Any,

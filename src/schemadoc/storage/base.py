@@ -449,6 +449,8 @@ class StoredChange:
     version: int
     op: str
     at: str
+    actor: str | None = None
+    """Who made the version (its journal entry's ``info.actor``), ``None`` when unrecorded."""
 
 
 @dataclass(frozen=True)

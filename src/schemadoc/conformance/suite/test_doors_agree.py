@@ -3,8 +3,9 @@
 The other tests check each door against the contract; this one compares the doors with each
 other, call by call, so that a difference the contract does not pin down (an extra member, a
 different message, another detail) still shows. Each door works on its own document; its
-doc_id is replaced by ``<doc>`` and commit times and feed cursors (``at``, ``deleted_at``,
-``seq``, ``cursor``) by ``<time>`` before comparing. ``invalid-request`` is compared by code and
+doc_id is replaced by ``<doc>``, commit times and feed cursors (``at``, ``deleted_at``,
+``seq``, ``cursor``) by ``<time>`` and a history entry's ``actor`` (an extension naming who wrote
+it: without tokens, the door itself) by ``<actor>`` before comparing. ``invalid-request`` is compared by code and
 status only: its message names the argument the way the door received it (a body member, a
 query parameter, a tool argument). The step ``read_version`` reads a whole past version
 (``schema://{doc_id}/versions/{n}``, ``GET /documents/{doc_id}/versions/{n}``).
@@ -101,7 +102,8 @@ def _normalised(value: Any, doc_id: str) -> Any:
     if isinstance(value, str):
         return value.replace(doc_id, "<doc>")
     if isinstance(value, dict):
-        return {key: "<time>" if key in _MOMENTS and item is not None else _normalised(item, doc_id)
+        return {key: "<time>" if key in _MOMENTS and item is not None
+                else "<actor>" if key == "actor" and isinstance(item, str) else _normalised(item, doc_id)
                 for key, item in value.items()}
     if isinstance(value, list):
         return [_normalised(item, doc_id) for item in value]

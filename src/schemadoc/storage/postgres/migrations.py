@@ -90,6 +90,10 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
             PRIMARY KEY (txid, doc_id)
         );
     """),
+    (5, "journal.actor: who made each version (also in the entry), so the change feed names it without reading "
+        "entries", """
+        ALTER TABLE {schema}.journal ADD COLUMN actor text;
+    """),
 ]
 """(version, what, SQL with ``{schema}``): applied in order, each once; append, never edit."""
 

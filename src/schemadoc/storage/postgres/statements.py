@@ -38,8 +38,8 @@ WITH moved AS (
     WHERE doc_id = %(doc_id)s::text AND version = %(version)s::integer - 1
     RETURNING doc_id),
 journaled AS (
-    INSERT INTO {journal} (doc_id, version, op, at, entry)
-    SELECT doc_id, %(version)s::integer, %(op)s::text, %(at)s::text, %(entry)s::bytea FROM moved
+    INSERT INTO {journal} (doc_id, version, op, at, actor, entry)
+    SELECT doc_id, %(version)s::integer, %(op)s::text, %(at)s::text, %(actor)s::text, %(entry)s::bytea FROM moved
     RETURNING txid),
 snapshot AS (
     INSERT INTO {snapshots} (doc_id, version, content)
@@ -73,7 +73,7 @@ horizon AS (  -- the oldest transaction, running when the snapshot was taken, th
     WHERE (running::text::bigint %% 4294967296) NOT IN (SELECT xid FROM others))
 """
 
-CHANGES: Final = HORIZON_CTES + """SELECT txid::text::bigint, doc_id, version, op, at FROM {journal}
+CHANGES: Final = HORIZON_CTES + """SELECT txid::text::bigint, doc_id, version, op, at, actor FROM {journal}
 WHERE txid > %(since)s::text::xid8 AND txid <= (
     SELECT max(txid) FROM (
         SELECT txid FROM {journal}, horizon

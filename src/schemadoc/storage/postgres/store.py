@@ -253,8 +253,9 @@ class PostgresDocumentStore:
                 raise already_exists(doc_id)
             done.conn.execute(self._sql(_PUT_SNAPSHOT), (doc_id, 1, content))
             row = done.conn.execute(self._sql(
-                "INSERT INTO {journal} (doc_id, version, op, at, entry) VALUES (%s, %s, %s, %s, %s) "
-                "RETURNING txid::text::bigint"), (doc_id, entry.version, entry.op, entry.at, line)).fetchone()
+                "INSERT INTO {journal} (doc_id, version, op, at, actor, entry) VALUES (%s, %s, %s, %s, %s, %s) "
+                "RETURNING txid::text::bigint"), (doc_id, entry.version, entry.op, entry.at, entry.actor, line)
+            ).fetchone()
             self._notify(done.conn, doc_id, entry.version, KINDS.get(entry.op, "updated"))
             assert row is not None
             done.cursor = int(row[0])
@@ -272,13 +273,14 @@ class PostgresDocumentStore:
             if inserted.rowcount != 1:
                 raise already_exists(doc_id)
             done.conn.execute(self._sql(_PUT_SNAPSHOT), (doc_id, meta.version, content))
-            insert = self._sql("INSERT INTO {journal} (doc_id, version, op, at, entry) VALUES (%s, %s, %s, %s, %s)")
-            batch: list[tuple[str, int, str, str, bytes]] = []
+            insert = self._sql(
+                "INSERT INTO {journal} (doc_id, version, op, at, actor, entry) VALUES (%s, %s, %s, %s, %s, %s)")
+            batch: list[tuple[str, int, str, str, str | None, bytes]] = []
             size = 0
             with done.conn.cursor() as cursor:
                 for entry in restored_entries(meta, entries):
                     line = journal_line(doc_id, entry)
-                    batch.append((doc_id, entry.version, entry.op, entry.at, line))
+                    batch.append((doc_id, entry.version, entry.op, entry.at, entry.actor, line))
                     size += len(line)
                     if size >= _RESTORE_BATCH_BYTES or len(batch) >= 1000:
                         cursor.executemany(insert, batch)
@@ -301,7 +303,8 @@ class PostgresDocumentStore:
                     "doc_id": doc_id, "version": meta.version, "schema_uri": meta.schema_uri,
                     "created_at": meta.created_at, "modified_at": meta.modified_at,
                     "size": meta.content_size_bytes, "deleted_at": meta.deleted_at, "inline": content is not None,
-                    "content": content, "op": entry.op, "at": entry.at, "entry": line, "channel": self.channel,
+                    "content": content, "op": entry.op, "at": entry.at, "actor": entry.actor, "entry": line,
+                    "channel": self.channel,
                     "payload": payload}).fetchone()
             except psycopg.Error as error:  # one statement in autocommit: it may have committed
                 raise self._unknown(error, conn, doc_id, meta.version) from None

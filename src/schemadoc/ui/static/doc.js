@@ -494,7 +494,8 @@ export class DocumentView {
       } }, 'Reload the node'), ' then make your edit again on the current content.')), { id: 'conflict', kind: 'warn' });
     api(this.path('/history'), { query: { since_version: base, limit: 50 } }).then((page) => {
       changes.replaceChildren(h('ol', { class: 'timeline compact' }, page.entries.map((entry) => h('li', {},
-        h('span', { class: 'v' }, `v${entry.version}`), ` ${entry.op} · ${formatTime(entry.at)}`,
+        h('span', { class: 'v' }, `v${entry.version}`), ` ${entry.op}`,
+        entry.actor ? h('span', { class: 'actor' }, ` · by ${entry.actor}`) : '', ` · ${formatTime(entry.at)}`,
         changeList(entry.patch, { onPick: (path) => this.select(path) })))),
       page.has_more ? h('p', {}, '…and more.') : '');
     }, (failure) => changes.replaceChildren(errorBox(failure)));
@@ -608,6 +609,7 @@ export class DocumentView {
     const entryItem = (entry) => h('li', { 'data-version': entry.version },
       h('span', { class: 'v' }, `v${entry.version}`), ' ', h('span', { class: 'op' }, entrySummary(entry)), ' ',
       h('time', { datetime: entry.at }, formatTime(entry.at)), ' ',
+      entry.actor ? h('span', { class: 'actor', title: 'who made this version (the token or door it came with)' }, 'by ', h('b', {}, entry.actor)) : '', ' ',
       h('span', { class: 'entry-actions' },
         h('button', { type: 'button', class: 'link open-version', onclick: () => this.openVersion(entry.version) }, 'open'),
         entry.version > 1 ? h('button', { type: 'button', class: 'link show-diff', onclick: () => this.showDiff(entry.version - 1, entry.version, detail) }, 'changes') : '',
