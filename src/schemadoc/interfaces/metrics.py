@@ -107,7 +107,8 @@ class Metrics:
                 children = self._children.setdefault(key, (self._requests.labels(*key),
                                                            self._durations.labels(door, operation)))
         children[0].inc()
-        children[1].observe(seconds)
+        if not record.streamed:  # an event stream's duration is how long its reader stayed, not a latency
+            children[1].observe(seconds)
         if operation in _WRITES:
             self._count_write(record, operation)
 

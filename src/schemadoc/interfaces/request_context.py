@@ -53,6 +53,8 @@ class RequestRecord:
     status: int | None = None
     error: SchemaDocError | None = None
     """The catalogued error answered, if any (its code, and the violations of a refused write)."""
+    streamed: bool = False
+    """The answer is an event stream (``text/event-stream``): its duration is how long the client stayed."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -119,7 +119,10 @@ class RequestObserver:
         async def observed_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 record.status = message["status"]
-                message["headers"] = [*message.get("headers", ()), header]
+                headers = message.get("headers", ())
+                record.streamed = any(name.lower() == b"content-type" and value.startswith(b"text/event-stream")
+                                      for name, value in headers)
+                message["headers"] = [*headers, header]
             await send(message)
 
         reset = CURRENT.set(record)
