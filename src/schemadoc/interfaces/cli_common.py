@@ -6,7 +6,7 @@ Exit codes, one per kind of failure and the same for every command (the README's
 0 success; 1 what was checked is not right (``validate``: the document is invalid; ``replay``:
 journal and snapshot differ); 2 usage: bad arguments or settings, an unreadable input, an unknown
 document (``config-invalid``, ``invalid-request``, ``document-not-found``); 3 the schema cannot be
-used (``schema-load-failed``, ``schema-resolution-failed``); 4 storage (``storage-*``); 5 anything
+used (``schema-load-failed``, ``schema-resolution-failed``); 4 storage (``storage-*``, ``store-format-unsupported``); 5 anything
 else (``internal-error``). ``migrate`` exits 0 when the schema is migrated or up to date, else by the same table.
 """
 
@@ -42,7 +42,7 @@ def exit_code_for(error: SchemaDocError) -> int:
     """The exit code of a command that stops on ``error`` (the module docstring's table)."""
     if error.code in ("schema-load-failed", "schema-resolution-failed"):
         return EXIT_SCHEMA
-    if error.code.startswith("storage-"):
+    if error.code.startswith("storage-") or error.code == "store-format-unsupported":
         return EXIT_STORAGE
     if error.code == "internal-error":
         return EXIT_INTERNAL
