@@ -7,7 +7,8 @@ Exit codes, one per kind of failure and the same for every command (the README's
 journal and snapshot differ); 2 usage: bad arguments or settings, an unreadable input, an unknown
 document (``config-invalid``, ``invalid-request``, ``document-not-found``); 3 the schema cannot be
 used (``schema-load-failed``, ``schema-resolution-failed``); 4 storage (``storage-*``,
-``store-format-unsupported``); 5 anything else (``internal-error``). ``migrate`` exits 0 when the schema is migrated or up to date, else by the same table.
+``store-format-unsupported``); 5 anything else (``internal-error``). ``migrate`` exits 0 when the schema is
+migrated or up to date, else by the same table.
 """
 
 from __future__ import annotations
