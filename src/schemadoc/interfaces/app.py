@@ -59,6 +59,7 @@ from schemadoc.interfaces.rest import (
     rest_state,
 )
 from schemadoc.interfaces.rest_lane import RestLane, route_pattern
+from schemadoc.interfaces.shutdown import STOPPING, StopGate, Stopping
 from schemadoc.interfaces.subscribers import slots_of
 from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.reading.request_examples import with_request_examples
@@ -257,8 +258,11 @@ def build_app(service: DocumentService, settings: Settings, *,
                                          max_sessions=settings.max_mcp_sessions,
                                          session_idle_timeout=settings.mcp_session_idle_seconds)
 
+    stopping = Stopping(settings.shutdown_grace_seconds)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        stopping.attach_loop()
         server.notifier.attach_loop()  # REST writes reach MCP subscribers from the first request on
         try:
             async with server.session_manager.run():  # a routed sub-app's own lifespan never runs
@@ -280,6 +284,7 @@ def build_app(service: DocumentService, settings: Settings, *,
     # the endpoints are built once per process (rest_router); this application's state is theirs here
     state = rest_state(service, settings, heartbeat_seconds=heartbeat_seconds, subscribers=subscribers)
     setattr(app.state, REST_STATE, state)
+    setattr(app.state, STOPPING, stopping)  # the server's stop: begun by the signal handler (cli), read by the feeds
     rest = rest_router(API_PREFIX)
     app.router.routes.extend(rest.routes)  # as they are: include_router would analyse them again (rest_router)
     _add_index(app, service.schema_uri)
@@ -323,4 +328,5 @@ def build_app(service: DocumentService, settings: Settings, *,
             CORSMiddleware, allow_origins=list(settings.cors_origins), allow_credentials=True,
             allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], allow_headers=["*"],
             expose_headers=["ETag", "Location", "Mcp-Session-Id", "Mcp-Protocol-Version"])
+    app.add_middleware(StopGate, stopping=stopping)  # outermost: once the stop began, nothing new gets in
     return app

@@ -49,6 +49,7 @@ from schemadoc.interfaces.cli_common import (
 from schemadoc.interfaces.cli_store import migrate, replay
 
 if TYPE_CHECKING:
+    from schemadoc.interfaces.shutdown import Stopping
     from schemadoc.service import DocumentService
 
 __all__ = ["main"]
@@ -155,11 +156,16 @@ def _listen(settings: Settings) -> socket.socket:
     return sock
 
 
-def _graceful_server_class() -> type[Any]:
+def _graceful_server_class(stopping: Stopping) -> type[Any]:
     import uvicorn
 
     class GracefulServer(uvicorn.Server):
-        """uvicorn's server, except that a SIGTERM/SIGINT stop ends with exit code 0 instead of re-raising it."""
+        """uvicorn's server, except that a SIGTERM/SIGINT stop begins ``stopping`` (the gate refuses new requests,
+        the event streams end) and ends with exit code 0 instead of re-raising the signal."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            stopping.begin(sig)
+            super().handle_exit(sig, frame)
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
@@ -237,19 +243,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     configure_logging(settings.log_level_number, settings.tokens_file)
     _check_schema_file(settings)
     if settings.transport == "stdio":
-        service = create_service(settings)
-        _warn_if_create_fails(service)
-        from schemadoc.interfaces.mcp import build_mcp_server
-        from schemadoc.interfaces.subscribers import slots_of
-
-        mcp_server = build_mcp_server(service, subscribers=slots_of(settings))
-        log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
-                 _storage_shown(settings))
-        try:
-            mcp_server.run("stdio")
-        finally:
-            service.close()
-        return EXIT_OK
+        return _serve_stdio(settings)
     _check_access(settings)
     sock = _listen(settings)
     try:
@@ -259,6 +253,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
         from schemadoc.interfaces.app import build_app
         from schemadoc.interfaces.http_protocol import TransportLimits, bounded_protocol
+        from schemadoc.interfaces.shutdown import STOPPING
 
         app = build_app(service, settings)
         # httptools parses HTTP in C, bounded against hostile clients (http_protocol); "auto" takes uvloop
@@ -267,10 +262,14 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             max_header_bytes=settings.max_header_bytes, header_timeout_seconds=settings.header_timeout_seconds,
             body_timeout_seconds=settings.body_timeout_seconds, max_connections=settings.max_connections,
             max_connections_per_client=settings.max_connections_per_client)
+        stopping: Stopping = getattr(app.state, STOPPING)
+        # uvicorn waits this long for requests in flight and streams; the rest of the grace is for the lifespan's
+        # end and the snapshots (Stopping ends the process when the whole grace has passed)
         config = uvicorn.Config(app, http=bounded_protocol(limits), loop="auto", log_config=None,
-                                log_level=settings.log_level_number, timeout_graceful_shutdown=5, lifespan="on",
+                                log_level=settings.log_level_number,
+                                timeout_graceful_shutdown=stopping.connections_timeout(), lifespan="on",
                                 server_header=False)
-        server = _graceful_server_class()(config)
+        server = _graceful_server_class(stopping)(config)
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         log.info("schemadoc %s: serving http://%s:%d (REST /api/v1, MCP /mcp, docs /docs), schema %s, storage %s",
@@ -285,7 +284,52 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         print("schemadoc: internal-error: the HTTP server did not start — see the log lines above.",
               file=sys.stderr, flush=True)
         return EXIT_INTERNAL
-    log.info("schemadoc stopped")
+    if stopping.is_stopping:
+        stopping.finish(", wrote lagging snapshots")
+    else:
+        log.info("schemadoc stopped")
+    return EXIT_OK
+
+
+def _serve_stdio(settings: Settings) -> int:
+    """MCP on stdin/stdout until the end of input, SIGTERM or SIGINT; then lagging snapshots are written."""
+    from schemadoc.interfaces.shutdown import Stopping
+
+    service = create_service(settings)
+    _warn_if_create_fails(service)
+    from schemadoc.interfaces.mcp import build_mcp_server
+    from schemadoc.interfaces.subscribers import slots_of
+
+    mcp_server = build_mcp_server(service, subscribers=slots_of(settings))
+    log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
+             _storage_shown(settings))
+    stopping = Stopping(settings.shutdown_grace_seconds)
+    running = True
+
+    def on_signal(number: int, frame: Any) -> None:
+        first = not stopping.is_stopping
+        stopping.begin(number)
+        if first and running:
+            raise KeyboardInterrupt  # out of the MCP server's loop, to the finally below
+
+    handled = (signal.SIGINT, signal.SIGTERM)
+    previous = {number: signal.signal(number, on_signal) for number in handled}
+    try:
+        try:
+            mcp_server.run("stdio")
+        except KeyboardInterrupt:
+            if not stopping.is_stopping:
+                raise
+        finally:
+            running = False
+            service.close()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if stopping.is_stopping:
+        stopping.finish(", wrote lagging snapshots")
+    else:
+        log.info("schemadoc stopped: end of input, lagging snapshots written")
     return EXIT_OK
 
 
