@@ -303,7 +303,7 @@ def _serve_stdio(settings: Settings) -> int:
     mcp_server = build_mcp_server(service, subscribers=slots_of(settings))
     log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
              _storage_shown(settings))
-    stopping = Stopping(settings.shutdown_grace_seconds)
+    stopping = Stopping(settings.shutdown_grace_seconds, refusing="no further MCP message is read")
     running = True
 
     def on_signal(number: int, frame: Any) -> None:
@@ -328,8 +328,11 @@ def _serve_stdio(settings: Settings) -> int:
             signal.signal(number, handler)
     if stopping.is_stopping:
         stopping.finish(", wrote lagging snapshots")
-    else:
-        log.info("schemadoc stopped: end of input, lagging snapshots written")
+        # the SDK's reader thread is blocked reading stdin, and the interpreter would wait for it at exit
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(EXIT_OK)
+    log.info("schemadoc stopped: end of input, lagging snapshots written")
     return EXIT_OK
 
 

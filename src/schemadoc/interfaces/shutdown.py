@@ -54,11 +54,14 @@ def shutting_down(what: str, details: dict[str, object] | None = None) -> Schema
 class Stopping:
     """The stop of one server process: begun once, by a signal, seen by the gate and the event streams.
 
-    ``exit_now``: what ends the process when the grace has passed (tests replace it).
+    ``exit_now``: what ends the process when the grace has passed (tests replace it); ``refusing``: what the
+    first log line says happens to new requests.
     """
 
-    def __init__(self, grace_seconds: float, *, exit_now: Callable[[int], None] = os._exit) -> None:
+    def __init__(self, grace_seconds: float, *, exit_now: Callable[[int], None] = os._exit,
+                 refusing: str = "new requests are refused (503 shutting-down)") -> None:
         self.grace_seconds = grace_seconds
+        self.refusing = refusing
         self.begun_at: float | None = None
         self.signal_name = ""
         self.in_flight = 0  # HTTP requests inside the application (the gate counts them)
@@ -116,9 +119,9 @@ class Stopping:
     def _announce(self) -> None:
         streams = len(self._listeners)
         self.in_flight_at_stop = max(0, self.in_flight_at_stop - streams)  # the streams are requests too
-        log.info("stopping on %s: new requests are refused (503 shutting-down); waiting up to %s s for %d "
-                 "request(s) in flight, ending %d event stream(s), then writing lagging snapshots",
-                 self.signal_name, self.grace_seconds, self.in_flight_at_stop, streams)
+        log.info("stopping on %s: %s; waiting up to %s s for %d request(s) in flight, ending %d event stream(s), "
+                 "then writing lagging snapshots", self.signal_name, self.refusing, self.grace_seconds,
+                 self.in_flight_at_stop, streams)
         listeners = list(self._listeners.values())
         self._listeners.clear()
         for callback in listeners:
