@@ -147,7 +147,7 @@ def test_sigterm_under_write_load_keeps_every_acknowledged_write_and_resumes_str
         # a request sent now, after the log line, is refused (503 shutting-down) or finds no server
         with contextlib.suppress(httpx.TransportError):
             late = httpx.put(f"{server.url}/api/v1/documents/{documents[0]}", params={"path": "/title"},
-                             json={"node_data": "too late"}, timeout=10)
+                             json={"node_data": "too late", "version": max(writers[0].acknowledged)}, timeout=10)
             assert late.status_code == 503
             assert late.json()["error"]["code"] == "shutting-down"
         code = server.process.wait(timeout=GRACE_SECONDS + 5)
