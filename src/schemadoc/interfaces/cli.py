@@ -304,34 +304,40 @@ def _serve_stdio(settings: Settings) -> int:
     log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
              _storage_shown(settings))
     stopping = Stopping(settings.shutdown_grace_seconds, refusing="no further MCP message is read")
-    running = True
 
-    def on_signal(number: int, frame: Any) -> None:
-        first = not stopping.is_stopping
-        stopping.begin(number)
-        if first and running:
-            raise KeyboardInterrupt  # out of the MCP server's loop, to the finally below
+    async def run() -> None:
+        import anyio
+        import anyio.to_thread
 
-    handled = (signal.SIGINT, signal.SIGTERM)
-    previous = {number: signal.signal(number, on_signal) for number in handled}
+        async with anyio.create_task_group() as group:
+            async def on_signal() -> None:
+                # tool calls run in worker threads; one more is the SDK's reader, blocked on stdin (it cannot be
+                # cancelled, so the process exits below without waiting for it)
+                threads = anyio.to_thread.current_default_thread_limiter()
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for number in signals:
+                        stopping.in_flight = max(0, int(threads.borrowed_tokens) - 1)
+                        stopping.begin(number)
+                        break
+                deadline = anyio.current_time() + stopping.connections_timeout()
+                while threads.borrowed_tokens > 1 and anyio.current_time() < deadline:
+                    await anyio.sleep(0.02)
+                await anyio.to_thread.run_sync(service.close, abandon_on_cancel=True)
+                stopping.finish(", wrote lagging snapshots")
+                logging.shutdown()
+                sys.stderr.flush()
+                os._exit(EXIT_OK)
+
+            group.start_soon(on_signal)
+            await mcp_server.run_stdio_async()  # returns at the end of input
+            group.cancel_scope.cancel()
+
     try:
-        try:
-            mcp_server.run("stdio")
-        except KeyboardInterrupt:
-            if not stopping.is_stopping:
-                raise
-        finally:
-            running = False
-            service.close()
+        import anyio
+
+        anyio.run(run)
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-    if stopping.is_stopping:
-        stopping.finish(", wrote lagging snapshots")
-        # the SDK's reader thread is blocked reading stdin, and the interpreter would wait for it at exit
-        logging.shutdown()
-        sys.stderr.flush()
-        os._exit(EXIT_OK)
+        service.close()
     log.info("schemadoc stopped: end of input, lagging snapshots written")
     return EXIT_OK
 
