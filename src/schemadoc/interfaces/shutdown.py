@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Final
 
 import orjson
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
 
@@ -67,6 +67,7 @@ class Stopping:
         self.in_flight = 0  # HTTP requests inside the application (the gate counts them)
         self.in_flight_at_stop = 0
         self.refused = 0
+        self.cut = 0  # requests still running when uvicorn's wait ended
         self.streams_ended = 0
         self._listeners: dict[int, Callable[[], None]] = {}
         self._next_key = 0
@@ -147,9 +148,9 @@ class Stopping:
         if self.begun_at is None:
             return
         took = time.monotonic() - self.begun_at
-        log.info("stopped after %.2f s (grace %s s): waited for %d request(s) in flight, ended %d event "
-                 "stream(s), refused %d request(s) during the stop%s", took, self.grace_seconds,
-                 self.in_flight_at_stop, self.streams_ended, self.refused, snapshots)
+        log.info("stopped after %.2f s (grace %s s): waited for %d request(s) in flight (%d cut at the end of the "
+                 "wait), ended %d event stream(s), refused %d request(s) during the stop%s", took, self.grace_seconds,
+                 self.in_flight_at_stop, self.cut, self.streams_ended, self.refused, snapshots)
 
 
 class StopGate:
@@ -167,18 +168,37 @@ class StopGate:
         stopping = self.stopping
         if stopping.is_stopping:
             stopping.refused += 1
-            error = shutting_down("it no longer accepts requests; nothing was changed",
-                                  {"method": scope.get("method"), "path": scope.get("path")})
-            body = orjson.dumps(error.to_dict())
-            await send({"type": "http.response.start", "status": error.status,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(body)).encode()),
-                                    (b"retry-after", str(error.details["retry_after_seconds"]).encode()),
-                                    (b"connection", b"close")]})
-            await send({"type": "http.response.body", "body": body})
+            await _refuse(send, "it no longer accepts requests; nothing was changed", scope)
             return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         stopping.in_flight += 1
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, sending)
+        except asyncio.CancelledError:
+            if not stopping.is_stopping:
+                raise
+            # uvicorn cancels what is still running when its wait ends: one line instead of its traceback
+            stopping.cut += 1
+            log.warning("stop: %s %s was still running when the wait for requests ended; cut", scope.get("method"),
+                        scope.get("path"))
+            if not started:
+                await _refuse(send, "this request was still running when the wait for requests in flight ended; "
+                                    "a write it made, if any, is in the journal", scope)
         finally:
             stopping.in_flight -= 1
+
+
+async def _refuse(send: Send, what: str, scope: Scope) -> None:
+    error = shutting_down(what, {"method": scope.get("method"), "path": scope.get("path")})
+    body = orjson.dumps(error.to_dict())
+    await send({"type": "http.response.start", "status": error.status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"retry-after", str(error.details["retry_after_seconds"]).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
