@@ -300,3 +300,51 @@ def test_a_request_that_never_finishes_does_not_hold_the_stop_beyond_the_grace(t
     assert took < grace + 0.5, f"took {took:.2f} s"
     assert "waiting up to 2 s for 1 request(s) in flight" in log
     assert "Traceback" not in log
+
+
+@pytest.mark.anyio
+async def test_a_subscribed_mcp_client_hears_that_the_server_stops(tmp_path: Path) -> None:
+    import warnings
+
+    import anyio
+    from mcp import Client
+    from mcp.types import ServerNotification
+
+    server = serve(tmp_path)
+    updated = anyio.Event()
+    told: list[Any] = []
+    stopped = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ServerNotification):
+            if message.method == "notifications/resources/updated":
+                updated.set()
+            elif message.method == "notifications/message":
+                told.append(message.params.data)
+                stopped.set()
+
+    with server:
+        doc_id = create(server.url)
+        uri = f"schema://{doc_id}"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # resources/subscribe is deprecated on the client
+            async with (httpx.AsyncClient(timeout=30) as http,
+                        Client(f"{server.url}/mcp", mode="legacy", message_handler=on_message) as legacy):
+                await legacy.subscribe_resource(uri)
+                with anyio.fail_after(10):  # the notifications' stream opens in the background
+                    while not updated.is_set():
+                        await http.put(f"{server.url}/api/v1/documents/{doc_id}", params={"path": "/title"},
+                                       json={"node_data": "warm-up"}, headers={"If-Match": "*"})
+                        with anyio.move_on_after(0.2):
+                            await updated.wait()
+                server.process.send_signal(signal.SIGTERM)
+                with anyio.fail_after(GRACE_SECONDS):
+                    await stopped.wait()
+                assert await anyio.to_thread.run_sync(server.process.wait) == 0
+    assert told[0]["error"]["code"] == "shutting-down"
+    assert told[0]["error"]["details"]["subscriptions"] == [uri]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -15,6 +15,7 @@ their slots from one :class:`~schemadoc.interfaces.subscribers.SubscriberSlots`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -69,6 +70,9 @@ from schemadoc.ui import mount_ui
 __all__ = ["API_PREFIX", "MCP_PATH", "build_app", "create_service"]
 
 log = logging.getLogger("schemadoc.http")
+
+_background: set[asyncio.Future[Any]] = set()
+"""Tasks started without an owner, held until they end."""
 
 API_PREFIX = "/api/v1"
 _OPENAPI_URL = "/openapi.json"
@@ -260,10 +264,17 @@ def build_app(service: DocumentService, settings: Settings, *,
 
     stopping = Stopping(settings.shutdown_grace_seconds)
 
+    def say_stopping() -> None:
+        """Handshake-era MCP subscribers hear that the server stops before their streams are cut."""
+        task = asyncio.ensure_future(server.notifier.say_stopping())
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stopping.attach_loop()
         server.notifier.attach_loop()  # REST writes reach MCP subscribers from the first request on
+        stopping.listen(say_stopping)
         try:
             async with server.session_manager.run():  # a routed sub-app's own lifespan never runs
                 yield
