@@ -274,7 +274,7 @@ def build_app(service: DocumentService, settings: Settings, *,
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stopping.attach_loop()
         server.notifier.attach_loop()  # REST writes reach MCP subscribers from the first request on
-        stopping.listen(say_stopping)
+        stopping.listen(say_stopping, stream=False)
         try:
             async with server.session_manager.run():  # a routed sub-app's own lifespan never runs
                 yield

@@ -70,6 +70,7 @@ class Stopping:
         self.cut = 0  # requests still running when uvicorn's wait ended
         self.streams_ended = 0
         self._listeners: dict[int, Callable[[], None]] = {}
+        self._not_streams: set[int] = set()
         self._next_key = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._exit_now = exit_now
@@ -89,26 +90,33 @@ class Stopping:
         """The event loop the application runs on (its lifespan calls this)."""
         self._loop = loop if loop is not None else asyncio.get_running_loop()
 
-    def listen(self, callback: Callable[[], None]) -> Callable[[], None]:
+    def listen(self, callback: Callable[[], None], *, stream: bool = True) -> Callable[[], None]:
         """Call ``callback`` on the event loop when the stop begins (at once if it has); returns the
-        function that stops listening."""
+        function that stops listening. ``stream``: the listener is an event stream (counted in the log)."""
         if self.is_stopping:
             callback()
             return lambda: None
         key = self._next_key
         self._next_key += 1
         self._listeners[key] = callback
-        return lambda: self._listeners.pop(key, None) and None
+        if not stream:
+            self._not_streams.add(key)
+
+        def unlisten() -> None:
+            self._listeners.pop(key, None)
+            self._not_streams.discard(key)
+
+        return unlisten
 
     def begin(self, signal_number: int | None = None) -> None:
         """Begin the stop (once; later calls do nothing). Safe in a signal handler: it sets the mark, and leaves
-        the log line and the streams to the event loop."""
+        the deadline, the log line and the streams to the event loop (when one is attached)."""
         if self.begun_at is not None:
             return
         self.begun_at = time.monotonic()
         self.in_flight_at_stop = self.in_flight
         self.signal_name = signal.Signals(signal_number).name if signal_number is not None else "request"
-        threading.Thread(target=self._deadline, name="schemadoc-stop-deadline", daemon=True).start()
+        # nothing that takes a lock here (a thread start, a log line): the signal may have interrupted its holder
         if self._loop is not None and not self._loop.is_closed():
             try:
                 self._loop.call_soon_threadsafe(self._announce)
@@ -118,7 +126,8 @@ class Stopping:
         self._announce()
 
     def _announce(self) -> None:
-        streams = len(self._listeners)
+        threading.Thread(target=self._deadline, name="schemadoc-stop-deadline", daemon=True).start()
+        streams = len(self._listeners.keys() - self._not_streams)
         self.in_flight_at_stop = max(0, self.in_flight_at_stop - streams)  # the streams are requests too
         log.info("stopping on %s: %s; waiting up to %s s for %d request(s) in flight, ending %d event stream(s), "
                  "then writing lagging snapshots", self.signal_name, self.refusing, self.grace_seconds,
@@ -130,10 +139,11 @@ class Stopping:
                 callback()
             except Exception:  # one stream's failure must not keep the others open
                 log.exception("ending an event stream failed")
-        self.streams_ended += len(listeners)
+        self.streams_ended += streams
 
     def _deadline(self) -> None:
-        if self._finished.wait(self.grace_seconds):
+        assert self.begun_at is not None
+        if self._finished.wait(max(0.0, self.begun_at + self.grace_seconds - time.monotonic())):
             return
         log.warning("stop: shutdown_grace_seconds (%s s) passed; exiting now with %d request(s) still in "
                     "flight (acknowledged writes are in the journal; snapshots may lag)",
