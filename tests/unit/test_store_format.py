@@ -12,6 +12,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.storage import store_format
@@ -163,3 +165,27 @@ def test_processes_opening_a_fresh_directory_at_once_agree(tmp_path: Path) -> No
         assert found == {(None, CURRENT_FORMAT): 1, (CURRENT_FORMAT, CURRENT_FORMAT): 2}
         assert marked(directory) == CURRENT_FORMAT
         assert [name for name in os.listdir(directory) if name.endswith(".tmp")] == []
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(current=st.integers(1, 6), found=st.one_of(st.none(), st.integers(1, 8)))
+def test_any_format_ends_at_the_current_one_or_is_refused_untouched(
+        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, current: int,
+        found: int | None) -> None:
+    directory = tmp_path_factory.mktemp("store")
+    ran: list[int] = []
+    monkeypatch.setattr(store_format, "CURRENT_FORMAT", current)
+    monkeypatch.setattr(store_format, "UPGRADES", {n: lambda _, n=n: ran.append(n) for n in range(1, current)})
+    if found is not None:
+        write_marker(directory, found)
+    before = files_of(directory)
+    if found is not None and found > current:
+        with pytest.raises(SchemaDocError) as raised:
+            store_format.settle(directory)
+        assert raised.value.code == "store-format-unsupported"
+        assert files_of(directory) == before
+        return
+    assert store_format.settle(directory) == store_format.FormatCheck(found, current, found != current)
+    assert ran == list(range(found or 1, current))  # each step once, in order, from the format found
+    assert marked(directory) == current
+    assert [path.name for path in directory.iterdir()] == [FORMAT_FILE]
