@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-archive bench-postgres bench-instructions bench-rest bench-observability bench-validation bench-agents bench-limits bench-startup bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
+.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-archive bench-postgres bench-instructions bench-rest bench-observability bench-validation bench-agents bench-limits bench-startup bench-shutdown bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
 
 # development: the server, the client, the conformance suite and the tools (make test)
 $(VENV)/.installed: pyproject.toml
@@ -115,6 +115,9 @@ bench-validation: $(VENV)/.installed  ## validation per write, incremental besid
 
 bench-startup: $(VENV)/.installed  ## building the service, the MCP server and the REST app (cold, warm); serve to first answer
 	$(PY) benchmarks/startup.py
+
+bench-shutdown: $(VENV)/.installed  ## SIGTERM to a real server: idle, 100 event streams, under write load (to the log line, to exit)
+	$(PY) benchmarks/shutdown.py
 
 bench-ui: $(VENV)/.installed  ## the page at /ui on a 100 MiB book in headless Chromium: first paint, tree, expanding a node
 	$(PY) benchmarks/ui.py

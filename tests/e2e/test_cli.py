@@ -25,7 +25,7 @@ STARTUP_LIMIT_SECONDS = 30.0
 bench-startup, not asserted here."""
 # the README's table: one exit code per kind of failure, whatever the command
 EXIT_CODES = {"config-invalid": 2, "invalid-request": 2, "document-not-found": 2, "schema-load-failed": 3,
-              "schema-resolution-failed": 3, "storage": 4, "internal-error": 5}
+              "schema-resolution-failed": 3, "storage": 4, "store-format-unsupported": 4, "internal-error": 5}
 
 
 def run(*args: str, cwd: Path, stdin: str | None = None) -> tuple[subprocess.CompletedProcess[str], float]:

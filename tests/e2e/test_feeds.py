@@ -266,6 +266,10 @@ async def test_a_server_with_open_streams_still_stops_promptly(tmp_path: Path) -
                 started = time.monotonic()
                 code = await anyio.to_thread.run_sync(server.stop)
                 elapsed = time.monotonic() - started
+                with anyio.fail_after(EVENT_TIMEOUT_SECONDS):
+                    final = await stream.receive()  # the stream ends with shutting-down (docs/deployment.md)
+                assert final["event"] == "error"
+                assert orjson.loads(final["data"])["error"]["details"]["last_version"] == 1
                 with anyio.fail_after(EVENT_TIMEOUT_SECONDS), pytest.raises(anyio.EndOfStream):
                     await stream.receive()
     finally:

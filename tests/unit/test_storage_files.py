@@ -26,6 +26,7 @@ from schemadoc.storage.base import DocumentMeta, journal_line
 from schemadoc.storage.files import FileDocumentStore
 from schemadoc.storage.journal import Tail, fold
 from schemadoc.storage.layout import Corrupt
+from schemadoc.storage.store_format import FORMAT_FILE
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -113,7 +114,7 @@ def test_the_files_of_a_document_follow_the_layout(store: FileDocumentStore, dir
     meta = a_document_at_version_2(store)
     doc_id = meta.doc_id
     assert sorted(path.name for path in directory.iterdir()) == sorted(
-        [f"{doc_id}.json", f"{doc_id}.meta.json", f"{doc_id}.journal.jsonl", f"{doc_id}.lock"])
+        [f"{doc_id}.json", f"{doc_id}.meta.json", f"{doc_id}.journal.jsonl", f"{doc_id}.lock", FORMAT_FILE])
     assert orjson.loads((directory / f"{doc_id}.json").read_bytes()) == {"title": "t", "items": ["a", "b"]}
     assert orjson.loads((directory / f"{doc_id}.meta.json").read_bytes()) == {
         "doc_id": doc_id, "version": 2, "schema_uri": meta.schema_uri, "created_at": meta.created_at,
@@ -260,7 +261,7 @@ def test_a_corrupt_document_can_be_purged(store: FileDocumentStore, directory: P
     (directory / f"{broken.doc_id}.json").unlink()
     again, _ = reopen(directory)
     again.purge(broken.doc_id)
-    assert list(directory.iterdir()) == []
+    assert [path.name for path in directory.iterdir()] == [FORMAT_FILE]
     assert reopen(directory)[1].corrupt == {}
 
 
@@ -484,7 +485,7 @@ def test_a_create_that_fails_leaves_no_document(
         create_document(store, doc_id=doc_id)
     assert raised.value.code == "storage-write-failed"
     monkeypatch.undo()
-    assert [path.name for path in directory.iterdir() if not path.name.endswith(".lock")] == []
+    assert [path.name for path in directory.iterdir() if not path.name.endswith(".lock")] == [FORMAT_FILE]
     assert store.list_metas() == []
     create_document(store, doc_id=doc_id)
 
@@ -584,7 +585,7 @@ def test_a_creation_interrupted_before_its_meta_file_is_taken_back(
     assert report.abandoned == [meta.doc_id]
     assert report.corrupt == {}
     assert sorted(path.name for path in directory.iterdir() if path.suffix != ".lock") == sorted(
-        f"{fine.doc_id}{suffix}" for suffix in (".json", ".meta.json", ".journal.jsonl"))
+        [*(f"{fine.doc_id}{suffix}" for suffix in (".json", ".meta.json", ".journal.jsonl")), FORMAT_FILE])
     assert again.list_metas() == [fine]
     with pytest.raises(SchemaDocError) as raised:
         again.load(meta.doc_id)

@@ -15,6 +15,7 @@ their slots from one :class:`~schemadoc.interfaces.subscribers.SubscriberSlots`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -62,6 +63,7 @@ from schemadoc.interfaces.rest import (
     rest_state,
 )
 from schemadoc.interfaces.rest_lane import RestLane, route_pattern
+from schemadoc.interfaces.shutdown import STOPPING, StopGate, Stopping
 from schemadoc.interfaces.subscribers import SubscriberSlots, slots_of
 from schemadoc.interfaces.tracing import tracing_from_environment
 from schemadoc.operations.catalogue import CATALOGUE
@@ -72,6 +74,9 @@ from schemadoc.ui import mount_ui
 __all__ = ["API_PREFIX", "MCP_PATH", "build_app", "create_service"]
 
 log = logging.getLogger("schemadoc.http")
+
+_background: set[asyncio.Future[Any]] = set()
+"""Tasks started without an owner, held until they end."""
 
 API_PREFIX = "/api/v1"
 _OPENAPI_URL = "/openapi.json"
@@ -264,10 +269,19 @@ def build_app(service: DocumentService, settings: Settings, *,
     tracing = tracing_from_environment(tokens_file=settings.tokens_file)  # OTEL_* (docs/operations.md); None: none
     if tracing is not None:
         service.span = tracing.span
+    stopping = Stopping(settings.shutdown_grace_seconds)
+
+    def say_stopping() -> None:
+        """Handshake-era MCP subscribers hear that the server stops before their streams are cut."""
+        task = asyncio.ensure_future(server.notifier.say_stopping())
+        _background.add(task)
+        task.add_done_callback(_background.discard)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        stopping.attach_loop()
         server.notifier.attach_loop()  # REST writes reach MCP subscribers from the first request on
+        stopping.listen(say_stopping, stream=False)
         try:
             async with server.session_manager.run():  # a routed sub-app's own lifespan never runs
                 yield
@@ -290,6 +304,7 @@ def build_app(service: DocumentService, settings: Settings, *,
     # the endpoints are built once per process (rest_router); this application's state is theirs here
     state = rest_state(service, settings, heartbeat_seconds=heartbeat_seconds, subscribers=subscribers)
     setattr(app.state, REST_STATE, state)
+    setattr(app.state, STOPPING, stopping)  # the server's stop: begun by the signal handler (cli), read by the feeds
     rest = rest_router(API_PREFIX)
     app.router.routes.extend(rest.routes)  # as they are: include_router would analyse them again (rest_router)
     _add_index(app, service.schema_uri)
@@ -334,7 +349,9 @@ def build_app(service: DocumentService, settings: Settings, *,
             CORSMiddleware, allow_origins=list(settings.cors_origins), allow_credentials=True,
             allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], allow_headers=["*"],
             expose_headers=["ETag", "Location", "Mcp-Session-Id", "Mcp-Protocol-Version", "X-Request-ID"])
-    # outermost: every request gets its id and its one log line, and is counted (docs/operations.md)
+    app.add_middleware(StopGate, stopping=stopping)  # once the stop began, nothing new gets in (docs/deployment.md)
+    # outermost: every request gets its id and its one log line, and is counted (docs/operations.md), a request
+    # refused because the server stops included
     app.add_middleware(RequestObserver, slow_request_ms=settings.slow_request_ms, mcp_path=MCP_PATH,
                        on_request=metrics.observe if metrics is not None else None, tracing=tracing)
     return app

@@ -51,6 +51,7 @@ from schemadoc.interfaces.cli_common import (
 from schemadoc.interfaces.cli_store import migrate, replay
 
 if TYPE_CHECKING:
+    from schemadoc.interfaces.shutdown import Stopping
     from schemadoc.service import DocumentService
 
 __all__ = ["main"]
@@ -158,11 +159,16 @@ def _listen(settings: Settings) -> socket.socket:
     return sock
 
 
-def _graceful_server_class() -> type[Any]:
+def _graceful_server_class(stopping: Stopping) -> type[Any]:
     import uvicorn
 
     class GracefulServer(uvicorn.Server):
-        """uvicorn's server, except that a SIGTERM/SIGINT stop ends with exit code 0 instead of re-raising it."""
+        """uvicorn's server, except that a SIGTERM/SIGINT stop begins ``stopping`` (the gate refuses new requests,
+        the event streams end) and ends with exit code 0 instead of re-raising the signal."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            stopping.begin(sig)
+            super().handle_exit(sig, frame)
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
@@ -240,28 +246,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     configure_logging(settings.log_level_number, settings.tokens_file, settings.log_format)
     _check_schema_file(settings)
     if settings.transport == "stdio":
-        service = create_service(settings)
-        _warn_if_create_fails(service)
-        from schemadoc.interfaces.mcp import build_mcp_server
-        from schemadoc.interfaces.subscribers import slots_of
-
-        mcp_server = build_mcp_server(service, subscribers=slots_of(settings),
-                                      slow_request_ms=settings.slow_request_ms)
-        from schemadoc.interfaces.tracing import tracing_from_environment
-
-        mcp_server.tracing = tracing_from_environment(console=sys.stderr,  # stdout carries the protocol
-                                                      tokens_file=settings.tokens_file)
-        if mcp_server.tracing is not None:
-            service.span = mcp_server.tracing.span
-        log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
-                 _storage_shown(settings))
-        try:
-            mcp_server.run("stdio")
-        finally:
-            service.close()
-            if mcp_server.tracing is not None:
-                mcp_server.tracing.close()
-        return EXIT_OK
+        return _serve_stdio(settings)
     _check_access(settings)
     sock = _listen(settings)
     try:
@@ -271,6 +256,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
         from schemadoc.interfaces.app import build_app
         from schemadoc.interfaces.http_protocol import TransportLimits, bounded_protocol
+        from schemadoc.interfaces.shutdown import STOPPING
 
         app = build_app(service, settings)
         # httptools parses HTTP in C, bounded against hostile clients (http_protocol); "auto" takes uvloop
@@ -279,11 +265,15 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             max_header_bytes=settings.max_header_bytes, header_timeout_seconds=settings.header_timeout_seconds,
             body_timeout_seconds=settings.body_timeout_seconds, max_connections=settings.max_connections,
             max_connections_per_client=settings.max_connections_per_client)
+        stopping: Stopping = getattr(app.state, STOPPING)
+        # uvicorn waits this long for requests in flight and streams; the rest of the grace is for the lifespan's
+        # end and the snapshots (Stopping ends the process when the whole grace has passed)
         config = uvicorn.Config(app, http=bounded_protocol(limits), loop="auto", log_config=None,
-                                log_level=settings.log_level_number, timeout_graceful_shutdown=5, lifespan="on",
+                                log_level=settings.log_level_number,
+                                timeout_graceful_shutdown=stopping.connections_timeout(), lifespan="on",
                                 access_log=False,  # the request log writes each request's line (request_log)
                                 server_header=False)
-        server = _graceful_server_class()(config)
+        server = _graceful_server_class(stopping)(config)
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         log.info("schemadoc %s: serving http://%s:%d (REST /api/v1, MCP /mcp, docs /docs), schema %s, storage %s",
@@ -298,7 +288,71 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         print("schemadoc: internal-error: the HTTP server did not start — see the log lines above.",
               file=sys.stderr, flush=True)
         return EXIT_INTERNAL
-    log.info("schemadoc stopped")
+    if stopping.is_stopping:
+        stopping.finish(", wrote lagging snapshots")
+    else:
+        log.info("schemadoc stopped")
+    return EXIT_OK
+
+
+def _serve_stdio(settings: Settings) -> int:
+    """MCP on stdin/stdout until the end of input, SIGTERM or SIGINT; then lagging snapshots are written."""
+    from schemadoc.interfaces.shutdown import Stopping
+
+    service = create_service(settings)
+    _warn_if_create_fails(service)
+    from schemadoc.interfaces.mcp import build_mcp_server
+    from schemadoc.interfaces.subscribers import slots_of
+
+    mcp_server = build_mcp_server(service, subscribers=slots_of(settings), slow_request_ms=settings.slow_request_ms)
+    from schemadoc.interfaces.tracing import tracing_from_environment
+
+    tracing = mcp_server.tracing = tracing_from_environment(console=sys.stderr,  # stdout carries the protocol
+                                                            tokens_file=settings.tokens_file)
+    if tracing is not None:
+        service.span = tracing.span
+    log.info("schemadoc %s: MCP on stdio, schema %s, storage %s", __version__, service.schema_uri,
+             _storage_shown(settings))
+    stopping = Stopping(settings.shutdown_grace_seconds, refusing="no further MCP message is read")
+
+    async def run() -> None:
+        import anyio
+        import anyio.to_thread
+
+        async with anyio.create_task_group() as group:
+            async def on_signal() -> None:
+                # tool calls run in worker threads; one more is the SDK's reader, blocked on stdin (it cannot be
+                # cancelled, so the process exits below without waiting for it)
+                threads = anyio.to_thread.current_default_thread_limiter()
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for number in signals:
+                        stopping.in_flight = max(0, int(threads.borrowed_tokens) - 1)
+                        stopping.begin(number)
+                        break
+                deadline = anyio.current_time() + stopping.connections_timeout()
+                while threads.borrowed_tokens > 1 and anyio.current_time() < deadline:
+                    await anyio.sleep(0.02)
+                await anyio.to_thread.run_sync(service.close, abandon_on_cancel=True)
+                if tracing is not None:
+                    tracing.close()  # the spans still waiting are exported
+                stopping.finish(", wrote lagging snapshots")
+                logging.shutdown()
+                sys.stderr.flush()
+                os._exit(EXIT_OK)
+
+            group.start_soon(on_signal)
+            await mcp_server.run_stdio_async()  # returns at the end of input
+            group.cancel_scope.cancel()
+
+    try:
+        import anyio
+
+        anyio.run(run)
+    finally:
+        service.close()
+        if tracing is not None:
+            tracing.close()
+    log.info("schemadoc stopped: end of input, lagging snapshots written")
     return EXIT_OK
 
 

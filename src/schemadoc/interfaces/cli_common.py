@@ -8,7 +8,8 @@ journal and snapshot differ; ``import``: documents the schema refuses, the other
 bad arguments or settings, an unreadable input, an unknown document, a damaged archive, doc_ids an
 import finds already stored (``config-invalid``, ``invalid-request``, ``document-not-found``,
 ``archive-invalid``, ``import-conflict``); 3 the schema cannot be
-used (``schema-load-failed``, ``schema-resolution-failed``); 4 storage (``storage-*``); 5 anything
+used (``schema-load-failed``, ``schema-resolution-failed``); 4 storage (``storage-*``,
+``store-format-unsupported``); 5 anything
 else (``internal-error``). ``migrate`` exits 0 when the schema is migrated or up to date, else by the same table.
 """
 
@@ -44,7 +45,7 @@ def exit_code_for(error: SchemaDocError) -> int:
     """The exit code of a command that stops on ``error`` (the module docstring's table)."""
     if error.code in ("schema-load-failed", "schema-resolution-failed"):
         return EXIT_SCHEMA
-    if error.code.startswith("storage-"):
+    if error.code.startswith("storage-") or error.code == "store-format-unsupported":
         return EXIT_STORAGE
     if error.code == "internal-error":
         return EXIT_INTERNAL

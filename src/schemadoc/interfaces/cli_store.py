@@ -62,7 +62,11 @@ def replay(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
                              remediation="Name the server's storage directory with --storage-dir / STORAGE_DIR.")
     store = store_for(settings.storage_dir, settings.storage_url)
     if settings.storage_url is not None:
-        store.open()  # connects (and creates the tables when the database has none yet)
+        store.open()  # connects (and creates the tables when the database has none yet); refuses a newer schema
+    else:
+        from schemadoc.storage.store_format import check_readable
+
+        check_readable(settings.storage_dir)  # reads only: a newer format is refused, nothing is written
     stored = store.load(doc_id)
     entries = store.read_journal(doc_id)
     at = stored.meta.snapshot_version

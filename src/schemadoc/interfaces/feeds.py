@@ -25,8 +25,10 @@ and each page holds at most ``buffer_bytes`` of journal lines (and one entry how
 store reads them.
 
 A deleted document keeps its feed open (an undelete may follow, and arrives as a version); a
-purge ends it with a ``purged`` event. Nothing here knows HTTP: the REST door encodes
-:class:`FeedEvent` as Server-Sent Events.
+purge ends it with a ``purged`` event. When the server stops (``stopping``,
+:mod:`~schemadoc.interfaces.shutdown`), the feed ends with a ``shutting-down`` error event whose
+``details.last_version`` is the last version it sent, and a ``retry_ms`` hint. Nothing here knows
+HTTP: the REST door encodes :class:`FeedEvent` as Server-Sent Events.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import logging
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import anyio
 
@@ -52,10 +54,13 @@ from schemadoc.service.checks import LARGEST_INTEGER, check_int
 
 __all__ = [
     "HEARTBEAT_SECONDS",
+    "STOPPED",
     "TOO_SLOW",
     "FeedEvent",
+    "StopNotice",
     "document_events",
     "start_version",
+    "stopped",
     "too_slow",
 ]
 
@@ -80,6 +85,13 @@ class FeedEvent:
     version: int | None = None
     body: Any = None
     data: bytes | None = None
+    retry_ms: int | None = None  # how long a client waits before it reconnects (the server stops)
+
+
+class StopNotice(Protocol):
+    """What a feed needs of the server's stop (:class:`~schemadoc.interfaces.shutdown.Stopping`)."""
+
+    def listen(self, callback: Callable[[], None]) -> Callable[[], None]: ...
 
 
 HEARTBEAT: Final = FeedEvent("heartbeat")
@@ -142,7 +154,13 @@ class _Inbox:
         self.missed = 0
         self.too_slow = False
         self.purge: ChangeEvent | None = None
+        self.stopped = False
         self.wake = asyncio.Event()
+
+    def stop(self) -> None:
+        """The server stops (on the event loop): the feed ends after the event it is sending."""
+        self.stopped = True
+        self.wake.set()
 
     def catch_up(self) -> None:
         """The journal is read from here: what is queued is dropped (the journal has it)."""
@@ -175,8 +193,11 @@ class _Inbox:
                 self.too_slow = True
         self.wake.set()
 
-    async def get(self, timeout: float) -> ChangeEvent | _TooSlow | None:
-        """The next event, :data:`TOO_SLOW` once cut off, or ``None`` when ``timeout`` passed idle."""
+    async def get(self, timeout: float) -> ChangeEvent | _TooSlow | _Stopped | None:
+        """The next event, :data:`TOO_SLOW` once cut off, :data:`STOPPED` once the server stops, or ``None``
+        when ``timeout`` passed idle."""
+        if self.stopped:
+            return STOPPED
         if self.too_slow:
             return TOO_SLOW
         if not self.pending:
@@ -185,6 +206,8 @@ class _Inbox:
                 await asyncio.wait_for(self.wake.wait(), timeout)
             except TimeoutError:
                 return None
+            if self.stopped:
+                return STOPPED
             if self.too_slow:
                 return TOO_SLOW
         event = self.pending.popleft()
@@ -197,6 +220,24 @@ class _TooSlow:
 
 
 TOO_SLOW: Final = _TooSlow()
+
+
+class _Stopped:
+    """Marker: the server stops."""
+
+
+STOPPED: Final = _Stopped()
+
+
+def stopped(doc_id: str, last_version: int, retry_ms: int) -> FeedEvent:
+    """The final event of a feed when the server stops: ``shutting-down`` naming the last version sent."""
+    error = SchemaDocError(
+        "shutting-down", f"The server is stopping, so this stream of {doc_id} ends here; version {last_version} "
+        "was the last one sent.",
+        {"doc_id": doc_id, "last_version": last_version, "retry_after_seconds": max(1, retry_ms // 1000)},
+        remediation=f"Reconnect with Last-Event-ID: {last_version} (to this server once it is back, or another on "
+                    "the same storage) to resume without a gap.")
+    return FeedEvent("error", None, error.to_dict(), retry_ms=retry_ms)
 
 
 def too_slow(doc_id: str, last_version: int, buffer_bytes: int) -> SchemaDocError:
@@ -225,7 +266,9 @@ async def document_events(service: DocumentService, doc_id: str, since: int, *,
                           heartbeat_seconds: float = HEARTBEAT_SECONDS,
                           buffer_bytes: int = SUBSCRIBER_BUFFER_BYTES,
                           page_size: int = _PAGE_SIZE,
-                          encode: Callable[[Any], bytes] | None = None) -> AsyncGenerator[FeedEvent, None]:
+                          encode: Callable[[Any], bytes] | None = None,
+                          stopping: StopNotice | None = None,
+                          retry_ms: int = 2000) -> AsyncGenerator[FeedEvent, None]:
     """Every version of ``doc_id`` after ``since``, then each new one as it commits, each exactly once.
 
     Runs on an asyncio loop. Ends after a ``purged`` or an ``error`` event (``subscriber-too-slow``
@@ -234,9 +277,11 @@ async def document_events(service: DocumentService, doc_id: str, since: int, *,
 
     A catch-up page holds at most ``page_size`` entries and ``buffer_bytes`` of journal lines (at least
     one entry). ``encode``: when given, each version event also carries its body encoded (``data``).
+    ``stopping``: the server's stop, which ends the feed with :func:`stopped` (``retry_ms`` its hint).
     """
     inbox = _Inbox(doc_id, asyncio.get_running_loop(), buffer_bytes)
     unsubscribe = service.subscribe(inbox.listener)  # before the journal is read: no gap
+    unlisten = stopping.listen(inbox.stop) if stopping is not None else None
     last = since
 
     def version_event(entry: JournalEntry) -> FeedEvent:
@@ -259,6 +304,9 @@ async def document_events(service: DocumentService, doc_id: str, since: int, *,
                 if not entries:
                     break
                 while entries:
+                    if inbox.stopped:
+                        yield stopped(doc_id, last, retry_ms)
+                        return
                     entry = entries.popleft()
                     if entry.version > last:
                         last = entry.version
@@ -273,6 +321,9 @@ async def document_events(service: DocumentService, doc_id: str, since: int, *,
                 item = await inbox.get(heartbeat_seconds)
                 if item is None:
                     yield HEARTBEAT
+                elif isinstance(item, _Stopped):
+                    yield stopped(doc_id, last, retry_ms)
+                    return
                 elif isinstance(item, _TooSlow):
                     yield FeedEvent("error", None, error_object(too_slow(doc_id, last, buffer_bytes)))
                     return
@@ -288,3 +339,5 @@ async def document_events(service: DocumentService, doc_id: str, since: int, *,
                     break  # a gap: a commit by another process; the journal has it
     finally:
         unsubscribe()
+        if unlisten is not None:
+            unlisten()

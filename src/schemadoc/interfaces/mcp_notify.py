@@ -184,6 +184,27 @@ class ChangeNotifier:
         low.create_initialization_options = functools.partial(  # type: ignore[method-assign]
             low.create_initialization_options, NotificationOptions(resources_changed=True))
 
+    async def say_stopping(self, timeout: float = 0.3) -> int:
+        """Tell every handshake-era subscriber that the server stops, before its stream is ended: a
+        ``notifications/message`` (level ``warning``, logger ``schemadoc``) whose ``data`` is the ``shutting-down``
+        error object naming the URIs it subscribed to. Each peer gets at most ``timeout`` seconds; returns how many
+        were told."""
+        peers = [peer for peer in self._peers.values() if peer.uris]
+
+        async def tell(peer: _LegacyPeer) -> bool:
+            error = SchemaDocError(
+                "shutting-down", "The server is stopping: this connection and its subscriptions end now.",
+                {"subscriptions": sorted(peer.uris)},
+                remediation="Connect again once the server is back (or to another on the same storage), read the "
+                            "documents again (resources/read) and subscribe again.")
+            with anyio.move_on_after(timeout):
+                await peer.session.send_log_message(level="warning", data=error.to_dict(), logger="schemadoc")
+                return True
+            return False
+
+        told = await asyncio.gather(*(tell(peer) for peer in peers), return_exceptions=True)
+        return sum(1 for result in told if result is True)
+
     def attach_loop(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         """Deliver changes on ``loop`` (default: the running loop)."""
         self._loop = loop if loop is not None else asyncio.get_running_loop()

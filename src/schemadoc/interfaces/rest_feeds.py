@@ -21,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 from schemadoc.errors import CATALOG
 from schemadoc.interfaces import feeds
 from schemadoc.interfaces.rest_wire import JSONBody, Rest, dump_body, errors, errors_of_a_stream
+from schemadoc.interfaces.shutdown import RETRY_MILLISECONDS, STOPPING
 from schemadoc.operations import results
 from schemadoc.operations.arguments import ULID_PATTERN
 from schemadoc.storage.base import check_doc_id
@@ -46,8 +47,8 @@ _EVENTS_RESPONSES: dict[int | str, dict[str, Any]] = {
                          "data = the journal entry as in /history), a `: keepalive` comment every 15 s when idle, "
                          "a final `purged` event when the document is purged, or a final `error` event "
                          "(data = the error object; `subscriber-too-slow` when the reader left more than "
-                         "subscriber_buffer_bytes of changes unread: reconnect with Last-Event-ID = "
-                         "details.last_version).",
+                         "subscriber_buffer_bytes of changes unread, `shutting-down` with a `retry:` field when "
+                         "the server stops: reconnect with Last-Event-ID = details.last_version).",
           "content": {"text/event-stream": {"schema": _SSE_EVENT, "example": _SSE_EXAMPLE}}},
     **errors_of_a_stream(400, 404, 503),
 }
@@ -57,6 +58,8 @@ _RAW_DOCUMENT_RESPONSES: dict[int | str, dict[str, Any]] = {
     **errors(400, 404),
 }
 
+_FINAL_EVENT_SECONDS = 1.0
+"""How long a stream may take to send its final event once the server stops, before it is cut."""
 _LAST_EVENT_ID = "Sent by EventSource clients when they reconnect: resume after this version (wins over since)."
 DocIdPath = Annotated[str, Path(description="The document's id (a ULID returned by document_create).",
                                 json_schema_extra={"pattern": ULID_PATTERN})]
@@ -88,7 +91,7 @@ async def _server_sent(events: AsyncIterator[feeds.FeedEvent]) -> AsyncIterator[
         else:
             event_id = None if item.version is None else str(item.version)
             data = item.data if item.data is not None else dump_body(item.body)
-            yield ServerSentEvent(data.decode(), event=item.kind, id=event_id, sep="\n")
+            yield ServerSentEvent(data.decode(), event=item.kind, id=event_id, retry=item.retry_ms, sep="\n")
 
 
 def add_feed_routes(router: APIRouter) -> None:
@@ -125,8 +128,13 @@ def add_feed_routes(router: APIRouter) -> None:
         release = rest.slots.acquire(check_doc_id(doc_id), client)
         try:
             events = feeds.document_events(rest.service, doc_id, start, heartbeat_seconds=rest.heartbeat_seconds,
-                                           buffer_bytes=rest.slots.buffer_bytes, encode=dump_body)
-            stream = _EventStream(_server_sent(events), ping=0, sep="\n")
+                                           buffer_bytes=rest.slots.buffer_bytes, encode=dump_body,
+                                           stopping=getattr(request.app.state, STOPPING, None),
+                                           retry_ms=RETRY_MILLISECONDS)
+            # the server's stop ends the feed with its final event; sse_starlette's own drain (which cancels the
+            # stream when uvicorn stops) waits that long for it
+            stream = _EventStream(_server_sent(events), ping=0, sep="\n", shutdown_event=anyio.Event(),
+                                  shutdown_grace_period=_FINAL_EVENT_SECONDS)
             stream.release = release
             return stream
         except BaseException:

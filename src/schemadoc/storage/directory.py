@@ -21,7 +21,7 @@ import orjson
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import replay
-from schemadoc.storage import disk, snapshots
+from schemadoc.storage import disk, snapshots, store_format
 from schemadoc.storage.base import (
     LOCK_TIMEOUT_SECONDS,
     DocumentMeta,
@@ -119,7 +119,7 @@ class DocumentDirectory:
         self._tails_guard = threading.RLock()  # tails are read and extended by readers and writers alike
         # doc_id -> {version: byte offset of the line after it}, every 64 versions
         self._journal_offsets: dict[str, dict[int, int]] = {}
-
+        self.store_format: store_format.FormatCheck | None = None  # what open() found and left
 
     def _paths(self, doc_id: str) -> Paths:
         return Paths(self.storage_dir, doc_id)
@@ -166,6 +166,8 @@ class DocumentDirectory:
             directory.mkdir(exist_ok=True)  # the parent must exist (FR-105)
             if not directory.is_dir():
                 raise NotADirectoryError(20, "Not a directory")
+            # before anything is written: a newer format is refused with the directory untouched
+            self.store_format = store_format.settle(directory)
             probe = directory / f".write-probe-{os.getpid()}-{secrets.token_hex(4)}.tmp"
             try:
                 disk.write_synced(probe, b"probe", exclusive=True)

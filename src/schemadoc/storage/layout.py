@@ -10,6 +10,7 @@
     {storage_dir}/{doc_id}.{token}.tmp          a snapshot being written
     {storage_dir}/{doc_id}.{token}.meta.tmp     its meta, written before the snapshot is renamed
     {storage_dir}/checkpoints/{doc_id}/{version}.json   past versions (a bounded cache)
+    {storage_dir}/schemadoc-store.json          the store format version (:mod:`~schemadoc.storage.store_format`)
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 import psycopg
 from psycopg import sql
 
+from schemadoc import __version__
 from schemadoc.errors import SchemaDocError
 
 if TYPE_CHECKING:
@@ -109,9 +110,26 @@ def _applied(conn: psycopg.Connection[Any], schema: str) -> int | None:
     return int(found[0]) if found else 0
 
 
+def _refuse_newer(applied: int, schema: str) -> None:
+    """``store-format-unsupported`` when ``schema`` has migrations this server does not know (a newer one ran)."""
+    known = MIGRATIONS[-1][0]
+    if applied > known:
+        raise SchemaDocError(
+            "store-format-unsupported",
+            f"The PostgreSQL schema {schema} is at migration {applied}; this schemadoc {__version__} knows "
+            f"migrations up to {known}.",
+            {"schema": schema, "found_migration": applied, "known_migration": known, "server_version": __version__},
+            remediation="Run the newer schemadoc that migrated it, or restore the database backup taken before "
+                        "the upgrade (docs/deployment.md); nothing was changed.")
+
+
 def pending(conn: psycopg.Connection[Any], schema: str) -> list[int]:
-    """The migration versions ``schema`` still needs (all of them for a schema without tables), by SELECT only."""
+    """The migration versions ``schema`` still needs (all of them for a schema without tables), by SELECT only.
+
+    Raises ``store-format-unsupported`` when a newer schemadoc migrated it beyond what this one knows.
+    """
     applied = _applied(conn, schema) or 0
+    _refuse_newer(applied, schema)
     return [version for version, _, _ in MIGRATIONS if version > applied]
 
 
@@ -133,6 +151,7 @@ def migrate(conn: psycopg.Connection[Any], schema: str) -> list[int]:
             conn.execute(sql.SQL("CREATE TABLE {} (version integer PRIMARY KEY, description text NOT NULL, "
                                  "applied_at timestamptz NOT NULL DEFAULT now())").format(table))
         applied = _applied(conn, schema) or 0
+        _refuse_newer(applied, schema)
         for version, description, statements in MIGRATIONS:
             if version <= applied:
                 continue
