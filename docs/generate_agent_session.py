@@ -28,6 +28,8 @@ from mcp import Client, StdioServerParameters
 PAGE = Path(__file__).resolve().parent / "agent-session.md"
 DOC_ID = "01JC6Y0Z8K9M2N3P4Q5R6S7T8V"
 TIME = "2025-01-01T12:00:00.000Z"
+REQUEST_ID = "6f1c2d3e4a5b6c7d8e9f0a1b2c3d4e5f"
+"""Every error body names the request that got it (``request_id``, generated per request): shown as this one."""
 _TIMES = frozenset({"at", "created_at", "modified_at", "deleted_at"})
 _POSITIONS = frozenset({"seq", "cursor", "next_cursor"})
 
@@ -62,6 +64,7 @@ class Session:
     def _normal(self, value: Any) -> Any:
         if isinstance(value, dict):
             return {key: (TIME if key in _TIMES and isinstance(item, str)
+                          else REQUEST_ID if key == "request_id" and isinstance(item, str)
                           else 1 if key in _POSITIONS and isinstance(item, int) else self._normal(item))
                     for key, item in value.items()}
         if isinstance(value, list):

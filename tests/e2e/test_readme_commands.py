@@ -197,3 +197,57 @@ def test_the_client_example_of_the_docs_runs(server: Server, tmp_path: Path) -> 
     assert "refused: validation-failed ['/metadata/edition']" in out
     assert "conflict: {" in out and "tagged at version 4" in out
     assert "event 4 create_node" in out
+
+
+def test_the_backup_block_runs_as_written_beside_a_server_that_keeps_writing(tmp_path: Path) -> None:
+    """The README's backup: a live server's store exported with its history while it takes writes, imported into
+    an empty store, and the archive's manifest read with plain tar. Each restored document is one the live server
+    had: a version between the one before the export and the one after, with that version's content and every
+    earlier version's history."""
+    import threading
+
+    import httpx
+
+    block = readme_block(README, "backup")
+    assert "./data" in block and "./restored" in block
+    with Server(tmp_path / "data", tmp_path / "logs", schema_args=("--example", "book")) as live:
+        api = f"{live.url}/api/v1"
+        docs = [httpx.post(f"{api}/documents", json={}, timeout=30).json()["doc_id"] for _ in range(3)]
+        versions = dict.fromkeys(docs, 1)
+        stop = threading.Event()
+
+        def write() -> None:
+            while not stop.is_set():
+                for doc in docs:
+                    answer = httpx.put(f"{api}/documents/{doc}", params={"path": "/title"}, timeout=30,
+                                       json={"node_data": f"v{versions[doc] + 1}", "version": versions[doc]})
+                    assert answer.status_code == 200, answer.text
+                    versions[doc] = answer.json()["version"]
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        try:
+            before = dict(versions)
+            done = subprocess.run(["bash", "-c", f"set -euo pipefail\n{block}"], cwd=tmp_path, env=env(),
+                                  capture_output=True, text=True, timeout=300, check=False)
+        finally:
+            stop.set()
+            writer.join(timeout=60)
+        after = dict(versions)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert sum(after.values()) > sum(before.values()), "the server took no writes while the block ran"
+        manifest = json_values(done.stdout)[-1]
+        assert (manifest["format"], manifest["history"], manifest["documents"]) == ("schemadoc-archive", True, 3)
+        with Server(tmp_path / "restored", tmp_path / "logs", schema_args=("--example", "book")) as restored:
+            listed = httpx.get(f"{restored.url}/api/v1/documents", timeout=30).json()["documents"]
+            assert sorted(item["doc_id"] for item in listed) == sorted(docs)
+            for doc in docs:
+                read = httpx.get(f"{restored.url}/api/v1/documents/{doc}", timeout=30).json()
+                version = read["version"]
+                assert before[doc] <= version <= after[doc]
+                assert read["node_content"] == httpx.get(f"{api}/documents/{doc}/versions/{version}",
+                                                         timeout=30).json()
+                # the history came along: the restored server reads every earlier version as the live one does
+                for past in {1, max(1, version // 2), version}:
+                    assert httpx.get(f"{restored.url}/api/v1/documents/{doc}/versions/{past}", timeout=30).json() \
+                        == httpx.get(f"{api}/documents/{doc}/versions/{past}", timeout=30).json()

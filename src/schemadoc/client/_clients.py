@@ -17,7 +17,7 @@ import httpx
 from schemadoc.client import models as m
 from schemadoc.client._operations import Operations, Request, document_path
 from schemadoc.client._sse import Event, EventStream
-from schemadoc.client.errors import VersionConflictError, error_for
+from schemadoc.client.errors import ClientError, VersionConflictError, error_for
 
 __all__ = ["AsyncClient", "Client"]
 
@@ -106,8 +106,10 @@ class Client(Operations):
         """The document's event stream: a ``version`` event per committed version after ``since`` (or after
         ``last_event_id``; neither: from now), then ``purged`` if it is purged (the iteration ends there).
         A dropped connection is resumed with ``Last-Event-ID`` (nothing missed, nothing twice), up to
-        ``max_retries`` failures in a row; an ``error`` event is raised as :class:`ClientError`."""
-        stream = EventStream(since, last_event_id, max_retries)
+        ``max_retries`` failures in a row, and so is one the server ends with ``shutting-down`` (it stops) or
+        ``subscriber-too-slow`` (this reader fell behind); any other ``error`` event is raised as
+        :class:`ClientError`, and those two too when ``reconnect`` is false."""
+        stream = EventStream(since, last_event_id, max_retries, reconnect)
         timeout = httpx.Timeout(self._http.timeout.connect, read=None)
         while True:
             query, headers = stream.connect()
@@ -123,8 +125,13 @@ class Client(Operations):
                             yield event
                         if stream.ended:
                             return
+                        if stream.dropped:
+                            break
             except httpx.TransportError:
                 if not reconnect or not stream.retry():
+                    raise
+            except ClientError as error:  # a server that is stopping answers 503 until it has stopped
+                if not (reconnect and error.code == "shutting-down" and stream.retry()):
                     raise
             else:
                 if not reconnect:
@@ -191,7 +198,7 @@ class AsyncClient(Operations):
     async def events(self, doc_id: str, *, since: int | None = None, last_event_id: str | None = None,
                      reconnect: bool = True, retry_seconds: float = 1.0, max_retries: int = 5) -> AsyncIterator[Event]:
         """:meth:`Client.events <schemadoc.client.Client.events>`, asynchronously."""
-        stream = EventStream(since, last_event_id, max_retries)
+        stream = EventStream(since, last_event_id, max_retries, reconnect)
         timeout = httpx.Timeout(self._http.timeout.connect, read=None)
         while True:
             query, headers = stream.connect()
@@ -207,8 +214,13 @@ class AsyncClient(Operations):
                             yield event
                         if stream.ended:
                             return
+                        if stream.dropped:
+                            break
             except httpx.TransportError:
                 if not reconnect or not stream.retry():
+                    raise
+            except ClientError as error:  # a server that is stopping answers 503 until it has stopped
+                if not (reconnect and error.code == "shutting-down" and stream.retry()):
                     raise
             else:
                 if not reconnect:

@@ -47,8 +47,12 @@ class EventStream:
     since: int | None
     last_event_id: str | None
     max_retries: int
+    reconnect: bool = True
     failures: int = 0
     ended: bool = False
+    dropped: bool = False
+    """The server ended this connection with a resumable error (it stops, or this reader fell behind): the next
+    connection resumes after the last version it delivered."""
     _event: str = "message"
     _data: list[str] = field(default_factory=list)
     _id: str | None = None
@@ -56,6 +60,7 @@ class EventStream:
     def connect(self) -> tuple[dict[str, Any], dict[str, str]]:
         """The query and the headers of the next connection."""
         self._event, self._data, self._id = "message", [], None
+        self.dropped = False
         headers = {"Last-Event-ID": self.last_event_id} if self.last_event_id else {}
         query = {"since": self.since} if self.last_event_id is None and self.since is not None else {}
         return query, headers
@@ -85,7 +90,12 @@ class EventStream:
         self.failures = 0
         error = event.error()
         if error is not None:
-            raise error
+            last = _resume_after(event.data) if self.reconnect else None
+            if last is None:
+                raise error
+            # shutting-down or subscriber-too-slow: nothing was lost; resume after the last version delivered
+            self.last_event_id, self.dropped = str(last), True
+            return None
         if event.id is not None:
             self.last_event_id = event.id
         self.ended = event.event == "purged"
@@ -95,6 +105,21 @@ class EventStream:
         """Whether to connect again after a dropped connection."""
         self.failures += 1
         return self.failures <= self.max_retries
+
+
+RESUMABLE = frozenset({"shutting-down", "subscriber-too-slow"})
+"""The codes of ``error`` events that end a connection, not the stream: the server stops (another, or the restarted
+one, answers the next connection) or the reader fell behind (it reads the rest on the next connection)."""
+
+
+def _resume_after(data: Any) -> int | None:
+    """The version to resume after when ``data`` (an ``error`` event's) is a resumable error naming one."""
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict) or error.get("code") not in RESUMABLE:
+        return None
+    details = error.get("details")
+    last = details.get("last_version") if isinstance(details, dict) else None
+    return last if isinstance(last, int) and not isinstance(last, bool) and last >= 0 else None
 
 
 def _json_or_text(text: str) -> Any:

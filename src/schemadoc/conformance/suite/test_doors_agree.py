@@ -5,7 +5,8 @@ other, call by call, so that a difference the contract does not pin down (an ext
 different message, another detail) still shows. Each door works on its own document; its
 doc_id is replaced by ``<doc>``, commit times and feed cursors (``at``, ``deleted_at``,
 ``seq``, ``cursor``) by ``<time>`` and a history entry's ``actor`` (an extension naming who wrote
-it: without tokens, the door itself) by ``<actor>`` before comparing. ``invalid-request`` is compared by code and
+it: without tokens, the door itself) by ``<actor>``; an error's ``request_id`` (an extension naming
+the request, different for every one) is left out before comparing. ``invalid-request`` is compared by code and
 status only: its message names the argument the way the door received it (a body member, a
 query parameter, a tool argument). The step ``read_version`` reads a whole past version
 (``schema://{doc_id}/versions/{n}``, ``GET /documents/{doc_id}/versions/{n}``).
@@ -104,7 +105,7 @@ def _normalised(value: Any, doc_id: str) -> Any:
     if isinstance(value, dict):
         return {key: "<time>" if key in _MOMENTS and item is not None
                 else "<actor>" if key == "actor" and isinstance(item, str) else _normalised(item, doc_id)
-                for key, item in value.items()}
+                for key, item in value.items() if key != "request_id"}
     if isinstance(value, list):
         return [_normalised(item, doc_id) for item in value]
     return value

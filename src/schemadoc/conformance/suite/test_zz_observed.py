@@ -65,7 +65,8 @@ NOT_PROVOKED = {
     "session-not-found": "needs a session opened with another access token (tests/e2e/test_mcp_hostile.py)",
     "shutting-down": "needs the server to be stopping (tests/e2e/test_shutdown.py)",
     "store-format-unsupported": "a start-up failure on a store a newer version wrote (tests/e2e/test_store_format.py)",
-    "archive-invalid": "raised by schemadoc import, not by a door (tests/e2e/test_archive.py)",
+    "archive-invalid": "raised by schemadoc import, not by a door (tests/unit/test_archive.py)",
+    "import-conflict": "raised by schemadoc import, not by a door (tests/unit/test_archive.py)",
     "subscriber-too-slow": "needs an event-stream reader that stops reading under heavy writes "
                            "(tests/e2e/test_hostile_clients.py)",
     "too-many-connections": "needs more open connections than max_connections_per_client (64); tested with a small "
