@@ -31,8 +31,9 @@ def test_the_index_links_to_docs_health_schema_and_the_page(client: TestClient, 
     assert body["name"] == "schemadoc" and body["version"] == schemadoc.__version__
     assert body["schema_uri"].endswith("recipe.schema.json")
     links = body["links"]
-    assert {"docs", "redoc", "openapi", "health", "schema", "documents", "errors", "mcp", "ui"} <= set(links)
-    for name in ("docs", "redoc", "openapi", "health", "schema", "documents", "errors", "changes"):
+    assert {"docs", "redoc", "openapi", "health", "schema", "documents", "errors", "mcp", "ui", "metrics",
+            "status"} <= set(links)
+    for name in ("docs", "redoc", "openapi", "health", "schema", "documents", "errors", "changes", "metrics", "status"):
         assert client.get(links[name]).status_code == 200, name
 
 
@@ -50,3 +51,13 @@ def test_the_links_follow_the_root_path(tmp_path: Path) -> None:
         links = client.get("/").json()["links"]
     service.close()
     assert links["docs"] == "/docs-server/docs" and links["schema"] == "/docs-server/api/v1/schema"
+
+
+def test_without_metrics_the_index_names_neither_metrics_nor_the_status_view(tmp_path: Path) -> None:
+    settings = Settings(schema_path=example_path("book"), storage_dir=tmp_path, metrics=False)
+    service = create_service(settings)
+    with TestClient(build_app(service, settings), base_url="http://127.0.0.1") as client:
+        links = client.get("/").json()["links"]
+        assert client.get("/metrics").status_code == 404
+    service.close()
+    assert "metrics" not in links and "status" not in links and "ui" in links

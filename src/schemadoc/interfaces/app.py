@@ -226,12 +226,15 @@ _BODY_READS = tuple((binding, route_pattern(API_PREFIX, binding.route.path)) for
                     if binding.route.method not in ("GET", "HEAD") and not binding.operation.writes)
 
 
-def _add_index(app: FastAPI, schema_uri: str) -> None:
+def _add_index(app: FastAPI, schema_uri: str, *, metrics: bool) -> None:
     """``GET /`` and ``GET /api/v1`` (and with a trailing slash): what this server is and where everything is, as
-    links under the ASGI ``root_path`` when the application is mounted under a prefix."""
+    links under the ASGI ``root_path`` when the application is mounted under a prefix (``metrics``: with
+    ``/metrics`` and the status view)."""
     paths = {"docs": "/docs", "redoc": "/redoc", "openapi": "/openapi.json", "health": "/health", "api": API_PREFIX,
              "schema": f"{API_PREFIX}/schema", "documents": f"{API_PREFIX}/documents",
              "changes": f"{API_PREFIX}/changes", "errors": f"{API_PREFIX}/errors", "mcp": MCP_PATH, "ui": "/ui"}
+    if metrics:
+        paths |= {"metrics": "/metrics", "status": "/ui/status"}
 
     async def index(request: Request) -> JSONResponse:
         root = str(request.scope.get("root_path", "")).rstrip("/")
@@ -307,7 +310,7 @@ def build_app(service: DocumentService, settings: Settings, *,
     setattr(app.state, STOPPING, stopping)  # the server's stop: begun by the signal handler (cli), read by the feeds
     rest = rest_router(API_PREFIX)
     app.router.routes.extend(rest.routes)  # as they are: include_router would analyse them again (rest_router)
-    _add_index(app, service.schema_uri)
+    _add_index(app, service.schema_uri, metrics=settings.metrics)
 
     async def health() -> JSONBody:
         return JSONBody({"status": "healthy"})
