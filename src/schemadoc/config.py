@@ -35,6 +35,7 @@ __all__ = [
     "LOG_LEVELS",
     "SNAPSHOT_POLICIES",
     "TRANSPORTS",
+    "VALIDATION_LEVELS",
     "Settings",
     "load_settings",
     "parse_size",
@@ -46,6 +47,7 @@ TRANSPORTS = ("http", "stdio")
 SNAPSHOT_POLICIES = ("every-write", "lazy")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
+VALIDATION_LEVELS = ("moderate", "strict")
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,12 @@ class Settings:
     """Serve ``/metrics`` (Prometheus text format) and count what it shows."""
     shutdown_grace_seconds: int = 10
     """On SIGTERM, how long in-flight requests may take to finish before the server stops regardless."""
+    validation_level: str = "moderate"
+    """``moderate``: a write to a document already invalid under the served schema (the schema changed) is
+    accepted when it adds no violation; ``strict``: every write must leave the document valid
+    (docs/schema-changes.md)."""
+    check_documents_on_start: bool = True
+    """After start-up, check in the background every document last validated against another schema."""
     snapshot_policy: str = "lazy"
     snapshot_inline_below_bytes: int = 0
     snapshot_lag_versions: int = 1000
@@ -286,6 +294,8 @@ _SETTINGS: dict[str, tuple[_Convert, str | None]] = {
     "slow_request_ms": (_int(0), None),
     "metrics": (_as_bool, None),
     "shutdown_grace_seconds": (_int(1), None),
+    "validation_level": (_choice(VALIDATION_LEVELS, ", ".join(VALIDATION_LEVELS)), "--validation-level"),
+    "check_documents_on_start": (_as_bool, None),
     "snapshot_policy": (_choice(SNAPSHOT_POLICIES, ", ".join(SNAPSHOT_POLICIES)), None),
     "snapshot_inline_below_bytes": (_int(0), None),
     "snapshot_lag_versions": (_int(1), None),

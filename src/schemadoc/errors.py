@@ -392,6 +392,12 @@ _ENTRIES: list[ErrorCode] = [
        "Nothing was changed. Say what to do with them: --existing skip keeps the stored ones, --existing replace "
        "puts the archive's in their place (details.doc_ids lists the first of them).",
        extension="export and import of every document with its history, beyond the specification"),
+    _e("migration-invalid", 400, "request", "The migration given to migrate-documents cannot be run as written; "
+       "nothing was changed.",
+       ["a patch template that is not an RFC 6902 patch (wildcards `*` aside)", "a merge patch that is not an "
+        "object", "a module:function that cannot be imported or is not callable", "no name for the migration"],
+       "Fix the migration file (docs/schema-changes.md, 'schemadoc migrate-documents') and run it again.",
+       extension="named document migrations after a schema change, which the specification leaves out of scope"),
     _e("internal-error", 500, "server", "An unexpected error happened in the server.",
        ["a bug"], "Report it with the request that caused it; the server log has the details."),
 ]

@@ -80,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file (default ./config.json)")
     serve.add_argument("--log-level", metavar="LEVEL", help="debug, info (default), warning or error")
     serve.add_argument("--log-format", metavar="FORMAT", help="text (default) or json: one JSON object per line")
+    serve.add_argument("--validation-level", metavar="LEVEL",
+                       help="moderate (default): a write to a document the schema change made invalid is accepted "
+                            "when it adds no violation; strict: every write must leave the document valid")
     serve.add_argument("--allowed-hosts", metavar="HOSTS",
                        help="comma-separated host names the server answers for (name, name:port, *.domain, *); "
                             "default: loopback names on a loopback address, any elsewhere")

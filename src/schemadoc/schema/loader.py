@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
+import orjson
 from jsonschema import Draft202012Validator
 
 from schemadoc.errors import SchemaDocError
@@ -165,6 +167,19 @@ class LoadedSchema:
 
     def __repr__(self) -> str:
         return f"LoadedSchema(uri={self.uri!r}, base_uri={self.base_uri!r})"
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """``sha256:<hex>`` of the schema as it validates: the root document and every document its ``$ref`` s
+        reach, each as canonical JSON (sorted members, no spaces), named by its path relative to the root's
+        folder. Where the files live, their formatting and member order do not change it; any change to a
+        keyword, a description included, does."""
+        folder = self.path.parent
+        files = {os.path.relpath(file, folder).replace(os.sep, "/"): contents
+                 for file, contents in self.resources.documents.values()}
+        canonical = orjson.dumps({"root": os.path.relpath(self.path, folder), "documents": files},
+                                 option=orjson.OPT_SORT_KEYS)
+        return f"sha256:{hashlib.sha256(canonical).hexdigest()}"
 
     # -- validators -------------------------------------------------------------------
 
