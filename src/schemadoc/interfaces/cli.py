@@ -1,4 +1,4 @@
-"""The ``schemadoc`` command: ``serve``, ``validate``, ``replay``, ``migrate``, ``export`` and ``import``.
+"""The ``schemadoc`` command: ``serve``, ``validate``, ``check``, ``replay``, ``migrate``, ``export`` and ``import``.
 
 A start-up failure (no schema, a missing or invalid schema, a ``$ref`` cycle, a storage
 directory that cannot be written, a bad setting, a port in use) ends the process at once with
@@ -36,6 +36,8 @@ from schemadoc.config import TRANSPORTS, Settings, load_settings
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.cli_archive import add_commands as add_archive_commands
 from schemadoc.interfaces.cli_archive import export, import_
+from schemadoc.interfaces.cli_check import add_command as add_check_command
+from schemadoc.interfaces.cli_check import check
 from schemadoc.interfaces.cli_common import (
     EXIT_FAILED,
     EXIT_INTERNAL,
@@ -113,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--schema", dest="schema_path", metavar="PATH",
                         help="also validate the rebuilt document against this schema")
     replay.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file")
+    add_check_command(commands)
     add_archive_commands(commands)
     return parser
 
@@ -415,8 +418,8 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     return EXIT_OK if report.valid else EXIT_FAILED
 
 
-_COMMANDS = {"serve": _serve, "validate": _validate, "replay": replay, "migrate": migrate, "export": export,
-             "import": import_}
+_COMMANDS = {"serve": _serve, "validate": _validate, "check": check, "replay": replay, "migrate": migrate,
+             "export": export, "import": import_}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

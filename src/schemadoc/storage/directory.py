@@ -110,9 +110,12 @@ def rebuild(paths: Paths, meta: DocumentMeta) -> DocumentMeta:
 class DocumentDirectory:
     """The directory of a files store as this process knows it (module docstring)."""
 
-    def __init__(self, storage_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, storage_dir: str | os.PathLike[str], *, read_only: bool = False) -> None:
         self.storage_dir = Path(storage_dir)
-        self._locks = WriteLocks(lambda doc_id: self._paths(doc_id).lock)
+        self.read_only = read_only
+        """Only read, never write a byte: no recovery at :meth:`open`, no lock file made, a damaged snapshot
+        reported instead of rebuilt, every write refused (``schemadoc check`` beside a running server)."""
+        self._locks = WriteLocks(lambda doc_id: self._paths(doc_id).lock, create=not read_only)
         self._corrupt: dict[str, str] = {}
         self._corrupt_files: dict[str, list[str]] = {}
         self._tails: dict[str, Tail] = {}
@@ -140,7 +143,19 @@ class DocumentDirectory:
 
         Raises ``storage-write-failed`` (details ``{"storage_dir", "reason"}``) when the
         directory cannot be created, is not a directory, or is not writable.
+
+        A store opened ``read_only`` checks only that the directory exists and that its format can be
+        read (``storage-read-failed``, ``store-format-unsupported``); it recovers nothing and writes nothing.
         """
+        if self.read_only:
+            if not self.storage_dir.is_dir():
+                why = "missing directory" if not self.storage_dir.exists() else "not a directory"
+                raise SchemaDocError("storage-read-failed", f"The storage directory {self.storage_dir} cannot be "
+                                     f"read: {why}.", {"storage_dir": str(self.storage_dir), "reason": why},
+                                     remediation="Name the server's storage directory with --storage-dir / "
+                                                 "STORAGE_DIR.")
+            store_format.check_readable(self.storage_dir)
+            return RecoveryReport()
         self._prepare_directory()
         report = RecoveryReport()
         try:
@@ -175,6 +190,11 @@ class DocumentDirectory:
                 disk.remove_quietly(probe)  # another process's open() may have swept it already
         except OSError as error:
             raise self._directory_error(reason(error)) from None
+
+    def _writable(self, doc_id: str) -> None:
+        """Refuse a write to a store opened ``read_only`` (before anything is touched)."""
+        if self.read_only:
+            raise write_failed(doc_id, "writing", PermissionError(1, "the store is opened read-only"))
 
     def _directory_error(self, why: str) -> SchemaDocError:
         return SchemaDocError(

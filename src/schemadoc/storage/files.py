@@ -134,6 +134,7 @@ class FileDocumentStore(DocumentDirectory):
         marks it as abandoned: recovery removes what it wrote instead of reporting it corrupt.
         """
         doc_id = check_write(meta, entry, content, new=True)
+        self._writable(doc_id)
         meta = replace(meta, snapshot_version=1)
         line = journal_line(doc_id, entry, meta)
         paths = self._paths(doc_id)
@@ -171,6 +172,7 @@ class FileDocumentStore(DocumentDirectory):
         lines whole); the snapshot is the current version, so the tail after it is empty.
         """
         doc_id = check_restore(meta, content)
+        self._writable(doc_id)
         meta = replace(meta, snapshot_version=meta.version)
         paths = self._paths(doc_id)
         journal_tmp = paths.snapshot_tmp(secrets.token_hex(8))
@@ -212,6 +214,7 @@ class FileDocumentStore(DocumentDirectory):
         snapshot lagging (logged).
         """
         doc_id = check_write(meta, entry, content)
+        self._writable(doc_id)
         line = journal_line(doc_id, entry, meta)
         paths = self._paths(doc_id)
         with self.write_lock(doc_id):
@@ -261,6 +264,7 @@ class FileDocumentStore(DocumentDirectory):
         leaves nothing behind and propagates.
         """
         doc_id = check_doc_id(doc_id)
+        self._writable(doc_id)
         paths = self._paths(doc_id)
         if not snapshot_due(doc_id, version, self.read_meta(doc_id)):
             return False
@@ -296,6 +300,7 @@ class FileDocumentStore(DocumentDirectory):
         gets ``document-not-found`` from whatever it does next.
         """
         doc_id = check_doc_id(doc_id)
+        self._writable(doc_id)
         paths = self._paths(doc_id)
         if not paths.exists():
             raise document_not_found(doc_id)
@@ -336,6 +341,10 @@ class FileDocumentStore(DocumentDirectory):
                 raise read_failed(doc_id, f"cannot read the content file: {reason(error)}",
                                   paths.content.name) from None
             if len(content) != tail.snapshot.content_size_bytes:  # damaged behind our back: rebuild it
+                if self.read_only:
+                    raise read_failed(doc_id, f"the content file has {len(content)} bytes, its meta says "
+                                              f"{tail.snapshot.content_size_bytes} (a server's start-up rebuilds it)",
+                                      paths.content.name)
                 log.warning("document %s: content file of %d bytes (meta says %d) rebuilt from the journal",
                             doc_id, len(content), tail.snapshot.content_size_bytes)
                 try:
@@ -417,6 +426,7 @@ class FileDocumentStore(DocumentDirectory):
     def write_checkpoint(self, doc_id: str, version: int, content: bytes | Iterable[bytes]) -> None:
         """``checkpoints/{doc_id}/{version}.json`` from the bytes or their pieces, each written as it comes,
         via a temporary file and a rename (no fsync: a cache)."""
+        self._writable(check_doc_id(doc_id))
         self._checkpoints(doc_id).write(version, content)
 
     write_checkpoint_pieces = write_checkpoint

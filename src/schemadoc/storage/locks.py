@@ -24,11 +24,14 @@ class DocumentLock:
     (none without a path: the memory store).
 
     ``flock`` locks belong to an open file description, so the process takes it once (depth 0
-    → 1) and re-entry only counts. The OS drops it when the process dies.
+    → 1) and re-entry only counts. The OS drops it when the process dies. Without ``create`` (a
+    reader that writes nothing) the lock file is opened read-only and never made: where it is
+    missing, no writer holds it, and only the thread lock is taken.
     """
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, *, create: bool = True) -> None:
         self._path = path
+        self._create = create
         self._thread_lock = threading.RLock()
         self._depth = 0
         self._fd: int | None = None
@@ -42,7 +45,14 @@ class DocumentLock:
             self._depth += 1
             return True
         try:
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+            flags = os.O_RDWR | os.O_CREAT if self._create else os.O_RDONLY
+            fd = os.open(self._path, flags, 0o644)
+        except FileNotFoundError:
+            if self._create:
+                self._thread_lock.release()
+                raise
+            self._depth = 1
+            return True
         except OSError:
             self._thread_lock.release()
             raise
@@ -82,8 +92,9 @@ class DocumentLock:
 class WriteLocks:
     """A store's write locks: one :class:`DocumentLock` per document, made on first use."""
 
-    def __init__(self, lock_file: Callable[[str], Path | None]) -> None:
+    def __init__(self, lock_file: Callable[[str], Path | None], *, create: bool = True) -> None:
         self._lock_file = lock_file
+        self._create = create
         self._locks: dict[str, DocumentLock] = {}
         self._guard = threading.Lock()
 
@@ -95,7 +106,7 @@ class WriteLocks:
         with self._guard:
             lock = self._locks.get(doc_id)
             if lock is None:
-                lock = self._locks[doc_id] = DocumentLock(self._lock_file(doc_id))
+                lock = self._locks[doc_id] = DocumentLock(self._lock_file(doc_id), create=self._create)
         try:
             acquired = lock.acquire(timeout)
         except OSError as error:
