@@ -18,7 +18,7 @@ from typing import Any
 from schemadoc.errors import SchemaDocError
 from schemadoc.pointer import escape, format_pointer, parse
 from schemadoc.storage.base import DocumentStore
-from schemadoc.storage.current import CurrentDocument, current_documents
+from schemadoc.storage.current import CurrentDocument, current_documents, list_documents
 from schemadoc.validation import DocumentValidator, Violation
 
 __all__ = ["DocumentVerdict", "StoreCheck", "Tally", "path_pattern"]
@@ -119,12 +119,14 @@ class StoreCheck:
     def run(self, store: DocumentStore, progress: Callable[[int, int], None] | None = None) -> None:
         """Check every document of ``store`` (listed once at the start; those created later are not seen),
         calling ``progress(done, total)`` after each."""
-        metas = store.list_metas()
+        metas, failures = list_documents(store)
+        for failure in failures:
+            self.note_unreadable(failure)
         self.deleted = sum(1 for meta in metas if meta.deleted_at is not None)
         if not self.include_deleted:
             metas = [meta for meta in metas if meta.deleted_at is None]
-        self.total = len(metas)
-        for done, read in enumerate(current_documents(store, metas), start=1):
+        self.total = len(metas) + len(self.unreadable)
+        for done, read in enumerate(current_documents(store, metas), start=len(self.unreadable) + 1):
             if isinstance(read, SchemaDocError):
                 self.note_unreadable(read)
             else:

@@ -23,8 +23,9 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import replay
 from schemadoc.storage.base import DocumentMeta, DocumentStore
 from schemadoc.storage.files import FileDocumentStore
+from schemadoc.storage.layout import META_SUFFIX, doc_id_of
 
-__all__ = ["CurrentDocument", "current_documents", "open_for_reading", "read_current"]
+__all__ = ["CurrentDocument", "current_documents", "list_documents", "open_for_reading", "read_current"]
 
 _DECODER = msgspec.json.Decoder()
 
@@ -100,6 +101,29 @@ def read_current(store: DocumentStore, doc_id: str) -> CurrentDocument:
             raise SchemaDocError("storage-read-failed", f"The journal of document {doc_id} does not replay on "
                                  f"its snapshot: {error}.", {"doc_id": doc_id, "reason": str(error)}) from None
     return CurrentDocument(meta, content)
+
+
+def list_documents(store: DocumentStore) -> tuple[list[DocumentMeta], list[SchemaDocError]]:
+    """The meta of every document of ``store`` (sorted by doc_id), and the error of each whose meta cannot be
+    read (``list_metas`` leaves those out; a command that answers for every document names them)."""
+    if not isinstance(store, FileDocumentStore):
+        return store.list_metas(), []
+    try:
+        names = os.listdir(store.storage_dir)
+    except OSError as error:
+        why = f"cannot list the storage directory: {error.strerror or error}"
+        raise SchemaDocError("storage-read-failed", why + ".",
+                             {"storage_dir": str(store.storage_dir), "reason": why}) from None
+    metas: list[DocumentMeta] = []
+    failures: list[SchemaDocError] = []
+    for doc_id in sorted(doc_id for name in names if name.endswith(META_SUFFIX)
+                         and (doc_id := doc_id_of(name)) is not None):
+        try:
+            metas.append(store.read_meta(doc_id))
+        except SchemaDocError as error:
+            if error.code != "document-not-found":  # purged meanwhile
+                failures.append(error)
+    return metas, failures
 
 
 def current_documents(store: DocumentStore, metas: list[DocumentMeta]) -> Iterator[CurrentDocument | SchemaDocError]:
