@@ -294,3 +294,37 @@ def test_postgresql_store(tmp_path: Path, postgres_url: str) -> None:
     assert result.returncode == 4 and b"storage-read-failed" in result.stderr
     with psycopg.connect(plain) as conn:
         assert conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (f"{schema}_absent",)).fetchone() is None
+
+
+def test_a_progress_bar_on_a_terminal_and_only_there(tmp_path: Path) -> None:
+    import pty
+
+    storage = tmp_path / "data"
+    with Server(storage, tmp_path / "logs") as server, httpx.Client(base_url=f"{server.url}/api/v1") as http:
+        for _ in range(3):
+            http.post("/documents")
+    master, slave = pty.openpty()
+    env = {key: value for key, value in os.environ.items() if key not in ENVIRONMENT}
+    process = subprocess.Popen([sys.executable, "-m", "schemadoc", "check", "--example", "book", "--storage-dir",
+                                str(storage), "--json"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    shown = bytearray()
+    reader = threading.Thread(target=lambda: _drain(master, shown), daemon=True)
+    reader.start()
+    out, _ = process.communicate(timeout=COMMAND_TIMEOUT_SECONDS)
+    reader.join(timeout=10)
+    os.close(master)
+    assert process.returncode == 0
+    assert orjson.loads(out)["checked"] == 3  # stdout holds the JSON alone
+    assert b"checking:" in shown and b"/3 [" in shown
+
+
+def _drain(fd: int, into: bytearray) -> None:
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # the other end closed
+            return
+        if not chunk:
+            return
+        into.extend(chunk)

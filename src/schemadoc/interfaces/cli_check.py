@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -78,7 +79,12 @@ class _Progress:
         if self._bar is None:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, unit="doc", desc="checking", file=sys.stderr, dynamic_ncols=True,
+            try:  # a terminal that reports no size (0 x 0: tqdm would hide its bar) gets 80 x 24
+                size = os.get_terminal_size(sys.stderr.fileno())
+                columns, rows = size.columns or 80, size.lines or 24
+            except OSError:
+                columns, rows = 80, 24
+            self._bar = tqdm(total=total, unit="doc", desc="checking", file=sys.stderr, ncols=columns, nrows=rows,
                              leave=False)
         self._bar.update(done - self._bar.n)
 
