@@ -125,7 +125,7 @@ def _text(result: Mapping[str, Any]) -> str:
             count = verdict["violation_count"]
             lines.append(f"  {verdict['doc_id']} v{verdict['version']}"
                          f"{' (deleted)' if verdict.get('deleted') else ''}: {count} violation"
-                         f"{'s' if count != 1 else ''}, first {first['code']} at {first['path'] or '/'}")
+                         f"{'s' if count != 1 else ''}, first {first['code']}: {first['message']}")
     for unreadable in result["unreadable_documents"]:
         lines.append(f"  {unreadable['doc_id']}: {unreadable['code']}: {unreadable['message']}")
     return "\n".join(lines)
