@@ -3,7 +3,8 @@ reported on stderr, logging, the settings a command's flags override, and the se
 (without importing FastAPI or mcp, so that start-up failures are reported sooner).
 
 Exit codes, one per kind of failure and the same for every command (the README's table):
-0 success; 1 what was checked is not right (``validate``: the document is invalid; ``replay``:
+0 success; 1 what was checked is not right (``validate``: the document is invalid; ``check``: some stored
+documents are invalid; ``replay``:
 journal and snapshot differ; ``import``: documents the schema refuses, the others imported); 2 usage:
 bad arguments or settings, an unreadable input, an unknown document, a damaged archive, doc_ids an
 import finds already stored (``config-invalid``, ``invalid-request``, ``document-not-found``,
