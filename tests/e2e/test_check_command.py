@@ -286,7 +286,21 @@ def test_postgresql_store(tmp_path: Path, postgres_url: str) -> None:
     invalid = {doc_id: paths for doc_id, (_, paths) in expected.items() if paths}
     assert code == 1 and verdicts_of(report) == {doc_id: len(paths) for doc_id, paths in invalid.items()}
     assert report["by_path"]["/chapters/*/isbn"]["violations"] == sum(missing.values())
-    assert "@" not in report["storage"] or "password" not in report["storage"]
+    # beside a server that keeps writing: every check completes, every write lands
+    with Server(tmp_path / "unused", tmp_path / "logs", storage_url=postgres_url) as server, \
+            httpx.Client(base_url=f"{server.url}/api/v1", timeout=30) as http:
+        writer = Writer(server.url, list(expected))
+        writer.start()
+        try:
+            for _ in range(2):
+                code, report = check_json(tmp_path, "--schema", str(BOOK_SCHEMA), "--storage-url", postgres_url)
+                assert code == 0 and report["checked"] == len(expected) and report["unreadable"] == 0
+        finally:
+            writer.stopping.set()
+            writer.join(timeout=60)
+        assert writer.errors == [] and writer.last
+        for doc_id, title in writer.last.items():
+            assert http.get(f"/documents/{doc_id}").json()["node_content"]["title"] == title
     # a PostgreSQL schema without schemadoc's tables is a storage failure, and is not created
     separator = "&" if "?" in plain else "?"
     absent = f"{plain}{separator}schema={schema}_absent"
