@@ -124,16 +124,10 @@ def export(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     settings = load_settings(overrides(args), environ, require_schema=False)
     configure_logging(logging.WARNING)
     from schemadoc.archive import export_store
-    from schemadoc.storage import store_for
+    from schemadoc.storage.current import open_for_reading
 
     schema = _schema_manifest(settings.schema_path)
-    if settings.storage_url is None and not settings.storage_dir.is_dir():
-        raise SchemaDocError("storage-read-failed", f"The storage directory {settings.storage_dir} does not exist.",
-                             {"storage_dir": str(settings.storage_dir), "reason": "missing directory"},
-                             remediation="Name the server's storage directory with --storage-dir / STORAGE_DIR.")
-    store = store_for(settings.storage_dir, settings.storage_url)
-    if settings.storage_url is not None:
-        store.open()  # connects; the files store is only read, never recovered, by an export
+    store = open_for_reading(settings.storage_dir, settings.storage_url)  # an export writes nothing to the store
     gzip = args.gzip or args.output.endswith((".gz", ".tgz"))
     try:
         with _output(args.output) as out:

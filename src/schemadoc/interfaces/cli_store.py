@@ -52,21 +52,11 @@ def replay(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     import orjson
 
     from schemadoc.ops.journal import replay
-    from schemadoc.storage import store_for
     from schemadoc.storage.base import check_doc_id
+    from schemadoc.storage.current import open_for_reading
 
     doc_id = check_doc_id(args.doc_id)
-    if settings.storage_url is None and not settings.storage_dir.is_dir():
-        raise SchemaDocError("storage-read-failed", f"The storage directory {settings.storage_dir} does not exist.",
-                             {"storage_dir": str(settings.storage_dir), "reason": "missing directory"},
-                             remediation="Name the server's storage directory with --storage-dir / STORAGE_DIR.")
-    store = store_for(settings.storage_dir, settings.storage_url)
-    if settings.storage_url is not None:
-        store.open()  # connects (and creates the tables when the database has none yet); refuses a newer schema
-    else:
-        from schemadoc.storage.store_format import check_readable
-
-        check_readable(settings.storage_dir)  # reads only: a newer format is refused, nothing is written
+    store = open_for_reading(settings.storage_dir, settings.storage_url)  # replay writes nothing to the store
     stored = store.load(doc_id)
     entries = store.read_journal(doc_id)
     at = stored.meta.snapshot_version
