@@ -28,10 +28,31 @@ from ulid import ULID
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry
 
-__all__ = ["CHECKPOINTS_KEPT_RECENT", "LOCK_TIMEOUT_SECONDS", "DocumentMeta", "DocumentStore", "RecoveryReport",
-           "SharedStore", "StoreNotice", "StoredChange", "StoredDocument", "StreamedSnapshots", "already_exists",
-           "check_doc_id", "check_restore", "check_write", "document_not_found", "journal_line", "keep_checkpoints",
-           "lock_timeout", "restored_entries", "snapshot_due", "version_conflict"]
+__all__ = [
+    "CHECKPOINTS_KEPT_RECENT",
+    "LOCK_TIMEOUT_SECONDS",
+    "VERDICT_VIOLATIONS",
+    "DocumentMeta",
+    "DocumentStore",
+    "RecoveryReport",
+    "SharedStore",
+    "StoreNotice",
+    "StoredChange",
+    "StoredDocument",
+    "StreamedSnapshots",
+    "Verdict",
+    "already_exists",
+    "check_doc_id",
+    "check_restore",
+    "check_write",
+    "document_not_found",
+    "journal_line",
+    "keep_checkpoints",
+    "lock_timeout",
+    "restored_entries",
+    "snapshot_due",
+    "version_conflict",
+]
 
 LOCK_TIMEOUT_SECONDS = 10.0
 """How long a writer waits for a document's write lock (FR-083: 10 seconds, not configurable)."""
@@ -118,12 +139,18 @@ def journal_line(doc_id: str, entry: JournalEntry, meta: DocumentMeta | None = N
     """``entry.to_line()``; ``storage-write-failed`` when the entry holds what JSON cannot represent.
 
     With ``meta``, the line ends with one more member, ``meta``: the new version's ``modified_at``,
-    ``content_size_bytes`` and ``deleted_at`` (the files store's lines, see :mod:`.journal`).
+    ``content_size_bytes`` and ``deleted_at`` (the files store's lines, see :mod:`.journal`), and
+    ``schema_digest`` when known; ``verdict`` only when it is not "valid under ``schema_digest``" (a
+    repair that left violations), so a line of an ordinary write grows by the digest alone.
     """
     data = entry.to_dict()
     if meta is not None:
         data["meta"] = {"modified_at": meta.modified_at, "content_size_bytes": meta.content_size_bytes,
                         "deleted_at": meta.deleted_at}
+        if meta.schema_digest is not None:
+            data["meta"]["schema_digest"] = meta.schema_digest
+        if meta.verdict is not None and (not meta.verdict.valid or meta.verdict.digest != meta.schema_digest):
+            data["meta"]["verdict"] = meta.verdict.to_dict()
     try:
         return orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError as error:
@@ -197,8 +224,72 @@ def version_conflict(doc_id: str, expected: int, actual: int) -> SchemaDocError:
 
 _META_FIELDS: dict[str, type] = {"doc_id": str, "version": int, "schema_uri": str, "created_at": str,
                                   "modified_at": str, "content_size_bytes": int, "deleted_at": str,
-                                  "snapshot_version": int}
-_OPTIONAL_META_FIELDS = ("deleted_at", "snapshot_version")
+                                  "snapshot_version": int, "schema_digest": str}
+_OPTIONAL_META_FIELDS = ("deleted_at", "snapshot_version", "schema_digest")
+
+VERDICT_VIOLATIONS = 5
+"""A verdict keeps the first five violations (code, path, message); the count says how many there are."""
+_VERDICT_TEXT_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A document's verdict under one schema at one version: valid, or its violation count and the first few.
+
+    ``digest`` is the schema's (:attr:`~schemadoc.schema.LoadedSchema.digest`), ``version`` the document's
+    version it judged. Bounded: at most :data:`VERDICT_VIOLATIONS` violations, each ``{"code", "path",
+    "message"}`` with its texts cut to 300 characters (about 2 KB at most). ``checked_at`` is set by a check
+    (the inventory, on demand), ``None`` for the verdict a write recorded.
+    """
+
+    version: int
+    digest: str
+    violation_count: int = 0
+    violations: tuple[dict[str, str], ...] = ()
+    checked_at: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.violation_count == 0
+
+    @classmethod
+    def of(cls, version: int, digest: str, violations: Iterable[Any], count: int,
+           checked_at: str | None = None) -> Verdict:
+        """The verdict with the first :data:`VERDICT_VIOLATIONS` of ``violations`` (objects with ``code``,
+        ``path`` and ``message``), their texts cut to a bound."""
+        kept: list[dict[str, str]] = []
+        for violation in violations:
+            if len(kept) == VERDICT_VIOLATIONS:
+                break
+            kept.append({name: _cut(str(getattr(violation, name, "") if not isinstance(violation, dict)
+                                        else violation.get(name, ""))) for name in ("code", "path", "message")})
+        return cls(version, digest, count, tuple(kept), checked_at)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"version": self.version, "digest": self.digest, "valid": self.valid,
+                                "violation_count": self.violation_count, "violations": list(self.violations)}
+        if self.checked_at is not None:
+            data["checked_at"] = self.checked_at
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Verdict | None:
+        """The verdict of a JSON object as :meth:`to_dict` makes it; ``None`` for anything else (a damaged
+        record only means the document counts as unchecked)."""
+        if not isinstance(data, dict):
+            return None
+        version, digest, count = data.get("version"), data.get("digest"), data.get("violation_count", 0)
+        violations = data.get("violations", [])
+        checked_at = data.get("checked_at")
+        if (not isinstance(version, int) or isinstance(version, bool) or not isinstance(digest, str)
+                or not isinstance(count, int) or isinstance(count, bool) or count < 0
+                or not isinstance(violations, list) or not (checked_at is None or isinstance(checked_at, str))):
+            return None
+        return cls.of(version, digest, [item for item in violations if isinstance(item, dict)], count, checked_at)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _VERDICT_TEXT_CHARS else text[:_VERDICT_TEXT_CHARS - 1] + "\u2026"
 
 
 @dataclass(frozen=True)
@@ -221,6 +312,10 @@ class DocumentMeta:
     content_size_bytes: int
     deleted_at: str | None = None
     snapshot_version: int = 0
+    schema_digest: str | None = None
+    """The digest of the schema the last write was judged by (``None``: written before digests were kept)."""
+    verdict: Verdict | None = None
+    """The latest verdict known: the last write's, or a later check's of this version (see :class:`Verdict`)."""
 
     def __post_init__(self) -> None:
         if self.snapshot_version == 0:
@@ -228,7 +323,9 @@ class DocumentMeta:
 
     def to_dict(self) -> dict[str, Any]:
         """The meta file's JSON object: every field, ``deleted_at`` included (``null`` when live)."""
-        return asdict(self)
+        data = asdict(self)
+        data["verdict"] = None if self.verdict is None else self.verdict.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> DocumentMeta:
@@ -242,7 +339,8 @@ class DocumentMeta:
             if (value is not None or name not in _OPTIONAL_META_FIELDS) and (
                     isinstance(value, bool) or not isinstance(value, kind)):
                 raise ValueError(f"document meta field {name!r} must be a {kind.__name__}, got {value!r}")
-        meta = cls(**{**values, "snapshot_version": values["snapshot_version"] or 0})
+        meta = cls(**{**values, "snapshot_version": values["snapshot_version"] or 0},
+                   verdict=Verdict.from_dict(data.get("verdict")))
         if meta.version < 1:
             raise ValueError(f"document meta version must be >= 1, got {meta.version}")
         if meta.content_size_bytes < 0:
@@ -378,6 +476,16 @@ class DocumentStore(Protocol):
         Takes the write lock briefly (re-entrantly) so that they belong together. Raises
         ``document-not-found``, ``storage-read-failed`` (a corrupt document or a missing half:
         content without meta or meta without content) and ``lock-timeout``.
+        """
+        ...
+
+    def record_verdict(self, doc_id: str, verdict: Verdict) -> bool:
+        """Record a check's ``verdict`` of the document, when it is still at ``verdict.version``; ``False``
+        (nothing recorded) when it moved on, since the write that moved it recorded its own.
+
+        Changes no version and no content: the verdict becomes the meta's (:attr:`DocumentMeta.verdict`) until
+        the next write. Takes the write lock (re-entrantly). Raises ``document-not-found``,
+        ``storage-write-failed`` and ``lock-timeout``.
         """
         ...
 
