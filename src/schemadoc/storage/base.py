@@ -322,9 +322,14 @@ class DocumentMeta:
             object.__setattr__(self, "snapshot_version", self.version)
 
     def to_dict(self) -> dict[str, Any]:
-        """The meta file's JSON object: every field, ``deleted_at`` included (``null`` when live)."""
+        """The meta file's JSON object: every field, ``deleted_at`` included (``null`` when live); ``schema_digest``
+        and ``verdict`` only when known."""
         data = asdict(self)
-        data["verdict"] = None if self.verdict is None else self.verdict.to_dict()
+        for name in ("schema_digest", "verdict"):  # left out when unknown: the format before they were kept
+            if data[name] is None:
+                del data[name]
+        if self.verdict is not None:
+            data["verdict"] = self.verdict.to_dict()
         return data
 
     @classmethod

@@ -362,18 +362,21 @@ class FileDocumentStore(DocumentDirectory):
         if last < current.version:
             raise read_failed(doc_id, f"the journal ends at version {last}, the meta is at version "
                                       f"{current.version}", paths.journal.name)
-        return StoredDocument(current, content, tuple(entries))
+        return StoredDocument(self._with_checked(paths, current), content, tuple(entries))
 
     def read_meta(self, doc_id: str) -> DocumentMeta:
         doc_id = check_doc_id(doc_id)
         paths = self._paths(doc_id)
-        current = self._fresh(doc_id, paths).current
+        return self._with_checked(paths, self._fresh(doc_id, paths).current)
+
+    # -- verdicts of checks --------------------------------------------------------------------
+
+    def _with_checked(self, paths: Paths, current: DocumentMeta) -> DocumentMeta:
+        """``current`` with the verdict of a check of its version, when there is one (it came after the write)."""
         checked = self._checked(paths)
         if checked is not None and checked.version == current.version:
             return replace(current, verdict=checked)
         return current
-
-    # -- verdicts of checks --------------------------------------------------------------------
 
     def _checked(self, paths: Paths) -> Verdict | None:
         """The verdict ``verdicts/{doc_id}.json`` records (a check's), revalidated by one ``stat``; ``None`` when
