@@ -122,7 +122,8 @@ def main() -> None:
         (root / "empty").mkdir()
         started = time.perf_counter()
         total = populate(root / "data", args.documents, args.size_mib)
-        print(f"populated {args.documents} documents, {total / 2**20:.0f} MiB, in {time.perf_counter() - started:.0f} s")
+        elapsed = time.perf_counter() - started
+        print(f"populated {args.documents} documents, {total / 2**20:.0f} MiB, in {elapsed:.0f} s")
         _, baseline, _ = serve(root / "empty", tightened, args.memory_budget, root / "logs")
         seconds, peak, status = serve(root / "data", tightened, args.memory_budget, root / "logs")
         inventory = status["inventory"]
@@ -132,7 +133,8 @@ def main() -> None:
             f"{args.memory_budget} budget (2 cores):",
             f"- from the server's start until done: {seconds:.1f} s (the inventory alone: {inventory['seconds']} s, "
             f"{args.documents / float(str(inventory['seconds'])):.0f} documents/s)",
-            f"- peak RSS {peak:.0f} MiB; a server on an empty store {baseline:.0f} MiB; above it {peak - baseline:.0f} MiB",
+            f"- peak RSS {peak:.0f} MiB; a server on an empty store {baseline:.0f} MiB; "
+            f"above it {peak - baseline:.0f} MiB",
             f"- verdicts: {status['valid']} valid, {status['invalid']} invalid, {status['unchecked']} unchecked",
         ]
         print("\n".join(lines))
