@@ -92,6 +92,13 @@ async def _mcp_list(server: Server, valid: bool | None) -> list[dict[str, Any]]:
     return list(result.structured_content["documents"])
 
 
+async def _mcp_resource_meta(server: Server, doc_id: str) -> dict[str, Any]:
+    async with Client(f"{server.url}/mcp") as client:
+        read = await client.read_resource(f"schema://{doc_id}")
+    assert read.contents[0].meta is not None
+    return dict(read.contents[0].meta)
+
+
 def test_a_restart_with_a_tightened_schema_finds_exactly_the_documents_it_refuses(tmp_path: Path) -> None:
     before, after = _schemas(tmp_path / "schemas")
     storage = tmp_path / "data"
@@ -138,6 +145,9 @@ def test_a_restart_with_a_tightened_schema_finds_exactly_the_documents_it_refuse
         mcp_invalid = anyio.run(_mcp_list, second, False)
         assert {item["doc_id"] for item in mcp_invalid} == invalid
         assert all(item["valid"] is False for item in mcp_invalid)
+        for doc_id in doc_ids:  # a document's resource says it too
+            meta = anyio.run(_mcp_resource_meta, second, doc_id)
+            assert (meta["valid"], meta["violation_count"]) == (expected[doc_id] == 0, expected[doc_id])
         mcp_all = anyio.run(_mcp_list, second, None)
         assert {item["doc_id"]: item["valid"] for item in mcp_all} == {doc_id: doc_id in valid for doc_id in doc_ids}
 

@@ -179,3 +179,29 @@ def test_a_verdict_is_bounded_whatever_the_report() -> None:
     assert Verdict.from_dict({"version": "7"}) is None
     meta = DocumentMeta("01ARZ3NDEKTSV4RRFFQ69G5FAV", 7, "u", "t", "t", 1, schema_digest="sha256:x", verdict=verdict)
     assert DocumentMeta.from_dict(meta.to_dict()) == meta
+
+
+def test_a_whole_document_read_returns_a_document_a_schema_change_made_invalid_but_not_one_edited_behind_its_back(
+        reopen: Any, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from schemadoc.errors import SchemaDocError
+    from schemadoc.ops.journal import JournalEntry, utc_now
+
+    schema = load_schema(BOOK)
+    service = reopen(schema)
+    changed, *_ = service.create_document({"title": "Long enough"})
+    edited, *_ = service.create_document({"title": "Fine"})
+    meta = service.store.read_meta(edited)
+    # a version the server never judged, committed straight into the store with the verdict "valid"
+    bad = JournalEntry(2, "patch", [{"op": "replace", "path": "/title", "value": ""}], utc_now())
+    service.store.commit(replace(meta, version=2, verdict=Verdict(2, schema.digest)), bad)
+    service.close()
+    served = reopen(schema)
+    with pytest.raises(SchemaDocError) as caught:
+        served.read_document(edited)
+    assert caught.value.code == "storage-read-failed"
+    served.close()
+    tightened = reopen(load_schema(tightened_book(tmp_path / "new")))
+    content, read_meta = tightened.read_document(changed)
+    assert content["title"] == "Long enough" and tightened.document_status(read_meta) == "unchecked"
