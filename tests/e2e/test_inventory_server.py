@@ -199,3 +199,7 @@ def test_without_check_documents_on_start_documents_stay_unchecked_until_checked
             ("required-missing", ""), ("max-length", "/title")}
         assert http.get(f"{_api(second)}/documents", params={"valid": "false"}).json()["total_documents"] == 1
         assert http.get(f"{_api(second)}/documents/{doc_id}").json()["version"] == 3  # a check is no write
+        started = http.post(f"{_api(second)}/inventory")
+        assert started.status_code == 202 and started.json()["inventory"]["state"] in ("running", "done")
+        status = _wait_for_inventory(second)
+        assert status["inventory"]["to_check"] == len(BOOKS) - 1 and status["unchecked"] == 0

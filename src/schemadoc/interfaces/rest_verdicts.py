@@ -1,6 +1,6 @@
 """The REST routes of verdicts under the served schema, beside the catalogue (docs/schema-changes.md): the
-server's status (the served schema's digest, the verdict counts, the inventory's progress), a document's
-verdict, and a check on demand.
+server's status (the served schema's digest, the verdict counts, the inventory's progress), the inventory
+started on demand, a document's verdict, and a check of one document on demand.
 
 They are routes of their own, not catalogue operations: MCP agents see verdicts in ``document_list`` (its
 ``valid`` filter and each item's ``valid``), and the tool list stays within its budget.
@@ -54,7 +54,8 @@ def _check(service: DocumentService, doc_id: str) -> dict[str, Any]:
 
 
 def add_verdict_routes(router: APIRouter) -> None:
-    """Add ``GET /status``, ``GET /documents/{doc_id}/verdict`` and ``POST /documents/{doc_id}/check``."""
+    """Add ``GET /status``, ``POST /inventory``, ``GET /documents/{doc_id}/verdict`` and
+    ``POST /documents/{doc_id}/check``."""
 
     @router.get("/status", response_model=results.ServerStatusResult, tags=["schema"], operation_id="server_status",
                 summary="The served schema's digest, how many documents it accepts, refuses or has not checked yet",
@@ -62,6 +63,14 @@ def add_verdict_routes(router: APIRouter) -> None:
                             "(check_documents_on_start).", responses=errors(500))
     async def status(rest: Rest) -> JSONBody:
         return JSONBody(await anyio.to_thread.run_sync(server_status, rest.service))
+
+    @router.post("/inventory", response_model=results.ServerStatusResult, tags=["schema"], status_code=202,
+                 operation_id="inventory_start", summary="Check every unchecked document now, in the background",
+                 description="Starts the inventory (as after start-up) unless it is running; the answer is the "
+                             "status, whose `inventory` shows its progress.", responses=errors(500))
+    async def inventory(rest: Rest) -> JSONBody:
+        rest.service.start_inventory()
+        return JSONBody(await anyio.to_thread.run_sync(server_status, rest.service), status_code=202)
 
     @router.get("/documents/{doc_id}/verdict", response_model=results.DocumentVerdictResult, tags=["schema"],
                 operation_id="document_verdict", summary="What the served schema says of a document",

@@ -37,6 +37,7 @@ CHECK_LOCK_SECONDS = 0.5
 _LOG_EVERY_DOCUMENTS = 100
 _LOG_EVERY_SECONDS = 10.0
 _ROUNDS = 20  # passes over documents whose lock stayed busy, before they are left unchecked
+_STARTING = threading.Lock()
 
 
 def status_of(meta: DocumentMeta, digest: str) -> str:
@@ -143,15 +144,16 @@ class Inventory(ServiceCore):
     # -- the background inventory -------------------------------------------------------------
 
     def start_inventory(self) -> threading.Thread:
-        """Start the background inventory (once); :meth:`stop_inventory` ends it early (``close`` does)."""
-        if self._inventory_thread is not None:
-            return self._inventory_thread
-        self._inventory_stop = threading.Event()
-        progress = self.inventory
-        with progress.lock:
-            progress.state = "running"
-        thread = threading.Thread(target=self._run_inventory, name="schemadoc-inventory", daemon=True)
-        self._inventory_thread = thread
+        """Start the background inventory, unless it is running (then its thread is returned); a finished one
+        starts again from the documents unchecked now. :meth:`stop_inventory` ends it early (``close`` does)."""
+        with _STARTING:
+            running = self._inventory_thread
+            if running is not None and running.is_alive():
+                return running
+            self._inventory_stop = threading.Event()
+            self._inventory_progress = InventoryProgress(state="running")
+            thread = threading.Thread(target=self._run_inventory, name="schemadoc-inventory", daemon=True)
+            self._inventory_thread = thread
         thread.start()
         return thread
 
