@@ -4,6 +4,7 @@ Not a test: it prints figures (and writes them as Markdown with ``--out``).
 
     .venv/bin/python benchmarks/inventory.py                       # 1,000 books of 1 MiB, 256 MiB budget
     .venv/bin/python benchmarks/inventory.py --documents 200 --size-mib 1
+    .venv/bin/python benchmarks/inventory.py --postgres                  # on PostgreSQL (a throwaway schema)
 
 Method: ``--documents`` books of ``--size-mib`` (``generate.py``; one generated book, each document with its
 own title) are written straight through the files store with no schema digest (as before digests were kept),
@@ -11,12 +12,14 @@ each with two title edits after its snapshot, so that checking it replays its jo
 longer than 12 characters. A real ``schemadoc serve`` starts on that storage with a schema that allows at most
 12 characters and ``--memory-budget``; the figures are the seconds from its start until ``GET /api/v1/status``
 says the inventory is done, its peak RSS (``VmHWM``) beside a server started on an empty storage (the
-baseline), and the verdict counts (which must be half valid, half invalid).
+baseline), and the verdict counts (which must be half valid, half invalid). ``--postgres`` stores them in
+PostgreSQL (``SCHEMADOC_TEST_POSTGRES_URL``, a throwaway schema dropped afterwards) instead of files.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -25,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -33,15 +38,15 @@ from common import BOOK_SCHEMA, REPO
 from generate import make_book
 
 
-def populate(directory: Path, count: int, size_mib: float) -> int:
-    """``count`` books in a files store, unchecked; returns the bytes of their current content."""
+def populate(directory: Path, count: int, size_mib: float, url: str | None = None) -> int:
+    """``count`` books in a files store (or PostgreSQL at ``url``), unchecked; returns the bytes of their content."""
     from ulid import ULID
 
     from schemadoc.ops.journal import JournalEntry, utc_now
+    from schemadoc.storage import store_for
     from schemadoc.storage.base import DocumentMeta
-    from schemadoc.storage.files import FileDocumentStore
 
-    store = FileDocumentStore(directory)
+    store = store_for(directory, url)
     store.open()
     book = make_book(size_mib)
     total = 0
@@ -58,6 +63,9 @@ def populate(directory: Path, count: int, size_mib: float) -> int:
             store.commit(meta, JournalEntry(version, "update_node", [{"op": "replace", "path": "/title",
                                                                         "value": value}], meta.modified_at))
         total += meta.content_size_bytes
+    close = getattr(store, "close", None)
+    if callable(close):
+        close()
     return total
 
 
@@ -74,12 +82,28 @@ def _peak_mib(pid: int) -> float:
     return float("nan")
 
 
-def serve(storage: Path, schema: Path, budget: str, logs: Path) -> tuple[float, float, dict[str, object]]:
+@contextlib.contextmanager
+def _pg_schema() -> Iterator[str]:
+    """A store URL on a throwaway PostgreSQL schema, dropped afterwards."""
+    import psycopg
+
+    base = os.environ.get("SCHEMADOC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+    schema = f"bench_inventory_{uuid.uuid4().hex[:8]}"
+    try:
+        yield f"{base}{'&' if '?' in base else '?'}schema={schema}"
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def serve(storage: Path, schema: Path, budget: str, logs: Path,
+          url: str | None = None) -> tuple[float, float, dict[str, object]]:
     """Seconds until the inventory is done, peak RSS (MiB) and the status answer of one server."""
     port = _port()
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     command = [sys.executable, "-m", "schemadoc", "serve", "--transport", "http", "--schema", str(schema),
-               "--storage-dir", str(storage), "--port", str(port), "--memory-budget", budget]
+               "--storage-dir", str(storage), "--port", str(port), "--memory-budget", budget,
+               *(("--storage-url", url) if url else ())]
     started = time.perf_counter()
     with (logs / f"server-{port}.log").open("wb") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=log)
@@ -110,8 +134,10 @@ def main() -> None:
     parser.add_argument("--size-mib", type=float, default=1.0)
     parser.add_argument("--memory-budget", default="256MiB")
     parser.add_argument("--out", type=Path, help="write the figures as Markdown here too")
+    parser.add_argument("--postgres", action="store_true", help="store the documents in PostgreSQL")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="schemadoc-inventory-") as temporary:
+    with (tempfile.TemporaryDirectory(prefix="schemadoc-inventory-") as temporary,
+          _pg_schema() if args.postgres else contextlib.nullcontext() as url):
         root = Path(temporary)
         schema = json.loads(BOOK_SCHEMA.read_text(encoding="utf-8"))
         schema["properties"]["title"]["maxLength"] = 12
@@ -121,16 +147,16 @@ def main() -> None:
         (root / "logs").mkdir()
         (root / "empty").mkdir()
         started = time.perf_counter()
-        total = populate(root / "data", args.documents, args.size_mib)
+        total = populate(root / "data", args.documents, args.size_mib, url)
         elapsed = time.perf_counter() - started
         print(f"populated {args.documents} documents, {total / 2**20:.0f} MiB, in {elapsed:.0f} s")
         _, baseline, _ = serve(root / "empty", tightened, args.memory_budget, root / "logs")
-        seconds, peak, status = serve(root / "data", tightened, args.memory_budget, root / "logs")
+        seconds, peak, status = serve(root / "data", tightened, args.memory_budget, root / "logs", url)
         inventory = status["inventory"]
         assert isinstance(inventory, dict)
         lines = [
             f"inventory of {args.documents} documents of {args.size_mib:g} MiB ({total / 2**20:.0f} MiB) under a "
-            f"{args.memory_budget} budget (2 cores):",
+            f"{args.memory_budget} budget (2 cores), {'PostgreSQL' if url else 'files store'}:",
             f"- from the server's start until done: {seconds:.1f} s (the inventory alone: {inventory['seconds']} s, "
             f"{args.documents / float(str(inventory['seconds'])):.0f} documents/s)",
             f"- peak RSS {peak:.0f} MiB; a server on an empty store {baseline:.0f} MiB; "
