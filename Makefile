@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-archive bench-check bench-postgres bench-instructions bench-rest bench-observability bench-validation bench-agents bench-limits bench-startup bench-shutdown bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
+.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-inventory bench-archive bench-check bench-postgres bench-instructions bench-rest bench-observability bench-validation bench-agents bench-limits bench-startup bench-shutdown bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
 
 # development: the server, the client, the conformance suite and the tools (make test)
 $(VENV)/.installed: pyproject.toml
@@ -60,6 +60,9 @@ bench: $(VENV)/.installed  ## benchmarks (figures, not pass/fail)
 
 bench-memory: $(VENV)/.installed  ## 1,000 books of 10 MB under a 1 GiB budget: peak RSS, warm and cold reads and writes (--documents N)
 	$(PY) benchmarks/memory.py $(MEMORY_ARGS)
+
+bench-inventory: $(VENV)/.installed  ## the background inventory of 1,000 books of 1 MiB under a 256 MiB budget: time, peak RSS (INVENTORY_ARGS=--documents N)
+	$(PY) benchmarks/inventory.py $(INVENTORY_ARGS)
 
 bench-history: $(VENV)/.installed  ## past reads, diffs, reverts on a 10,000-version document
 	$(PY) benchmarks/history.py

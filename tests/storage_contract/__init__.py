@@ -32,6 +32,7 @@ from storage_contract.helpers import (
 from storage_contract.history import HistoryContract
 from storage_contract.locks import LocksContract
 from storage_contract.restore import RestoreContract
+from storage_contract.verdicts import VerdictsContract
 
 __all__ = [
     "BAD_DOC_IDS",
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 
-class DocumentStoreContract(DocumentsContract, HistoryContract, LocksContract, RestoreContract):
+class DocumentStoreContract(DocumentsContract, HistoryContract, LocksContract, RestoreContract, VerdictsContract):
     """What every :class:`~schemadoc.storage.base.DocumentStore` does. Override ``store``."""
 
     @pytest.fixture

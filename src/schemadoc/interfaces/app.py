@@ -102,6 +102,8 @@ class HealthResult(BaseModel):
 
 class ReadyResult(BaseModel):
     status: Literal["ready", "unavailable"]
+    schema_digest: str | None = None
+    """The digest of the served schema (GET /api/v1/status has the documents' verdicts under it)."""
     error: dict[str, Any] | None = None
 
 
@@ -325,8 +327,9 @@ def build_app(service: DocumentService, settings: Settings, *,
     async def health_ready() -> JSONBody:
         problem = await anyio.to_thread.run_sync(_store_problem, service)
         if problem is None:
-            return JSONBody({"status": "ready"})
-        return JSONBody({"status": "unavailable", "error": problem.to_dict()["error"]}, status_code=503,
+            return JSONBody({"status": "ready", "schema_digest": service.schema.digest})
+        return JSONBody({"status": "unavailable", "schema_digest": service.schema.digest,
+                         "error": problem.to_dict()["error"]}, status_code=503,
                         headers=retry_after(problem))
 
     # the MCP endpoint, answering every method at /mcp (POST: messages, GET: stream, DELETE: end a session)

@@ -258,6 +258,8 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     try:
         service = create_service(settings)
         _warn_if_create_fails(service)
+        if settings.check_documents_on_start:
+            service.start_inventory()
         import uvicorn
 
         from schemadoc.interfaces.app import build_app
@@ -307,6 +309,8 @@ def _serve_stdio(settings: Settings) -> int:
 
     service = create_service(settings)
     _warn_if_create_fails(service)
+    if settings.check_documents_on_start:
+        service.start_inventory()
     from schemadoc.interfaces.mcp import build_mcp_server
     from schemadoc.interfaces.subscribers import slots_of
 

@@ -247,7 +247,9 @@ class SchemaDocMCPServer(MCPServer[Any]):
 
     async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
         """A document's resource carries its ``version`` (and ``modified_at``) in ``_meta``, read with the content
-        in one step, so an agent can write after reading it; everything else as the SDK reads it."""
+        in one step, so an agent can write after reading it, and the served schema's verdict on it (``valid``:
+        ``null`` while unchecked, ``violation_count``) with the digest of its last write's schema; everything
+        else as the SDK reads it."""
         doc_id = document_of_uri(str(uri))
         if doc_id is not None:
             try:
@@ -255,8 +257,13 @@ class SchemaDocMCPServer(MCPServer[Any]):
             except SchemaDocError:
                 pass  # the SDK's path answers with the catalogued not-found
             else:
+                verdict = self.service.current_verdict(meta)
                 return [ReadResourceContents(content=_dumps(content), mime_type="application/json",
-                                             meta={"version": meta.version, "modified_at": meta.modified_at})]
+                                             meta={"version": meta.version, "modified_at": meta.modified_at,
+                                                   "schema_digest": meta.schema_digest,
+                                                   "valid": None if verdict is None else verdict.valid,
+                                                   "violation_count": None if verdict is None
+                                                   else verdict.violation_count})]
         return await super().read_resource(uri, context)
 
     async def list_resources(self) -> list[Resource]:

@@ -40,6 +40,7 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.actors import REST_DOOR, actor_of
 from schemadoc.interfaces.request_context import CURRENT, MAX_REQUEST_ID, note_result
 from schemadoc.interfaces.rest_feeds import add_feed_routes
+from schemadoc.interfaces.rest_verdicts import add_verdict_routes
 from schemadoc.interfaces.rest_wire import (
     READ_BODY,
     REST_STATE,
@@ -497,4 +498,5 @@ def rest_router(prefix: str) -> APIRouter:
             tags=[operation.tag], status_code=route.status, response_model=operation.rest_result or operation.result,
             responses=errors(*operation.errors), openapi_extra=_openapi(binding))
     add_feed_routes(router)
+    add_verdict_routes(router)
     return router

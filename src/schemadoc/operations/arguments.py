@@ -106,6 +106,8 @@ class CreateDocumentArgs(Arguments):
 class ListArgs(Arguments):
     limit: Annotated[int, _count("How many documents to return (1-1000).", 1, 1000)] = 100
     offset: Annotated[int, _count("How many documents to skip (for paging).", 0)] = 0
+    valid: Annotated[bool | None, _text("Only those the schema accepts (true) or refuses (false); unchecked ones in "
+                                        "neither.")] = None
 
 
 class RootSchemaArgs(Arguments):

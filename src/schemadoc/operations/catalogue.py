@@ -114,11 +114,15 @@ def _purge_document(call: Call, args: a.DocumentArgs) -> BaseModel:
 
 def _list_documents(call: Call, args: a.ListArgs) -> BaseModel:
     service = call.service
-    listing = service.list_documents(limit=args.limit, offset=args.offset)
-    documents = [r.DocumentSummary(doc_id=meta.doc_id, label=service.document_label(meta.doc_id), version=meta.version,
-                                   created_at=meta.created_at, modified_at=meta.modified_at,
-                                   tree_size_bytes=meta.content_size_bytes, snapshot_version=meta.snapshot_version)
-                 for meta in listing.documents]
+    listing = service.list_documents(limit=args.limit, offset=args.offset, valid=args.valid)
+    documents = []
+    for meta in listing.documents:
+        verdict = service.current_verdict(meta)
+        documents.append(r.DocumentSummary(
+            doc_id=meta.doc_id, label=service.document_label(meta.doc_id), version=meta.version,
+            created_at=meta.created_at, modified_at=meta.modified_at, tree_size_bytes=meta.content_size_bytes,
+            snapshot_version=meta.snapshot_version, valid=None if verdict is None else verdict.valid,
+            violation_count=None if verdict is None else verdict.violation_count, schema_digest=meta.schema_digest))
     return r.ListDocumentsResult(schema_uri=service.schema_uri, documents=documents, total_documents=listing.total,
                                  has_more=listing.has_more, limit=listing.limit, offset=listing.offset)
 

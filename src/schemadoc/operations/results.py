@@ -8,7 +8,7 @@ once, so the two doors are identical by construction.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -103,6 +103,9 @@ class DocumentSummary(Body):
     tree_size_bytes: int
     snapshot_version: int = Field(description="The version {doc_id}.json holds on disk; the journal has every "
                                               "version after it (the snapshot is written in the background).")
+    valid: bool | None = Field(default=None, description="The served schema's verdict; null: not checked yet.")
+    violation_count: int | None = None
+    schema_digest: str | None = None
 
 
 class ListDocumentsResult(Result):
@@ -425,3 +428,55 @@ def next_incomplete_result(read: NodeRead, items: list[Incomplete], has_more: bo
                                      example_call=call))
     return NextIncompleteResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/",
                                 items=bodies, has_more=has_more, complete=not bodies and not has_more)
+
+
+# -- verdicts under the served schema (REST routes beside the catalogue: docs/schema-changes.md) ----------------
+
+
+class VerdictViolationBody(Body):
+    code: str
+    path: str
+    message: str
+
+
+class VerdictBody(Body):
+    version: int = Field(description="The document's version it judged.")
+    digest: str = Field(description="The digest of the schema that judged it.")
+    valid: bool
+    violation_count: int
+    violations: list[VerdictViolationBody] = Field(description="The first five violations (code, path, message).")
+    checked_at: str | None = Field(default=None, description="When a check recorded it; null: the write's own.")
+
+
+class DocumentVerdictResult(Result):
+    doc_id: str
+    version: int
+    schema_digest: str | None = Field(description="The digest of the schema that judged the last write; null: "
+                                                   "written before digests were recorded.")
+    status: Literal["valid", "invalid", "unchecked"] = Field(
+        description="What the served schema says of the current version; unchecked: not known yet.")
+    verdict: VerdictBody | None = Field(description="The served schema's verdict on the current version; null "
+                                                    "while unchecked.")
+
+
+class InventoryBody(Body):
+    state: Literal["idle", "running", "done", "stopped"]
+    to_check: int
+    checked: int
+    valid: int
+    invalid: int
+    skipped: int
+    failed: int
+    started_at: str | None = None
+    finished_at: str | None = None
+    seconds: float | None = None
+
+
+class ServerStatusResult(Result):
+    schema_uri: str
+    schema_digest: str = Field(description="The digest of the served schema (canonical, with its $ref documents).")
+    documents: int = Field(description="Live documents.")
+    valid: int
+    invalid: int
+    unchecked: int = Field(description="Documents whose verdict under the served schema is not known yet.")
+    inventory: InventoryBody

@@ -7,6 +7,8 @@ loading, the commit and its change event):
 - :mod:`.history`: journal pages, past versions, diffs and the change feed (:mod:`.feed`);
 - :mod:`.nodes`: the writes to a document's content (each one RFC 6902 patch through one pipeline);
 - :mod:`.documents`: creation, listing, delete, undelete and purge of whole documents;
+- :mod:`.inventory`: each document's verdict under the served schema, checks on demand and the background
+  inventory;
 - :mod:`.models`: the values they return; :mod:`.checks`: the argument checks they share.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from schemadoc.service.core import MAX_JSON_DEPTH
 from schemadoc.service.documents import Documents
+from schemadoc.service.inventory import Inventory
 from schemadoc.service.models import (
     ChangeEvent,
     ChangesPage,
@@ -47,7 +50,7 @@ __all__ = [
 ]
 
 
-class DocumentService(Reading, NodeWrites, Documents):
+class DocumentService(Reading, NodeWrites, Documents, Inventory):
     """The engine behind every door. Thread-safe; one instance per server process.
 
     Constructed as :class:`~schemadoc.service.core.ServiceCore` (schema, store, limits); every

@@ -42,6 +42,7 @@ from schemadoc.storage.base import (
     RecoveryReport,
     SharedStore,
     StoreNotice,
+    Verdict,
 )
 from schemadoc.validation import DocumentValidator
 from schemadoc.validation.suggestions import placeholders
@@ -281,8 +282,14 @@ class ServiceCore:
 
     def _commit(self, doc_id: str, state: DocState | None, content: Any, patch: list[dict[str, Any]], op: str,
                 info: dict[str, Any], *, kind: str, deleted_at: str | bool | None = False,
-                size: int | None = None, edit_bytes: int = 0, actor: str | None = None) -> DocumentMeta:
+                size: int | None = None, edit_bytes: int = 0, actor: str | None = None,
+                verdict: Verdict | None = None) -> DocumentMeta:
         """Journal one new version (caller holds the write lock), then publish it.
+
+        The new version records the served schema's digest and ``verdict``, what that schema says of it:
+        by default valid (every write the service accepts validates), else the violations a repair left
+        (the verdict's version and digest are set here). A write with an empty patch (delete, undelete)
+        changes no content and keeps the verdict and digest the document had.
 
         ``actor`` (who made it: a token's name, a door or a command; the door decides, never the client) is
         recorded as the entry's ``info.actor``.
@@ -307,15 +314,17 @@ class ServiceCore:
             now = utc_now()
             entry = JournalEntry(version=1 if state is None else state.meta.version + 1, op=op, patch=patch,
                                  at=now, info={**info, "seq": cursor} if self._shared is None else info)
+            digest, judged = self._judged(state, entry.version, patch, verdict)
             if state is None:
                 assert data is not None
                 meta = DocumentMeta(doc_id=doc_id, version=1, schema_uri=self.schema_uri, created_at=now,
-                                    modified_at=now, content_size_bytes=size)
+                                    modified_at=now, content_size_bytes=size, schema_digest=digest, verdict=judged)
                 with self.span("journal commit"):
                     self.store.create(meta, entry, data)
             else:
                 meta = replace(state.meta, version=entry.version, modified_at=now, content_size_bytes=size,
-                               snapshot_version=entry.version if data is not None else state.meta.snapshot_version)
+                               snapshot_version=entry.version if data is not None else state.meta.snapshot_version,
+                               schema_digest=digest, verdict=judged)
                 if deleted_at is not False:
                     meta = replace(meta, deleted_at=deleted_at if isinstance(deleted_at, str) else None)
                 try:
@@ -338,6 +347,19 @@ class ServiceCore:
                 self._feed.settle(cursor, change)
         self._publish(ChangeEvent(doc_id, meta.version, kind, entry, entry_size(edit_bytes, patch)))
         return meta
+
+    def _judged(self, state: DocState | None, version: int, patch: list[dict[str, Any]],
+                verdict: Verdict | None) -> tuple[str | None, Verdict | None]:
+        """The schema digest and verdict a new version records (see :meth:`_commit`)."""
+        digest = self.schema.digest
+        if not patch and verdict is None and state is not None:  # no content changed: what was known stays
+            known = state.meta.verdict
+            if known is None or known.version != state.meta.version:
+                return state.meta.schema_digest, None
+            return state.meta.schema_digest, replace(known, version=version)
+        if verdict is None:
+            return digest, Verdict(version, digest)
+        return digest, replace(verdict, version=version, digest=digest)
 
     def _sizes_of(self, doc_id: str) -> SizeCache:
         """The size cache of a held document's containers."""

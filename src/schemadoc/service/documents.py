@@ -16,6 +16,7 @@ from schemadoc.ops.limits import check_string_lengths, scan_argument
 from schemadoc.reading.examples import fill_defaults
 from schemadoc.service.checks import check_int, check_version
 from schemadoc.service.core import ServiceCore
+from schemadoc.service.inventory import status_of
 from schemadoc.service.models import ChangeEvent, DocState, DocumentList
 from schemadoc.storage.base import DocumentMeta, check_doc_id
 from schemadoc.validation import ValidationReport
@@ -83,10 +84,15 @@ class Documents(ServiceCore):
             return {"tool": "document_apply_patch", "resolves": False, "arguments": {"patch": fix}}
         return self._suggestion(content, fix, "document_create", {"content": corrected})
 
-    def list_documents(self, limit: int = 100, offset: int = 0) -> DocumentList:
+    def list_documents(self, limit: int = 100, offset: int = 0, *, valid: bool | None = None) -> DocumentList:
+        """Live documents, by doc_id, a page at a time; ``valid``: only those the served schema is known to accept
+        (``True``) or refuse (``False``); documents not checked yet under it are in neither."""
         check_int("limit", limit, 1, 1000)
         check_int("offset", offset, 0, None)
         metas = [meta for meta in self.store.list_metas() if meta.deleted_at is None]
+        if valid is not None:
+            wanted = "valid" if valid else "invalid"
+            metas = [meta for meta in metas if status_of(meta, self.schema.digest) == wanted]
         return DocumentList(metas[offset: offset + limit], len(metas), offset, limit)
 
     def delete_document(self, doc_id: str, version: int, *, actor: str | None = None) -> DocumentMeta:

@@ -41,11 +41,18 @@ class Reading(History):
         return self._read_tokens(doc_id, node_path)[0]
 
     def read_document(self, doc_id: str) -> tuple[Any, DocumentMeta]:
-        """The whole current document (validated on the way out, FR-034) and its meta."""
+        """The whole current document (validated on the way out, FR-034) and its meta.
+
+        A document the served schema refuses is returned when its meta explains it (its last write was judged
+        by another schema, or left violations a repair allowed): the meta's verdict says so to the reader.
+        Otherwise a refusal means its files were edited behind the server's back: ``storage-read-failed``.
+        """
         doc_id = check_doc_id(doc_id)
         state = self._state(doc_id)
         report = self.validator.validate(state.content)
-        if not report.valid:  # only possible if someone edited the files behind our back
+        meta, digest = state.meta, self.schema.digest
+        explained = meta.schema_digest != digest or (meta.verdict is not None and not meta.verdict.valid)
+        if not report.valid and not explained:
             raise SchemaDocError("storage-read-failed",
                                  f"Document {doc_id} on disk no longer validates against the schema.",
                                  {"doc_id": doc_id, "violations": report.to_dict()["errors"][:20]})

@@ -27,11 +27,33 @@ from ulid import ULID
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry
+from schemadoc.storage.verdict import VERDICT_VIOLATIONS, Verdict
 
-__all__ = ["CHECKPOINTS_KEPT_RECENT", "LOCK_TIMEOUT_SECONDS", "DocumentMeta", "DocumentStore", "RecoveryReport",
-           "SharedStore", "StoreNotice", "StoredChange", "StoredDocument", "StreamedSnapshots", "already_exists",
-           "check_doc_id", "check_restore", "check_write", "document_not_found", "journal_line", "keep_checkpoints",
-           "lock_timeout", "restored_entries", "snapshot_due", "version_conflict"]
+__all__ = [
+    "CHECKPOINTS_KEPT_RECENT",
+    "LOCK_TIMEOUT_SECONDS",
+    "VERDICT_VIOLATIONS",
+    "DocumentMeta",
+    "DocumentStore",
+    "RecoveryReport",
+    "SharedStore",
+    "StoreNotice",
+    "StoredChange",
+    "StoredDocument",
+    "StreamedSnapshots",
+    "Verdict",
+    "already_exists",
+    "check_doc_id",
+    "check_restore",
+    "check_write",
+    "document_not_found",
+    "journal_line",
+    "keep_checkpoints",
+    "lock_timeout",
+    "restored_entries",
+    "snapshot_due",
+    "version_conflict",
+]
 
 LOCK_TIMEOUT_SECONDS = 10.0
 """How long a writer waits for a document's write lock (FR-083: 10 seconds, not configurable)."""
@@ -118,12 +140,18 @@ def journal_line(doc_id: str, entry: JournalEntry, meta: DocumentMeta | None = N
     """``entry.to_line()``; ``storage-write-failed`` when the entry holds what JSON cannot represent.
 
     With ``meta``, the line ends with one more member, ``meta``: the new version's ``modified_at``,
-    ``content_size_bytes`` and ``deleted_at`` (the files store's lines, see :mod:`.journal`).
+    ``content_size_bytes`` and ``deleted_at`` (the files store's lines, see :mod:`.journal`), and
+    ``schema_digest`` when known; ``verdict`` only when it is not "valid under ``schema_digest``" (a
+    repair that left violations), so a line of an ordinary write grows by the digest alone.
     """
     data = entry.to_dict()
     if meta is not None:
         data["meta"] = {"modified_at": meta.modified_at, "content_size_bytes": meta.content_size_bytes,
                         "deleted_at": meta.deleted_at}
+        if meta.schema_digest is not None:
+            data["meta"]["schema_digest"] = meta.schema_digest
+        if meta.verdict is not None and (not meta.verdict.valid or meta.verdict.digest != meta.schema_digest):
+            data["meta"]["verdict"] = meta.verdict.to_dict()
     try:
         return orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError as error:
@@ -197,9 +225,8 @@ def version_conflict(doc_id: str, expected: int, actual: int) -> SchemaDocError:
 
 _META_FIELDS: dict[str, type] = {"doc_id": str, "version": int, "schema_uri": str, "created_at": str,
                                   "modified_at": str, "content_size_bytes": int, "deleted_at": str,
-                                  "snapshot_version": int}
-_OPTIONAL_META_FIELDS = ("deleted_at", "snapshot_version")
-
+                                  "snapshot_version": int, "schema_digest": str}
+_OPTIONAL_META_FIELDS = ("deleted_at", "snapshot_version", "schema_digest")
 
 @dataclass(frozen=True)
 class DocumentMeta:
@@ -221,14 +248,25 @@ class DocumentMeta:
     content_size_bytes: int
     deleted_at: str | None = None
     snapshot_version: int = 0
+    schema_digest: str | None = None
+    """The digest of the schema the last write was judged by (``None``: written before digests were kept)."""
+    verdict: Verdict | None = None
+    """The latest verdict known: the last write's, or a later check's of this version (see :class:`Verdict`)."""
 
     def __post_init__(self) -> None:
         if self.snapshot_version == 0:
             object.__setattr__(self, "snapshot_version", self.version)
 
     def to_dict(self) -> dict[str, Any]:
-        """The meta file's JSON object: every field, ``deleted_at`` included (``null`` when live)."""
-        return asdict(self)
+        """The meta file's JSON object: every field, ``deleted_at`` included (``null`` when live); ``schema_digest``
+        and ``verdict`` only when known."""
+        data = asdict(self)
+        for name in ("schema_digest", "verdict"):  # left out when unknown: the format before they were kept
+            if data[name] is None:
+                del data[name]
+        if self.verdict is not None:
+            data["verdict"] = self.verdict.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> DocumentMeta:
@@ -242,7 +280,8 @@ class DocumentMeta:
             if (value is not None or name not in _OPTIONAL_META_FIELDS) and (
                     isinstance(value, bool) or not isinstance(value, kind)):
                 raise ValueError(f"document meta field {name!r} must be a {kind.__name__}, got {value!r}")
-        meta = cls(**{**values, "snapshot_version": values["snapshot_version"] or 0})
+        meta = cls(**{**values, "snapshot_version": values["snapshot_version"] or 0},
+                   verdict=Verdict.from_dict(data.get("verdict")))
         if meta.version < 1:
             raise ValueError(f"document meta version must be >= 1, got {meta.version}")
         if meta.content_size_bytes < 0:
@@ -378,6 +417,16 @@ class DocumentStore(Protocol):
         Takes the write lock briefly (re-entrantly) so that they belong together. Raises
         ``document-not-found``, ``storage-read-failed`` (a corrupt document or a missing half:
         content without meta or meta without content) and ``lock-timeout``.
+        """
+        ...
+
+    def record_verdict(self, doc_id: str, verdict: Verdict) -> bool:
+        """Record a check's ``verdict`` of the document, when it is still at ``verdict.version``; ``False``
+        (nothing recorded) when it moved on, since the write that moved it recorded its own.
+
+        Changes no version and no content: the verdict becomes the meta's (:attr:`DocumentMeta.verdict`) until
+        the next write. Takes the write lock (re-entrantly). Raises ``document-not-found``,
+        ``storage-write-failed`` and ``lock-timeout``.
         """
         ...
 

@@ -26,6 +26,7 @@ from schemadoc.storage.base import (
     LOCK_TIMEOUT_SECONDS,
     DocumentMeta,
     RecoveryReport,
+    Verdict,
     document_not_found,
 )
 from schemadoc.storage.journal import Tail, find_line_end, fold, read_entries, repair_tail
@@ -96,6 +97,8 @@ def rebuild(paths: Paths, meta: DocumentMeta) -> DocumentMeta:
     last = entries[-1]
     rebuilt = replace(meta, version=last.version, snapshot_version=last.version, content_size_bytes=len(content),
                       deleted_at=deleted_at, modified_at=last.at if last.version > meta.version else meta.modified_at)
+    if last.version > meta.version:  # the schema that judged the versions after it is not known here: unchecked
+        rebuilt = replace(rebuilt, schema_digest=None, verdict=None)
     token = secrets.token_hex(8)
     try:
         disk.write_synced(paths.snapshot_tmp(token), content)
@@ -122,6 +125,8 @@ class DocumentDirectory:
         self._tails_guard = threading.RLock()  # tails are read and extended by readers and writers alike
         # doc_id -> {version: byte offset of the line after it}, every 64 versions
         self._journal_offsets: dict[str, dict[int, int]] = {}
+        # doc_id -> (key of verdicts/{doc_id}.json: inode, mtime, size; the verdict it holds)
+        self._verdicts: dict[str, tuple[tuple[int, int, int], Verdict | None]] = {}
         self.store_format: store_format.FormatCheck | None = None  # what open() found and left
 
     def _paths(self, doc_id: str) -> Paths:

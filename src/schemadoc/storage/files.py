@@ -30,12 +30,15 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+import orjson
+
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry
 from schemadoc.storage import disk, snapshots
 from schemadoc.storage.base import (
     DocumentMeta,
     StoredDocument,
+    Verdict,
     already_exists,
     check_doc_id,
     check_restore,
@@ -52,6 +55,7 @@ from schemadoc.storage.journal import fold, read_entries, read_entries_within
 from schemadoc.storage.layout import (
     META_SUFFIX,
     Corrupt,
+    Paths,
     doc_id_of,
     journal_failed,
     read_failed,
@@ -278,7 +282,8 @@ class FileDocumentStore(DocumentDirectory):
                     return False
                 snapshot = replace(tail.snapshot, version=version, snapshot_version=version,
                                    modified_at=mark.modified_at, content_size_bytes=size,
-                                   deleted_at=mark.deleted_at)
+                                   deleted_at=mark.deleted_at, schema_digest=mark.schema_digest,
+                                   verdict=mark.verdict)
                 try:
                     snapshots.publish(paths, token, snapshot, mark.end, sync_directory=True)
                 except snapshots.SwitchIncomplete:
@@ -314,7 +319,8 @@ class FileDocumentStore(DocumentDirectory):
                     continue
                 except OSError as error:
                     raise write_failed(doc_id, f"removing {path.name}", error) from None
-            disk.remove_quietly(paths.lock)
+            disk.remove_quietly(paths.lock, paths.verdict)
+            self._verdicts.pop(doc_id, None)
             shutil.rmtree(paths.checkpoints, ignore_errors=True)
             self._journal_offsets.pop(doc_id, None)
             self._tails.pop(doc_id, None)
@@ -365,11 +371,62 @@ class FileDocumentStore(DocumentDirectory):
         if last < current.version:
             raise read_failed(doc_id, f"the journal ends at version {last}, the meta is at version "
                                       f"{current.version}", paths.journal.name)
-        return StoredDocument(current, content, tuple(entries))
+        return StoredDocument(self._with_checked(paths, current), content, tuple(entries))
 
     def read_meta(self, doc_id: str) -> DocumentMeta:
         doc_id = check_doc_id(doc_id)
-        return self._fresh(doc_id, self._paths(doc_id)).current
+        paths = self._paths(doc_id)
+        return self._with_checked(paths, self._fresh(doc_id, paths).current)
+
+    # -- verdicts of checks --------------------------------------------------------------------
+
+    def _with_checked(self, paths: Paths, current: DocumentMeta) -> DocumentMeta:
+        """``current`` with the verdict of a check of its version, when there is one (it came after the write)."""
+        checked = self._checked(paths)
+        if checked is not None and checked.version == current.version:
+            return replace(current, verdict=checked)
+        return current
+
+    def _checked(self, paths: Paths) -> Verdict | None:
+        """The verdict ``verdicts/{doc_id}.json`` records (a check's), revalidated by one ``stat``; ``None`` when
+        there is none or it cannot be read (the document then counts as unchecked, and is checked again)."""
+        status = disk.stat_or_none(paths.verdict)
+        if status is None:
+            self._verdicts.pop(paths.doc_id, None)
+            return None
+        key = (status.st_ino, status.st_mtime_ns, status.st_size)
+        known = self._verdicts.get(paths.doc_id)
+        if known is not None and known[0] == key:
+            return known[1]
+        try:
+            verdict = Verdict.from_dict(orjson.loads(paths.verdict.read_bytes()))
+        except (OSError, ValueError):
+            verdict = None
+        self._verdicts[paths.doc_id] = (key, verdict)
+        return verdict
+
+    def record_verdict(self, doc_id: str, verdict: Verdict) -> bool:
+        """``verdicts/{doc_id}.json``, when the document is still at ``verdict.version`` (under its write lock).
+
+        A record, not a commit: written through a temporary file and a rename, not fsynced; losing it
+        only means the document is checked again. The verdict a write records travels in its journal
+        line instead (no extra file on the write path); a check's verdict of the same version wins
+        over it (:meth:`read_meta`), because a check comes after the write that made the version.
+        """
+        doc_id = check_doc_id(doc_id)
+        paths = self._paths(doc_id)
+        with self.write_lock(doc_id):
+            if self.read_meta(doc_id).version != verdict.version:
+                return False
+            paths.verdict.parent.mkdir(exist_ok=True)
+            temporary = paths.verdict.with_suffix(f".{secrets.token_hex(8)}.tmp")
+            try:
+                temporary.write_bytes(orjson.dumps(verdict.to_dict()))
+                os.replace(temporary, paths.verdict)
+            except OSError as error:
+                disk.remove_quietly(temporary)
+                raise write_failed(doc_id, "writing its verdict", error) from None
+            return True
 
     def list_metas(self) -> list[DocumentMeta]:
         """Every readable document's meta, sorted by doc_id (a directory scan; corrupt documents left out).

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from schemadoc.ops.journal import JournalEntry, peek_version
-from schemadoc.storage.base import DocumentMeta
+from schemadoc.storage.base import DocumentMeta, Verdict
 from schemadoc.storage.layout import Corrupt, reason
 
 __all__ = ["OFFSET_EVERY", "Mark", "Tail", "find_line_end", "fold", "read_entries", "read_entries_within",
@@ -46,6 +46,18 @@ class Mark(NamedTuple):
     modified_at: str
     content_size_bytes: int
     deleted_at: str | None
+    schema_digest: str | None = None
+    verdict: Verdict | None = None
+
+
+def _line_verdict(version: int, meta: dict[str, Any]) -> tuple[str | None, Verdict | None]:
+    """The schema digest and the verdict a line's ``meta`` member records (valid under the digest, unless a
+    ``verdict`` member says otherwise)."""
+    digest = meta.get("schema_digest")
+    if not isinstance(digest, str):
+        return None, None
+    verdict = Verdict.from_dict(meta["verdict"]) if "verdict" in meta else None
+    return digest, verdict if verdict is not None else Verdict(version, digest)
 
 
 @dataclass
@@ -74,7 +86,8 @@ class Tail:
         last = self.marks[-1]
         return replace(self.snapshot, version=last.version, modified_at=last.modified_at,
                        content_size_bytes=last.content_size_bytes, deleted_at=last.deleted_at,
-                       snapshot_version=self.snapshot.version)
+                       snapshot_version=self.snapshot.version, schema_digest=last.schema_digest,
+                       verdict=last.verdict)
 
     def mark(self, version: int) -> Mark | None:
         index = version - self.snapshot.version - 1
@@ -151,7 +164,7 @@ def fold(tail: Tail, data: bytes, path: Path) -> None:
         if quick is not None:
             found, meta = quick
             mark = Mark(found, tail.offset + end + 1, meta["modified_at"], meta["content_size_bytes"],
-                        meta.get("deleted_at"))
+                        meta.get("deleted_at"), *_line_verdict(found, meta))
         else:
             mark = _parsed_mark(line, tail.offset + end + 1, version, size_before, deleted_before, path)
         if mark.version != version + 1:
@@ -177,7 +190,7 @@ def _parsed_mark(line: bytes, end: int, version: int, size_before: int, deleted_
         deleted_at = meta.get("deleted_at")
         return Mark(entry.version, end, str(meta.get("modified_at", entry.at)),
                     size if isinstance(size, int) else size_before,
-                    deleted_at if isinstance(deleted_at, str) else None)
+                    deleted_at if isinstance(deleted_at, str) else None, *_line_verdict(entry.version, meta))
     # a line written before lines carried their meta
     deleted = (entry.at if entry.op == "delete_document"
                else None if entry.op == "undelete_document" else deleted_before)

@@ -10,6 +10,7 @@
     {storage_dir}/{doc_id}.{token}.tmp          a snapshot being written
     {storage_dir}/{doc_id}.{token}.meta.tmp     its meta, written before the snapshot is renamed
     {storage_dir}/checkpoints/{doc_id}/{version}.json   past versions (a bounded cache)
+    {storage_dir}/verdicts/{doc_id}.json        the latest check's verdict of the document (a record, see files.py)
     {storage_dir}/schemadoc-store.json          the store format version (:mod:`~schemadoc.storage.store_format`)
 """
 
@@ -68,6 +69,11 @@ class Paths:
 
     def snapshot_meta_tmp(self, token: str) -> Path:
         return self.directory / f"{self.doc_id}.{token}.meta.tmp"
+
+    @property
+    def verdict(self) -> Path:
+        """The latest check's verdict of this document (a record beside the journal, rebuilt by checking again)."""
+        return self.directory / "verdicts" / f"{self.doc_id}.json"
 
     @property
     def checkpoints(self) -> Path:

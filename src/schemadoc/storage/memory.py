@@ -18,6 +18,7 @@ from schemadoc.storage.base import (
     DocumentMeta,
     RecoveryReport,
     StoredDocument,
+    Verdict,
     already_exists,
     check_doc_id,
     check_restore,
@@ -101,6 +102,16 @@ class MemoryDocumentStore:
             with self._guard:
                 self._documents[doc_id] = _Document(replace(document.meta, snapshot_version=version),
                                                     bytes(content), document.journal, document.checkpoints)
+            return True
+
+    def record_verdict(self, doc_id: str, verdict: Verdict) -> bool:
+        doc_id = check_doc_id(doc_id)
+        with self.write_lock(doc_id):
+            document = self._get(doc_id)
+            if document.meta.version != verdict.version:
+                return False
+            with self._guard:
+                self._documents[doc_id] = replace(document, meta=replace(document.meta, verdict=verdict))
             return True
 
     def purge(self, doc_id: str) -> None:

@@ -179,9 +179,10 @@ async def test_what_an_agent_reads_names_itself(agent: Client, service: Document
     assert schema_uri == "https://example.org/schemas/course.schema.json"
     read = await agent.read_resource(schema_uri)
     assert json.loads(read.contents[0].text)["title"] == "Course syllabus"  # type: ignore[union-attr]
-    # a document resource carries the version it was read at
+    # a document resource carries the version it was read at, and the served schema's verdict on it
     read = await agent.read_resource(f"schema://{doc_id}")
-    assert read.contents[0].meta == {"version": 1, "modified_at": created_at(service, doc_id)}
+    assert read.contents[0].meta == {"version": 1, "modified_at": created_at(service, doc_id),
+                                     "schema_digest": service.schema.digest, "valid": True, "violation_count": 0}
     assert json.loads(read.contents[0].text)["title"] == "Physics"  # type: ignore[union-attr]
     # the history's summary form, as the tool description recommends
     history = await call(agent, "document_history", {"doc_id": doc_id, "summary": True})

@@ -95,6 +95,11 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
         "entries", """
         ALTER TABLE {schema}.journal ADD COLUMN actor text;
     """),
+    (6, "documents.schema_digest and documents.verdict: the schema each document was last judged by, and its "
+        "verdict (the last write's, or a later check's of the same version)", """
+        ALTER TABLE {schema}.documents ADD COLUMN schema_digest text;
+        ALTER TABLE {schema}.documents ADD COLUMN verdict text;
+    """),
 ]
 """(version, what, SQL with ``{schema}``): applied in order, each once; append, never edit."""
 

@@ -17,24 +17,40 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Final
 
+import orjson
 from psycopg import sql
 
-from schemadoc.storage.base import DocumentMeta
+from schemadoc.storage.base import DocumentMeta, Verdict
 
-__all__ = ["CHANGES", "COMMIT", "KINDS", "META_COLUMNS", "POSITION", "PURGES", "TABLES", "lock_key", "meta",
-           "tables"]
+__all__ = [
+    "CHANGES",
+    "COMMIT",
+    "KINDS",
+    "META_COLUMNS",
+    "META_COUNT",
+    "POSITION",
+    "PURGES",
+    "TABLES",
+    "lock_key",
+    "meta",
+    "tables",
+    "verdict_text",
+]
 
 TABLES: Final = ("documents", "journal", "snapshots", "checkpoints", "purges", "schema_migrations")
 
 META_COLUMNS: Final = ("version, schema_uri, created_at, modified_at, content_size_bytes, deleted_at, "
-                        "snapshot_version")
+                        "snapshot_version, schema_digest, verdict")
+META_COUNT: Final = 9
+"""How many columns :data:`META_COLUMNS` names."""
 
 COMMIT: Final = """
 WITH moved AS (
     UPDATE {documents} SET version = %(version)s::integer, schema_uri = %(schema_uri)s::text,
         created_at = %(created_at)s::text, modified_at = %(modified_at)s::text,
         content_size_bytes = %(size)s::bigint, deleted_at = %(deleted_at)s::text,
-        snapshot_version = CASE WHEN %(inline)s::boolean THEN %(version)s::integer ELSE snapshot_version END
+        snapshot_version = CASE WHEN %(inline)s::boolean THEN %(version)s::integer ELSE snapshot_version END,
+        schema_digest = %(schema_digest)s::text, verdict = %(verdict)s::text
     WHERE doc_id = %(doc_id)s::text AND version = %(version)s::integer - 1
     RETURNING doc_id),
 journaled AS (
@@ -119,7 +135,18 @@ def lock_key(schema: str, doc_id: str) -> tuple[int, int]:
 
 def meta(doc_id: str, row: tuple[Any, ...]) -> DocumentMeta:
     """The meta of a row that starts with the :data:`META_COLUMNS`."""
-    return DocumentMeta(doc_id, *row[:7])
+    verdict = None
+    if row[8] is not None:
+        try:
+            verdict = Verdict.from_dict(orjson.loads(row[8]))
+        except orjson.JSONDecodeError:
+            verdict = None
+    return DocumentMeta(doc_id, row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], verdict)
+
+
+def verdict_text(meta: DocumentMeta) -> str | None:
+    """The ``verdict`` column of ``meta``."""
+    return None if meta.verdict is None else orjson.dumps(meta.verdict.to_dict()).decode()
 
 
 def tables(schema: str) -> dict[str, sql.Composable]:

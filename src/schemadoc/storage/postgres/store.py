@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
+import orjson
 import psycopg
 from psycopg import sql
 from psycopg_pool import PoolTimeout
@@ -25,6 +26,7 @@ from schemadoc.storage.base import (
     StoredChange,
     StoredDocument,
     StoreNotice,
+    Verdict,
     already_exists,
     check_doc_id,
     check_restore,
@@ -45,10 +47,12 @@ from schemadoc.storage.postgres.statements import (
     COMMIT,
     KINDS,
     META_COLUMNS,
+    META_COUNT,
     POSITION,
     PURGES,
     lock_key,
     tables,
+    verdict_text,
 )
 from schemadoc.storage.postgres.statements import meta as _meta
 
@@ -246,9 +250,9 @@ class PostgresDocumentStore:
         with self._transaction(doc_id, 1) as done:
             inserted = done.conn.execute(self._sql(
                 "INSERT INTO {documents} (doc_id, " + META_COLUMNS + ") "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, 1) ON CONFLICT (doc_id) DO NOTHING"),
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, 1, %s, %s) ON CONFLICT (doc_id) DO NOTHING"),
                 (doc_id, meta.version, meta.schema_uri, meta.created_at, meta.modified_at, meta.content_size_bytes,
-                 meta.deleted_at))
+                 meta.deleted_at, meta.schema_digest, verdict_text(meta)))
             if inserted.rowcount != 1:
                 raise already_exists(doc_id)
             done.conn.execute(self._sql(_PUT_SNAPSHOT), (doc_id, 1, content))
@@ -267,9 +271,9 @@ class PostgresDocumentStore:
         with self._transaction(doc_id, meta.version) as done:
             inserted = done.conn.execute(self._sql(
                 "INSERT INTO {documents} (doc_id, " + META_COLUMNS + ") "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (doc_id) DO NOTHING"),
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (doc_id) DO NOTHING"),
                 (doc_id, meta.version, meta.schema_uri, meta.created_at, meta.modified_at, meta.content_size_bytes,
-                 meta.deleted_at, meta.version))
+                 meta.deleted_at, meta.version, meta.schema_digest, verdict_text(meta)))
             if inserted.rowcount != 1:
                 raise already_exists(doc_id)
             done.conn.execute(self._sql(_PUT_SNAPSHOT), (doc_id, meta.version, content))
@@ -303,6 +307,7 @@ class PostgresDocumentStore:
                     "doc_id": doc_id, "version": meta.version, "schema_uri": meta.schema_uri,
                     "created_at": meta.created_at, "modified_at": meta.modified_at,
                     "size": meta.content_size_bytes, "deleted_at": meta.deleted_at, "inline": content is not None,
+                    "schema_digest": meta.schema_digest, "verdict": verdict_text(meta),
                     "content": content, "op": entry.op, "at": entry.at, "actor": entry.actor, "entry": line,
                     "channel": self.channel,
                     "payload": payload}).fetchone()
@@ -387,18 +392,36 @@ class PostgresDocumentStore:
             "FROM {documents} d LEFT JOIN {snapshots} s ON s.doc_id = d.doc_id AND s.version = d.snapshot_version "
             "WHERE d.doc_id = %s"), (doc_id,))
         meta = _meta(doc_id, row)
-        if row[7] is None:
+        if row[META_COUNT] is None:
             raise SchemaDocError("storage-read-failed", f"The snapshot of document {doc_id} is missing.",
                                  {"doc_id": doc_id, "reason": f"no snapshot of version {meta.snapshot_version}"})
-        entries = _entries(doc_id, row[8])
+        entries = _entries(doc_id, row[META_COUNT + 1])
         if len(entries) != meta.version - meta.snapshot_version:
             raise SchemaDocError("storage-read-failed", f"The journal of {doc_id} lacks entries after its snapshot.",
                                  {"doc_id": doc_id, "reason": "journal entries missing"})
-        return StoredDocument(meta, bytes(row[7]), tuple(entries))
+        return StoredDocument(meta, bytes(row[META_COUNT]), tuple(entries))
 
     def read_meta(self, doc_id: str) -> DocumentMeta:
         doc_id = check_doc_id(doc_id)
         return _meta(doc_id, self._read(doc_id, _READ_META, (doc_id,)))
+
+    def record_verdict(self, doc_id: str, verdict: Verdict) -> bool:
+        """One conditional update: the verdict is kept only while the document is at ``verdict.version``."""
+        doc_id = check_doc_id(doc_id)
+        text = orjson.dumps(verdict.to_dict()).decode()
+        with self.write_lock(doc_id), self._connection(doc_id) as conn:
+            try:
+                updated = conn.execute(self._sql(
+                    "UPDATE {documents} SET verdict = %s WHERE doc_id = %s AND version = %s"),
+                    (text, doc_id, verdict.version))
+                if updated.rowcount == 1:
+                    return True
+                found = conn.execute(self._sql("SELECT 1 FROM {documents} WHERE doc_id = %s"), (doc_id,)).fetchone()
+            except psycopg.Error as error:
+                raise self._failed(error, doc_id, write=True, conn=conn) from None
+        if found is None:
+            raise document_not_found(doc_id)
+        return False
 
     def list_metas(self) -> list[DocumentMeta]:
         rows = self._read(None, "SELECT doc_id, " + META_COLUMNS + " FROM {documents} ORDER BY doc_id", many=True)

@@ -10,6 +10,13 @@ const deletedHere = new Map(); // documents deleted from this page in this sessi
 export async function listView(root, params) {
   const offset = Math.max(0, Number.parseInt(params.get('offset') || '0', 10) || 0);
   const query = params.get('q') || '';
+  const valid = ['true', 'false'].includes(params.get('valid')) ? params.get('valid') : '';
+  const filter = h('select', { name: 'valid', id: 'valid-filter', 'aria-label': 'Show documents by schema verdict',
+    onchange: () => navigate(url('', { valid: filter.value })) },
+  h('option', { value: '' }, 'All documents'),
+  h('option', { value: 'true' }, 'Valid under the schema'),
+  h('option', { value: 'false' }, 'Invalid under the schema'));
+  filter.value = valid;
   const status = h('div', { class: 'status', 'aria-live': 'polite' });
   const results = h('section', { class: 'search-results', 'aria-label': 'Search results' });
   const table = h('div', { class: 'table-wrap' });
@@ -40,14 +47,15 @@ export async function listView(root, params) {
       h('form', { class: 'inline', onsubmit: (event) => {
         event.preventDefault();
         if (byId.value.trim()) navigate(url(`documents/${encodeURIComponent(byId.value.trim())}`));
-      } }, byId, h('button', { type: 'submit' }, 'Open'))),
+      } }, byId, h('button', { type: 'submit' }, 'Open')),
+      filter),
     status, results, table, pager));
 
   if (query) runSearch(query, results);
 
   let listing;
   try {
-    listing = await api('documents', { query: { limit: PAGE, offset } });
+    listing = await api('documents', { query: { limit: PAGE, offset, ...(valid ? { valid } : {}) } });
   } catch (error) {
     table.replaceChildren(errorBox(error, 'The list of documents could not be read'));
     return;
@@ -59,14 +67,18 @@ export async function listView(root, params) {
   table.replaceChildren(h('table', { class: 'documents' },
     h('caption', {}, `${listing.total_documents} document${listing.total_documents === 1 ? '' : 's'}`),
     h('thead', {}, h('tr', {},
-      ['Document', 'Created', 'Modified', 'Size', 'Version', 'State', ''].map((name) => h('th', { scope: 'col' }, name)))),
+      ['Document', 'Created', 'Modified', 'Size', 'Version', 'Schema', 'State', '']
+        .map((name) => h('th', { scope: 'col' }, name)))),
     h('tbody', {}, rows)));
-  if (!rows.length) table.append(h('p', { class: 'empty' }, 'No documents yet: create one.'));
+  if (!rows.length) {
+    table.append(h('p', { class: 'empty' }, valid ? 'No document has this verdict (documents not checked yet have none).'
+      : 'No documents yet: create one.'));
+  }
   const first = listing.total_documents ? offset + 1 : 0;
   pager.replaceChildren(
-    offset > 0 ? link('← Previous', url('', { offset: Math.max(0, offset - PAGE) }), { rel: 'prev' }) : '',
+    offset > 0 ? link('← Previous', url('', { offset: Math.max(0, offset - PAGE), valid }), { rel: 'prev' }) : '',
     h('span', {}, `${first}–${offset + listing.documents.length} of ${listing.total_documents}`),
-    listing.has_more ? link('Next →', url('', { offset: offset + PAGE }), { rel: 'next' }) : '');
+    listing.has_more ? link('Next →', url('', { offset: offset + PAGE, valid }), { rel: 'next' }) : '');
 }
 
 function documentRow(doc, status, deleted = false) {
@@ -78,6 +90,7 @@ function documentRow(doc, status, deleted = false) {
     h('td', {}, formatTime(doc.modified_at)),
     h('td', { class: 'num' }, formatBytes(doc.tree_size_bytes)),
     h('td', { class: 'num version' }, String(doc.version)),
+    h('td', { class: 'verdict' }, verdictBadge(doc)),
     state, action);
 
   function showActive() {
@@ -117,6 +130,18 @@ function documentRow(doc, status, deleted = false) {
   if (deleted) showDeleted();
   else showActive();
   return row;
+}
+
+// What the served schema says of the document: valid, N violations, or unchecked (not known yet).
+function verdictBadge(doc) {
+  if (doc.valid === true) return h('span', { class: 'badge verdict-valid' }, 'valid');
+  if (doc.valid === false) {
+    const count = Number(doc.violation_count) || 0;
+    return h('span', { class: 'badge verdict-invalid', title: 'Refused by the served schema' },
+      `${count} violation${count === 1 ? '' : 's'}`);
+  }
+  return h('span', { class: 'badge verdict-unchecked', title: 'Not checked against the served schema yet' },
+    'unchecked');
 }
 
 async function runSearch(query, results) {
