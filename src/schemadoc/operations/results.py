@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from schemadoc.ops.journal import JournalEntry
 from schemadoc.reading import Incomplete, Window
 from schemadoc.service import HistoryPage, NodeRead, NodeView, WriteResult
+from schemadoc.service.nodes import REMAINING_LISTED
 from schemadoc.validation import ValidationReport
 
 
@@ -48,6 +49,8 @@ class ValidationReportBody(Body):
     valid: bool
     error_count: int = 0
     errors: list[ViolationBody] = Field(default_factory=list)
+    resolved_count: int | None = Field(default=None, description="Set when the document was already invalid: the "
+                                       "violations this write fixed (error_count: those left; errors: the first).")
 
 
 class CreateDocumentResult(Result):
@@ -350,13 +353,27 @@ def report_body(report: ValidationReport) -> ValidationReportBody:
     return ValidationReportBody.model_validate(report.to_dict())
 
 
+def write_report_body(result: WriteResult) -> ValidationReportBody:
+    """A write's verdict: valid, or for a write that repaired part of a document the schema already rejected (the
+    repair rule), ``valid: false`` with how many violations remain (``error_count``), the first of them and how
+    many it fixed (``resolved_count``)."""
+    if result.repair is None or result.report.valid:
+        return report_body(result.report) if result.repair is None else \
+            ValidationReportBody(valid=True, resolved_count=result.repair.resolved)
+    remaining = result.report
+    listed = [violation.to_dict() for violation in remaining.violations[:REMAINING_LISTED]]
+    more = {"truncated": True} if remaining.count > len(listed) else {}
+    return ValidationReportBody.model_validate({"valid": False, "error_count": remaining.count, "errors": listed,
+                                                "resolved_count": result.repair.resolved, **more})
+
+
 def write_fields(result: WriteResult) -> dict[str, Any]:
     """The members every write result has."""
     fields: dict[str, Any] = {
         "doc_id": result.doc_id,
         "version": result.version,
         "patch": result.patch,
-        "validation_report": report_body(result.report),
+        "validation_report": write_report_body(result),
         "dry_run": result.dry_run,
     }
     if result.dry_run:

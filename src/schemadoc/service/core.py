@@ -43,10 +43,11 @@ from schemadoc.storage.base import (
     SharedStore,
     StoreNotice,
 )
-from schemadoc.validation import DocumentValidator
+from schemadoc.validation import VALID, DocumentValidator, ValidationReport
 from schemadoc.validation.suggestions import placeholders
 
-__all__ = ["MAX_JSON_DEPTH", "PERSIST_CHECKPOINT_EVERY", "ServiceCore", "bounded_call", "json_bytes", "parse_stored"]
+__all__ = ["MAX_JSON_DEPTH", "PERSIST_CHECKPOINT_EVERY", "VALIDATION_LEVELS", "ServiceCore",
+            "bounded_call", "json_bytes", "parse_stored"]
 
 log = logging.getLogger("schemadoc.service")
 _P = ParamSpec("_P")
@@ -60,6 +61,7 @@ operation): 128 keeps every document readable through every result, with room to
 _FREEZE_ABOVE_BYTES = 1 << 20
 _RESULT_SIZE_ENTRIES = 20_000
 PERSIST_CHECKPOINT_EVERY = 256
+VALIDATION_LEVELS = ("moderate", "strict")
 """The store is given the content of every 256th version (it keeps a bounded, log-spaced set of them)."""
 
 
@@ -69,8 +71,14 @@ class ServiceCore:
     def __init__(self, schema: LoadedSchema, store: DocumentStore, *,
                  lock_timeout: float = LOCK_TIMEOUT_SECONDS, snapshot_policy: SnapshotPolicy | None = None,
                  max_json_depth: int = MAX_JSON_DEPTH, max_string_length: int = MAX_STRING_LENGTH,
-                 max_patch_operations: int = MAX_PATCH_OPERATIONS, memory_budget: int | None = None) -> None:
+                 max_patch_operations: int = MAX_PATCH_OPERATIONS, memory_budget: int | None = None,
+                 validation_level: str = "moderate") -> None:
         self.schema = schema
+        if validation_level not in VALIDATION_LEVELS:
+            raise ValueError(f"validation_level must be one of {', '.join(VALIDATION_LEVELS)}")
+        self.validation_level = validation_level
+        """``moderate``: a write to a document the schema already rejects is accepted when it adds no violation
+        (:mod:`schemadoc.validation.repair`); ``strict``: every write must leave the document valid."""
         self.max_json_depth = max_json_depth
         self.max_string_length = max_string_length
         """Longest string value, member name or pointer a write may carry, in characters."""
@@ -281,8 +289,12 @@ class ServiceCore:
 
     def _commit(self, doc_id: str, state: DocState | None, content: Any, patch: list[dict[str, Any]], op: str,
                 info: dict[str, Any], *, kind: str, deleted_at: str | bool | None = False,
-                size: int | None = None, edit_bytes: int = 0, actor: str | None = None) -> DocumentMeta:
+                size: int | None = None, edit_bytes: int = 0, actor: str | None = None,
+                report: ValidationReport = VALID) -> DocumentMeta:
         """Journal one new version (caller holds the write lock), then publish it.
+
+        ``report``: the new version's verdict under the served schema, valid but for a repair write
+        (``validation_level: moderate``), where it lists what remains; :meth:`_verdict_committed` is told it.
 
         ``actor`` (who made it: a token's name, a door or a command; the door decides, never the client) is
         recorded as the entry's ``info.actor``.
@@ -325,6 +337,7 @@ class ServiceCore:
                     self._forget(doc_id)  # the store may have rolled the document forward
                     raise
             self._states.put(doc_id, DocState(meta, content), None if state is not None else 2 * size)
+            self._verdict_committed(doc_id, meta, content, report, None if state is None else state.content)
             change = Change(cursor, doc_id, entry.version, op, now, actor)
             if state is not None:
                 self.snapshots.committed(doc_id, edit_bytes + 200, inline=data is not None)
@@ -338,6 +351,14 @@ class ServiceCore:
                 self._feed.settle(cursor, change)
         self._publish(ChangeEvent(doc_id, meta.version, kind, entry, entry_size(edit_bytes, patch)))
         return meta
+
+    def _verdict_committed(self, doc_id: str, meta: DocumentMeta, content: Any, report: ValidationReport,
+                           replaced: Any) -> None:
+        """The one place a committed version's verdict passes (every commit; ``report`` invalid only for a repair
+        write, ``replaced``: the version before): an invalid one is remembered with its content, so the next
+        repair write to it does not validate it again."""
+        if not report.valid:
+            self.validator.remember_invalid(content, report, replaced)
 
     def _sizes_of(self, doc_id: str) -> SizeCache:
         """The size cache of a held document's containers."""

@@ -20,6 +20,7 @@ import orjson
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.validation.incremental import ChangeChecker
+from schemadoc.validation.repair import Repair, judge_repair
 from schemadoc.validation.suggestions import suggest
 from schemadoc.validation.violations import (
     COUNT_VIOLATIONS_UP_TO,
@@ -34,10 +35,11 @@ from schemadoc.validation.violations import (
 if TYPE_CHECKING:
     from schemadoc.schema import LoadedSchema
 
-__all__ = ["VALID", "DocumentValidator", "ValidationReport", "Violation", "creation_problems", "summarise"]
+__all__ = ["VALID", "DocumentValidator", "Repair", "ValidationReport", "Violation", "creation_problems", "summarise"]
 
 _MAX_VIOLATIONS = 1000
 _KNOWN_VALID = 64  # documents remembered as valid (each the current version of one edited document)
+_KNOWN_INVALID = 16  # documents remembered with their report (a document being repaired: its current version)
 
 
 class DocumentValidator:
@@ -49,6 +51,7 @@ class DocumentValidator:
         self._fragments: dict[bytes, Any] = {}
         self._changes = ChangeChecker(schema)
         self._known_valid: OrderedDict[int, Any] = OrderedDict()
+        self._known_invalid: OrderedDict[int, tuple[Any, ValidationReport]] = OrderedDict()
         self._known_lock = threading.Lock()
 
     def validate_fragment(self, schema: dict[str, Any], instance: Any) -> ValidationReport:
@@ -118,11 +121,73 @@ class DocumentValidator:
         """The verdict alone (see :meth:`validate_change`); nothing is remembered."""
         return self._change_is_valid(self._known(before), before, after, patch)
 
-    def forget(self, document: Any) -> None:
-        """Stop remembering ``document`` as valid (its holder dropped it: let it be freed)."""
+    def report_of(self, document: Any) -> ValidationReport:
+        """:meth:`validate`'s report of ``document``, remembered: a document found valid costs nothing more, and
+        the current version of a document being repaired is not validated again on each write."""
         with self._known_lock:
             if self._known_valid.get(id(document)) is document:
-                del self._known_valid[id(document)]
+                return VALID
+            known = self._known_invalid.get(id(document))
+            if known is not None and known[0] is document:
+                self._known_invalid.move_to_end(id(document))
+                return known[1]
+        report = self.validate(document)
+        if not report.valid:
+            self.remember_invalid(document, report)
+        return report
+
+    def known_invalid(self, document: Any) -> ValidationReport | None:
+        """The invalid report remembered of ``document`` (:meth:`report_of`), if any; nothing is computed."""
+        with self._known_lock:
+            known = self._known_invalid.get(id(document))
+            return known[1] if known is not None and known[0] is document else None
+
+    def remember_invalid(self, document: Any, report: ValidationReport, replaced: Any = None) -> None:
+        """Remember ``document``'s (invalid) ``report``, in place of what was remembered of ``replaced``."""
+        if not isinstance(document, dict | list):
+            return
+        with self._known_lock:
+            self._drop(replaced)
+            self._known_invalid[id(document)] = (document, report)
+            self._known_invalid.move_to_end(id(document))
+            while len(self._known_invalid) > _KNOWN_INVALID:
+                self._known_invalid.popitem(last=False)
+
+    def repair(self, before: Any, after: Any, patch: list[dict[str, Any]], after_report: ValidationReport) -> Repair:
+        """The repair rule (:mod:`.repair`) on a write that made ``after`` (reported invalid: ``after_report``)
+        from ``before`` by ``patch``. ``before``'s report is remembered (:meth:`report_of`); where a report lists
+        only its first violations, every violation is gathered for the comparison."""
+        before_report = self.report_of(before)
+        before_all = self.every_violation(before) if before_report.truncated else None
+        after_all = self.every_violation(after) if after_report.truncated else None
+        return judge_repair(before, patch, before_report, after_report, before_all=before_all, after_all=after_all)
+
+    def every_violation(self, document: Any) -> list[Violation]:
+        """Every violation of ``document`` (up to :data:`COUNT_VIOLATIONS_UP_TO`), without suggested fixes."""
+        violations = []
+        for error in self._validator.iter_errors(document):
+            violations.append(violation_of(error))
+            if len(violations) >= COUNT_VIOLATIONS_UP_TO:
+                break
+        return violations
+
+    def forget(self, document: Any) -> None:
+        """Stop remembering ``document`` as valid or its report (its holder dropped it: let it be freed)."""
+        with self._known_lock:
+            self._drop(document)
+
+    def _drop(self, document: Any) -> None:
+        if document is None:
+            return
+        if self._known_valid.get(id(document)) is document:
+            del self._known_valid[id(document)]
+        known = self._known_invalid.get(id(document))
+        if known is not None and known[0] is document:
+            del self._known_invalid[id(document)]
+
+    def known_valid(self, document: Any) -> bool:
+        """Whether this validator found ``document`` valid and still remembers it."""
+        return self._known(document)
 
     def _known(self, document: Any) -> bool:
         with self._known_lock:
@@ -138,8 +203,7 @@ class DocumentValidator:
             return
         with self._known_lock:
             known = self._known_valid
-            if replaced is not None and known.get(id(replaced)) is replaced:
-                del known[id(replaced)]
+            self._drop(replaced)
             known[id(document)] = document
             known.move_to_end(id(document))
             while len(known) > _KNOWN_VALID:
