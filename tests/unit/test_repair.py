@@ -183,3 +183,30 @@ def test_places_are_carried_through_inserts_removals_and_moves() -> None:
         {"/a/0": "/a/1", "/a/1/x": "/a/2/x", "/a/2": "/a/0", "/b/0": "/b/0"}
     assert carry(document, [{"op": "remove", "path": "/b/0"}, {"op": "replace", "path": "/a/0", "value": 1}],
                  pointers) == {"/a/0": "/a/0", "/a/1/x": "/a/1/x", "/a/2": "/a/2", "/b/0": None}
+
+
+def test_next_incomplete_names_each_place_that_still_violates_and_never_says_complete(served: Any) -> None:
+    service, doc_id = stored_then_tightened(served, THREE_WRONG)
+    _, items, _, count = service.next_incomplete(doc_id, "/", 10)
+    violations = [(item.pointer, item.code) for item in items if item.reason == "violation"]
+    assert count == 3 and violations == [("/", "required-missing"), ("/chapters/0", "required-missing"),
+                                         ("/title", "max-length")]
+    assert items[0].reason == "violation" and items[0].message  # the violations come first
+    _, below, _, _ = service.next_incomplete(doc_id, "/chapters", 10)
+    assert [(item.pointer, item.reason) for item in below if item.reason == "violation"] == \
+        [("/chapters/0", "violation")]
+    title = next(item for item in items if item.pointer == "/title")
+    assert not title.has_example  # no call can be made up for a title too long: it is the author's to shorten
+    isbn = next(item for item in items if item.pointer == "/chapters/0")
+    assert isbn.has_example and isbn.tool == "document_create_node" and isbn.node_path == "/chapters/0/isbn"
+    # the example call is a write the repair rule accepts, and it fixes that violation
+    assert service.create_node(doc_id, isbn.node_path, isbn.example, 1).report.count == 2
+    _, items, more, count = service.next_incomplete(doc_id, "/", 1)
+    assert count == 2 and more and len(items) == 1 and items[0].reason == "violation"
+
+
+def test_next_incomplete_on_a_valid_document_lists_no_violation(served: Any) -> None:
+    valid = {"title": "Hi", "isbn": "1", "tags": [], "chapters": [{"key": "a", "title": "One", "isbn": "2"}]}
+    service, doc_id = stored_then_tightened(served, valid)
+    _, items, _, count = service.next_incomplete(doc_id, "/", 10)
+    assert count == 0 and all(item.reason != "violation" for item in items)

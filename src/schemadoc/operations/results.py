@@ -272,9 +272,12 @@ class ExampleCall(Body):
 
 class IncompleteItem(Body):
     pointer: str
-    reason: str = Field(description="absent (an optional property not there yet), empty-array (items the schema "
-                                    "describes), or default-value (equal to the schema default; only with "
+    reason: str = Field(description="violation (the schema changed and rejects this place: code, message; listed "
+                                    "first), absent (an optional property not there yet), empty-array (items the "
+                                    "schema describes), or default-value (equal to the schema default; only with "
                                     "include_defaults, and never with an example_call: the value is set).")
+    code: str | None = None
+    message: str | None = None
     node_schema: dict[str, Any] = Field(description="The schema of the value to write (for empty-array: of one item).")
     example_call: ExampleCall | None = Field(default=None, description="A call that would fill it, when one "
                                                                        "could be built from the schema.")
@@ -286,7 +289,10 @@ class NextIncompleteResult(Result):
     node_path: str
     items: list[IncompleteItem] = Field(description="Breadth first, in a stable order; empty when finished.")
     has_more: bool
-    complete: bool = Field(default=False, description="true: nothing is left to fill below node_path.")
+    complete: bool = Field(default=False, description="true: nothing is left to fill below node_path, and the "
+                                                      "document satisfies the schema.")
+    violation_count: int | None = Field(default=None, description="Set when the schema rejects the document: its "
+                                                                  "violations, anywhere in it.")
 
 
 class SearchHitBody(Body):
@@ -430,15 +436,20 @@ def read_view_result(read: NodeView, bounded: bool) -> ReadNodeResult:
                                  **window_fields(view.window))
 
 
-def next_incomplete_result(read: NodeRead, items: list[Incomplete], has_more: bool) -> NextIncompleteResult:
+def next_incomplete_result(read: NodeRead, items: list[Incomplete], has_more: bool,
+                           violation_count: int = 0) -> NextIncompleteResult:
     bodies = []
     for item in items:
         call = None
         if item.has_example:
             arguments = {"doc_id": read.doc_id, "node_path": item.node_path, "node_data": item.example,
-                         "version": read.version}
+                         "version": read.version} if item.tool != "document_apply_patch" else \
+                {"doc_id": read.doc_id, "patch": item.example, "version": read.version}
             call = ExampleCall(tool=item.tool, arguments=arguments, placeholder=item.placeholder)
+        more = {"code": item.code, "message": item.message} if item.reason == "violation" else {}
         bodies.append(IncompleteItem(pointer=item.pointer, reason=item.reason, node_schema=item.node_schema,
-                                     example_call=call))
+                                     example_call=call, **more))
     return NextIncompleteResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/",
-                                items=bodies, has_more=has_more, complete=not bodies and not has_more)
+                                items=bodies, has_more=has_more,
+                                complete=not bodies and not has_more and not violation_count,
+                                violation_count=violation_count or None)
