@@ -49,8 +49,6 @@ class ValidationReportBody(Body):
     valid: bool
     error_count: int = 0
     errors: list[ViolationBody] = Field(default_factory=list)
-    resolved_count: int | None = Field(default=None, description="Set when the document was already invalid: the "
-                                       "violations this write fixed (error_count: those left; errors: the first).")
 
 
 class CreateDocumentResult(Result):
@@ -74,7 +72,8 @@ class WriteBody(Result):
     doc_id: str
     version: int = Field(description="The new version (dry run: the current, unchanged version).")
     patch: list[dict[str, Any]] = Field(description="The RFC 6902 patch this write compiled to.")
-    validation_report: ValidationReportBody
+    validation_report: ValidationReportBody = Field(description="A document the schema already rejected: valid "
+                                                    "false, error_count left, the first errors, resolved_count fixed.")
     dry_run: bool = False
 
 
@@ -276,8 +275,6 @@ class IncompleteItem(Body):
                                     "first), absent (an optional property not there yet), empty-array (items the "
                                     "schema describes), or default-value (equal to the schema default; only with "
                                     "include_defaults, and never with an example_call: the value is set).")
-    code: str | None = None
-    message: str | None = None
     node_schema: dict[str, Any] = Field(description="The schema of the value to write (for empty-array: of one item).")
     example_call: ExampleCall | None = Field(default=None, description="A call that would fill it, when one "
                                                                        "could be built from the schema.")
@@ -290,9 +287,8 @@ class NextIncompleteResult(Result):
     items: list[IncompleteItem] = Field(description="Breadth first, in a stable order; empty when finished.")
     has_more: bool
     complete: bool = Field(default=False, description="true: nothing is left to fill below node_path, and the "
-                                                      "document satisfies the schema.")
-    violation_count: int | None = Field(default=None, description="Set when the schema rejects the document: its "
-                                                                  "violations, anywhere in it.")
+                                                      "document satisfies the schema (else violation_count: its "
+                                                      "violations anywhere).")
 
 
 class SearchHitBody(Body):
@@ -365,7 +361,7 @@ def write_report_body(result: WriteResult) -> ValidationReportBody:
     many it fixed (``resolved_count``)."""
     if result.repair is None or result.report.valid:
         return report_body(result.report) if result.repair is None else \
-            ValidationReportBody(valid=True, resolved_count=result.repair.resolved)
+            ValidationReportBody.model_validate({"valid": True, "resolved_count": result.repair.resolved})
     remaining = result.report
     listed = [violation.to_dict() for violation in remaining.violations[:REMAINING_LISTED]]
     more = {"truncated": True} if remaining.count > len(listed) else {}
@@ -449,7 +445,7 @@ def next_incomplete_result(read: NodeRead, items: list[Incomplete], has_more: bo
         more = {"code": item.code, "message": item.message} if item.reason == "violation" else {}
         bodies.append(IncompleteItem(pointer=item.pointer, reason=item.reason, node_schema=item.node_schema,
                                      example_call=call, **more))
-    return NextIncompleteResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/",
-                                items=bodies, has_more=has_more,
-                                complete=not bodies and not has_more and not violation_count,
-                                violation_count=violation_count or None)
+    extra: dict[str, Any] = {"violation_count": violation_count} if violation_count else {}
+    return NextIncompleteResult.model_validate({
+        "doc_id": read.doc_id, "version": read.version, "node_path": read.node_path or "/", "items": bodies,
+        "has_more": has_more, "complete": not bodies and not has_more and not violation_count, **extra})

@@ -28,7 +28,7 @@ from schemadoc.service.core import PREVIEW_BYTES, json_bytes
 from schemadoc.service.history import History
 from schemadoc.service.models import WriteResult
 from schemadoc.storage.base import check_doc_id
-from schemadoc.validation import Repair, ValidationReport, Violation
+from schemadoc.validation import SUGGESTED_FIRST, Repair, ValidationReport, Violation
 from schemadoc.validation.suggestions import fold_fixes
 
 __all__ = ["NodeWrites"]
@@ -319,7 +319,7 @@ class NodeWrites(History):
         document already had, which the write may leave."""
         try:
             if repair is not None:
-                report = ValidationReport(False, repair.added)
+                report = ValidationReport(False, tuple(self.validator.with_suggestions(repair.added, after)))
             report.raise_if_invalid(doc_id=doc_id, version=version)
         except SchemaDocError as error:
             details = error.details
@@ -397,7 +397,7 @@ class NodeWrites(History):
             remediation="Send details.suggested_call as it is, or fix each violation and retry." if fix else None)
 
 
-REMAINING_LISTED = 5
+REMAINING_LISTED = SUGGESTED_FIRST
 """Violations a repair write's answer lists (of those that remain); the count says how many there are."""
 
 

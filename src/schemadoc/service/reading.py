@@ -139,7 +139,7 @@ class Reading(History):
         places, whether there are more, and how many violations the document has anywhere."""
         check_int("limit", limit, 1, _MAX_INCOMPLETE)
         read, tokens = self._read_tokens(doc_id, node_path)
-        violations, count = self._violations_below(read.doc_id, read.node_path)
+        violations, count = self._violations_below(read.doc_id, read.node_path, limit + 1)
         found = violations[:limit]
         if len(violations) >= limit:
             return read, found, len(violations) > limit or count > len(violations), count
@@ -151,16 +151,17 @@ class Reading(History):
         """How many violations the served schema finds in the document now (0: valid); remembered per version."""
         return self.validator.report_of(self._state(check_doc_id(doc_id)).content).count
 
-    def _violations_below(self, doc_id: str, pointer: str) -> tuple[list[Incomplete], int]:
-        """The violations of the served schema at or below ``pointer``, as unfinished places (``violation``), and
-        how many the document has anywhere."""
-        report = self.validator.report_of(self._state(doc_id).content)
+    def _violations_below(self, doc_id: str, pointer: str, limit: int) -> tuple[list[Incomplete], int]:
+        """The first ``limit`` violations of the served schema at or below ``pointer``, as unfinished places
+        (``violation``), and how many the document has anywhere."""
+        content = self._state(doc_id).content
+        report = self.validator.report_of(content)
         if report.valid:
             return [], 0
+        below = [violation for violation in report.violations
+                 if not pointer or violation.path == pointer or violation.path.startswith(pointer + "/")][:limit]
         found = []
-        for violation in report.violations:
-            if pointer and violation.path != pointer and not violation.path.startswith(pointer + "/"):
-                continue
+        for violation in self.validator.with_suggestions(below, content):
             fix = violation.suggested_fix
             tool, node_path, example, has_example = _fix_call(fix)
             found.append(Incomplete(violation.path or "/", "violation", violation.schema_excerpt or {}, tool,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.pointer import parse, resolve
 from schemadoc.validation.incremental import ChangeChecker
 from schemadoc.validation.repair import Repair, judge_repair
 from schemadoc.validation.suggestions import suggest
@@ -35,10 +36,13 @@ from schemadoc.validation.violations import (
 if TYPE_CHECKING:
     from schemadoc.schema import LoadedSchema
 
-__all__ = ["VALID", "DocumentValidator", "Repair", "ValidationReport", "Violation", "creation_problems", "summarise"]
+__all__ = ["SUGGESTED_FIRST", "VALID", "DocumentValidator", "Repair", "ValidationReport", "Violation",
+           "creation_problems", "summarise"]
 
 _MAX_VIOLATIONS = 1000
 _KNOWN_VALID = 64  # documents remembered as valid (each the current version of one edited document)
+SUGGESTED_FIRST = 5
+"""A repaired document's report: the violations (first in report order) given their fixes when it is made."""
 _KNOWN_INVALID = 16  # documents remembered with their report (a document being repaired: its current version)
 
 
@@ -101,8 +105,12 @@ class DocumentValidator:
             if report is not None:
                 return report
         # the verdict is in: collect the errors without asking jsonschema-rs for it again (a
-        # whole is_valid pass, half the cost of a rejected write on a big document)
-        return _report(self._validator, after, self._schema, judged_invalid=True)
+        # whole is_valid pass, half the cost of a rejected write on a big document). A document being
+        # repaired (remembered invalid) gets the fixes of the first violations only: the others are suggested
+        # where they are shown (a repair write's answer lists the first few)
+        repairing = self.known_invalid(before) is not None
+        return _report(self._validator, after, self._schema, judged_invalid=True,
+                       suggest_first=SUGGESTED_FIRST if repairing else None)
 
     def change_report(self, before: Any, after: Any, patch: Sequence[Any] | None = None) -> ValidationReport | None:
         """The report of an invalid ``after`` from the places where it differs from the valid ``before``.
@@ -162,6 +170,11 @@ class DocumentValidator:
         after_all = self.every_violation(after) if after_report.truncated else None
         return judge_repair(before, patch, before_report, after_report, before_all=before_all, after_all=after_all)
 
+    def with_suggestions(self, violations: Sequence[Violation], document: Any) -> list[Violation]:
+        """``violations`` of ``document``, each with its schema excerpt and suggested fix (those of a report that
+        gave them to its first violations only)."""
+        return _suggested(violations, document, self._schema)
+
     def every_violation(self, document: Any) -> list[Violation]:
         """Every violation of ``document`` (up to :data:`COUNT_VIOLATIONS_UP_TO`), without suggested fixes."""
         violations = []
@@ -211,14 +224,17 @@ class DocumentValidator:
 
 
 def _report(validator: Any, instance: Any, schema: LoadedSchema | None = None, *,
-            judged_invalid: bool = False) -> ValidationReport:
+            judged_invalid: bool = False, suggest_first: int | None = None) -> ValidationReport:
     """Every violation of ``instance`` (at most ``_MAX_VIOLATIONS``); ``judged_invalid``: the
-    verdict is known already, so the ``is_valid`` pass that spares valid documents is skipped."""
+    verdict is known already, so the ``is_valid`` pass that spares valid documents is skipped.
+    ``suggest_first``: only the first so many violations (in report order) get their schema excerpt and
+    suggested fix (the others can get them later, :meth:`DocumentValidator.with_suggestions`)."""
     if not judged_invalid and validator.is_valid(instance):
         return VALID
     violations: list[Violation] = []
     truncated = False
     total = 0
+    now = schema is not None and suggest_first is None
     for error in validator.iter_errors(instance):
         total += 1
         if len(violations) >= _MAX_VIOLATIONS:  # beyond the listed ones, only counted
@@ -227,13 +243,32 @@ def _report(validator: Any, instance: Any, schema: LoadedSchema | None = None, *
                 break
             continue
         violation = violation_of(error)
-        if schema is not None:  # whole documents: paths are the schema's own, so fixes can be suggested
+        if now and schema is not None:  # whole documents: paths are the schema's own, so fixes can be suggested
             violation = suggest(violation, error.instance, schema)
         violations.append(violation)
     if not violations:  # whole-document validation is the truth, whatever the verdict said
         return VALID
-    return ValidationReport(False, tuple(sorted(violations, key=report_order)), truncated,
-                            total if truncated else None)
+    ordered = sorted(violations, key=report_order)
+    if schema is not None and suggest_first is not None:
+        ordered[:suggest_first] = _suggested(ordered[:suggest_first], instance, schema)
+    return ValidationReport(False, tuple(ordered), truncated, total if truncated else None)
+
+
+def _suggested(violations: Sequence[Violation], document: Any, schema: LoadedSchema) -> list[Violation]:
+    """``violations`` of ``document`` with their schema excerpts and suggested fixes (the failing node read from
+    ``document`` at each one's path, as the validator's error would carry it)."""
+    out = []
+    for violation in violations:
+        if violation.schema_excerpt is not None or violation.suggested_fix is not None:
+            out.append(violation)
+            continue
+        try:
+            node, _ = resolve(document, parse(violation.path), allow_negative=False)
+        except SchemaDocError:
+            out.append(violation)
+            continue
+        out.append(suggest(violation, node, schema))
+    return out
 
 
 def creation_problems(schema: LoadedSchema) -> list[dict[str, Any]]:
