@@ -210,3 +210,18 @@ def test_next_incomplete_on_a_valid_document_lists_no_violation(served: Any) -> 
     service, doc_id = stored_then_tightened(served, valid)
     _, items, _, count = service.next_incomplete(doc_id, "/", 10)
     assert count == 0 and all(item.reason != "violation" for item in items)
+
+
+def test_after_repair_writes_every_violation_shown_still_comes_with_its_fix(served: Any) -> None:
+    eight = {**THREE_WRONG, "chapters": [{"key": f"k{n}", "title": "One"} for n in range(8)]}
+    service, doc_id = stored_then_tightened(served, eight)
+    first = service.update_node(doc_id, "/tags", ["a"], 1)
+    second = service.update_node(doc_id, "/tags", ["b"], 2)  # its report was made knowing the document invalid
+    assert first.report.count == second.report.count == 10
+    _, items, _, _ = service.next_incomplete(doc_id, "/chapters", 20)
+    assert [item.pointer for item in items if item.reason == "violation"] == [f"/chapters/{n}" for n in range(8)]
+    assert all(item.has_example and item.node_path == f"{item.pointer}/isbn" for item in items[:8])
+    with pytest.raises(SchemaDocError) as refused:
+        service.delete_node(doc_id, "/chapters/7/key", 3)
+    fix = refused.value.details["suggested_call"]["arguments"]["patch"][-1]
+    assert (fix["op"], fix["path"]) == ("add", "/chapters/7/key")  # the new violation's fix, found after the fact
