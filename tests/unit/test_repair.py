@@ -225,3 +225,30 @@ def test_after_repair_writes_every_violation_shown_still_comes_with_its_fix(serv
         service.delete_node(doc_id, "/chapters/7/key", 3)
     fix = refused.value.details["suggested_call"]["arguments"]["patch"][-1]
     assert (fix["op"], fix["path"]) == ("add", "/chapters/7/key")  # the new violation's fix, found after the fact
+
+
+def test_the_answers_say_what_remains_and_validate_node_what_would_be_accepted(served: Any) -> None:
+    from schemadoc.operations.catalogue import BY_NAME
+    from schemadoc.operations.operation import Call, invoke
+
+    eight = {**THREE_WRONG, "chapters": [{"key": f"k{n}", "title": "One"} for n in range(8)]}
+    service, doc_id = stored_then_tightened(served, eight)
+    call = Call(service, max_depth=64)
+
+    def answer(tool: str, **arguments: Any) -> dict[str, Any]:
+        return invoke(call, BY_NAME[tool], {"doc_id": doc_id, **arguments}).model_dump(mode="json")
+
+    checked = answer("document_validate_node", node_path="/title", node_data="Hi")
+    assert checked["valid"] is True and checked["validation_report"]["error_count"] == 9
+    assert answer("document_validate_node", node_path="/tags", node_data=[1])["valid"] is False
+    written = answer("document_update_node", node_path="/title", node_data="Hi", version=1)
+    report = written["validation_report"]
+    assert (report["valid"], report["error_count"], report["resolved_count"], report["truncated"]) == \
+        (False, 9, 1, True)
+    assert [error["path"] for error in report["errors"]] == ["", "/chapters/0", "/chapters/1", "/chapters/2",
+                                                             "/chapters/3"]
+    assert all(error["suggested_fix"] for error in report["errors"])
+    incomplete = answer("document_next_incomplete", node_path="/", limit=2)
+    assert (incomplete["complete"], incomplete["violation_count"], incomplete["has_more"]) == (False, 9, True)
+    assert incomplete["items"][1]["example_call"]["arguments"]["node_path"] == "/chapters/0/isbn"
+    assert incomplete["items"][1]["code"] == "required-missing"
