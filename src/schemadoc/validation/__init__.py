@@ -131,7 +131,8 @@ class DocumentValidator:
 
     def report_of(self, document: Any) -> ValidationReport:
         """:meth:`validate`'s report of ``document``, remembered: a document found valid costs nothing more, and
-        the current version of a document being repaired is not validated again on each write."""
+        the current version of a document being repaired is not validated again on each write. Only its first
+        violations come with their fixes (:meth:`with_suggestions` gives the others theirs)."""
         with self._known_lock:
             if self._known_valid.get(id(document)) is document:
                 return VALID
@@ -139,8 +140,10 @@ class DocumentValidator:
             if known is not None and known[0] is document:
                 self._known_invalid.move_to_end(id(document))
                 return known[1]
-        report = self.validate(document)
-        if not report.valid:
+        report = _report(self._validator, document, self._schema, suggest_first=SUGGESTED_FIRST)
+        if report.valid:
+            self._remember(document, None)
+        else:
             self.remember_invalid(document, report)
         return report
 
