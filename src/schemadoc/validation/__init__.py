@@ -21,7 +21,7 @@ import orjson
 from schemadoc.errors import SchemaDocError
 from schemadoc.pointer import parse, resolve
 from schemadoc.validation.incremental import ChangeChecker
-from schemadoc.validation.repair import Repair, judge_repair
+from schemadoc.validation.repair import Repair, judge_repair, report_after_repair
 from schemadoc.validation.suggestions import suggest
 from schemadoc.validation.violations import (
     COUNT_VIOLATIONS_UP_TO,
@@ -96,6 +96,17 @@ class DocumentValidator:
         the next change to it is checked incrementally too.
         """
         known = self._known(before)
+        was = None if known else self.known_invalid(before)
+        if was is not None and patch is not None:  # a document being repaired: from its report and the change
+            report = report_after_repair(self._changes, before, after, list(patch), was, limit=_MAX_VIOLATIONS)
+            if report is not None:
+                if report.valid and keep:
+                    self._remember(after, before)
+                elif not report.valid:
+                    report = ValidationReport(False, tuple(_suggested(report.violations[:SUGGESTED_FIRST], after,
+                                                                      self._schema))
+                                              + report.violations[SUGGESTED_FIRST:])
+                return report
         if self._change_is_valid(known, before, after, patch):
             if keep:
                 self._remember(after, before)

@@ -13,13 +13,14 @@ too long) keeps that place's violations: the same ones, not new ones.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from schemadoc.ops.carry import carry
-from schemadoc.validation.violations import ValidationReport, Violation
+from schemadoc.validation.incremental import ChangeChecker
+from schemadoc.validation.violations import VALID, ValidationReport, Violation, report_order, violation_of
 
-__all__ = ["Repair", "ViolationKey", "judge_repair", "violation_keys"]
+__all__ = ["Repair", "ViolationKey", "judge_repair", "report_after_repair", "violation_keys"]
 
 ViolationKey = tuple[str, str, str, str | None]
 """(code, schema_path, path, member name or None)."""
@@ -95,3 +96,46 @@ def judge_repair(before_document: Any, patch: list[dict[str, Any]], before: Vali
         listed = {(v.code, v.schema_path, v.path, repr(v.expected), repr(v.actual)): v for v in after.violations}
         added = [listed.get((v.code, v.schema_path, v.path, repr(v.expected), repr(v.actual)), v) for v in added]
     return Repair(before, after, tuple(added), resolved)
+
+
+def report_after_repair(changes: ChangeChecker, before: Any, after: Any, patch: list[dict[str, Any]],
+                        was: ValidationReport, *, limit: int) -> ValidationReport | None:
+    """The report of ``after`` from the remembered report of the invalid ``before`` (``was``) and the places where
+    they differ: the report whole validation gives (its violations without fixes), or None when it cannot be told
+    that way (then the whole document is validated).
+
+    The walk of a change (:mod:`.incremental`) looks at the same checks in both documents: where they differ, every
+    node's own keywords and the subtrees that are new. A check it skips finds the same in both (at a place the
+    patch may have shifted). So the violations of ``after`` are those the walk finds in it, and those of ``before``
+    the walk, run the other way, does not find there, carried through the patch."""
+    if was.truncated or after is before:
+        return None
+    found = changes.change_errors(before, after, patch, limit=limit)
+    gone = changes.change_errors(after, before, None, limit=limit) if found is not None else None
+    if found is None or gone is None:
+        return None
+    seen_there = {_sameness(violation_of(error)) for error in gone}
+    kept = [violation for violation in was.violations if _sameness(violation) not in seen_there]
+    places = carry(before, patch, {violation.path for violation in kept})
+    violations = [moved for violation in kept if (moved := _moved(violation, places[violation.path])) is not None]
+    violations.extend(violation_of(error) for error in found)
+    if len(violations) > limit:
+        return None
+    if not violations:
+        return VALID
+    return ValidationReport(False, tuple(sorted(violations, key=report_order)))
+
+
+def _sameness(violation: Violation) -> tuple[str, str, str, str]:
+    return violation.code, violation.schema_path, violation.path, violation.message
+
+
+def _moved(violation: Violation, path: str | None) -> Violation | None:
+    """``violation`` at its place after the patch (its fix, which named the old place, left to be made again)."""
+    if path is None:
+        return None
+    if path == violation.path:
+        return replace(violation, suggested_fix=None, schema_excerpt=None) if violation.suggested_fix else violation
+    old, new = violation.path or "/", path or "/"
+    message = new + violation.message[len(old):] if violation.message.startswith(old) else violation.message
+    return replace(violation, path=path, message=message, suggested_fix=None, schema_excerpt=None)
