@@ -129,6 +129,7 @@ async def test_restarted_with_a_tighter_schema_both_doors_repair_a_step_at_a_tim
         assert refused["code"] == "validation-failed", (door, worse)
         assert codes(refused["details"]["violations"]) == [("type-mismatch", "/chapters/1/title")], door
         assert refused["details"]["already_invalid"]["still_there_count"] == 2, door
+        assert refused["details"]["suggested_call"]["resolves"] is True, door  # accepted under the repair rule
         judged = error_of(valid)  # a valid document: refused as always, every violation, no word of repair
         assert judged["code"] == "validation-failed", door
         assert codes(judged["details"]["violations"]) == [("max-length", "/title")], door

@@ -181,8 +181,11 @@ def test_places_are_carried_through_inserts_removals_and_moves() -> None:
         {"/a/0": "/a/0", "/a/1/x": None, "/a/2": "/a/1", "/b/0": "/b/0"}
     assert carry(document, [{"op": "move", "from": "/a/2", "path": "/a/0"}], pointers) == \
         {"/a/0": "/a/1", "/a/1/x": "/a/2/x", "/a/2": "/a/0", "/b/0": "/b/0"}
+    # a member removed leaves its place (written again, it is the same place); "0" in an object is no index
     assert carry(document, [{"op": "remove", "path": "/b/0"}, {"op": "replace", "path": "/a/0", "value": 1}],
-                 pointers) == {"/a/0": "/a/0", "/a/1/x": "/a/1/x", "/a/2": "/a/2", "/b/0": None}
+                 pointers) == {"/a/0": "/a/0", "/a/1/x": "/a/1/x", "/a/2": "/a/2", "/b/0": "/b/0"}
+    assert carry(document, [{"op": "remove", "path": "/a/0"}, {"op": "add", "path": "/a/0", "value": {}}],
+                 pointers) == {"/a/0": None, "/a/1/x": "/a/1/x", "/a/2": "/a/2", "/b/0": "/b/0"}
 
 
 def test_next_incomplete_names_each_place_that_still_violates_and_never_says_complete(served: Any) -> None:
@@ -225,6 +228,7 @@ def test_after_repair_writes_every_violation_shown_still_comes_with_its_fix(serv
         service.delete_node(doc_id, "/chapters/7/key", 3)
     fix = refused.value.details["suggested_call"]["arguments"]["patch"][-1]
     assert (fix["op"], fix["path"]) == ("add", "/chapters/7/key")  # the new violation's fix, found after the fact
+    assert refused.value.details["suggested_call"]["resolves"] is True  # the repair rule would accept it
 
 
 def test_the_answers_say_what_remains_and_validate_node_what_would_be_accepted(served: Any) -> None:

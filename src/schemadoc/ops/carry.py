@@ -1,7 +1,8 @@
 """Places in a document carried through an RFC 6902 patch: where each node of the document before is after it.
 
 An ``add`` (or the arrival of a ``move`` or ``copy``) into an array shifts the items after it up, a ``remove`` (or
-the departure of a ``move``) shifts them down; a ``remove`` takes the places at and below its path away (``None``);
+the departure of a ``move``) shifts them down; a ``remove`` of an array item takes the places at and below it away
+(``None``), of an object member leaves them (nothing is there any more, unless a later operation writes it again);
 a ``move`` takes the places below its ``from`` along to its ``path``. ``replace``, ``add`` of an object member and
 ``test`` leave every place where it is: a node replaced keeps its place (what is written there is judged at that
 place). Used by the repair rule (:mod:`schemadoc.validation.repair`) to tell a violation the document already had,
@@ -57,11 +58,12 @@ def _under(tokens: Tokens, prefix: Tokens) -> bool:
 
 
 def _removed(tokens: Tokens | None, target: Tokens, in_array: bool) -> Tokens | None:
-    """``tokens`` after the node at ``target`` was taken out."""
+    """``tokens`` after the node at ``target`` was taken out: an array item's places go with it (its followers
+    shift down into its index); a member's places stay (whatever is written there again is at the same place)."""
     if tokens is None or not target:
         return tokens
     if _under(tokens, target):
-        return None
+        return None if in_array else tokens
     parent = target[:-1]
     if in_array and len(tokens) > len(parent) and _under(tokens, parent):
         index, at = tokens[len(parent)], int(target[-1])

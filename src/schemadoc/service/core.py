@@ -366,15 +366,16 @@ class ServiceCore:
         return entry.sizes if entry is not None else SizeCache()
 
     def _suggestion(self, after: Any, fix: list[dict[str, Any]], tool: str, arguments: dict[str, Any],
-                    prefix: str = "") -> dict[str, Any]:
+                    prefix: str = "", resolves: Callable[[], bool] | None = None) -> dict[str, Any]:
         """A refusal's ``suggested_call``: ``tool`` with ``arguments``, whether ``fix`` applied to ``after`` passes
-        validation (``resolves``), the made-up values in ``fix`` to replace (``placeholders``, relative to
-        ``prefix``), within 16 KiB (:func:`bounded_call`)."""
+        validation (``resolves``; or as the given function tells), the made-up values in ``fix`` to replace
+        (``placeholders``, relative to ``prefix``), within 16 KiB (:func:`bounded_call`)."""
         try:
-            resolves = self.validator.validate(apply_patch(after, check_patch(fix)).document).valid
+            resolved = resolves() if resolves is not None else \
+                self.validator.validate(apply_patch(after, check_patch(fix)).document).valid
         except SchemaDocError:
-            resolves = False
-        call: dict[str, Any] = {"tool": tool, "arguments": arguments, "resolves": resolves}
+            resolved = False
+        call: dict[str, Any] = {"tool": tool, "arguments": arguments, "resolves": resolved}
         marked = placeholders(fix, self.schema, prefix)
         if marked:
             call["placeholders"] = marked

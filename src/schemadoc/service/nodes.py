@@ -280,7 +280,7 @@ class NodeWrites(History):
             accepted = report.valid or (repair is not None and repair.accepted)
             if not accepted and not report_only:
                 self._refuse(doc_id, current, applied.document, applied.patch, node_path, node, report, retry,
-                             dry_run=dry_run, repair=repair)
+                             dry_run=dry_run, repair=repair, before=state.content)
             if dry_run:
                 if accepted:  # a valid preview of something that cannot be stored must fail like the write
                     patch_size(state.content, state.meta.content_size_bytes, applied.patch, doc_id)
@@ -305,7 +305,7 @@ class NodeWrites(History):
 
     def _refuse(self, doc_id: str, version: int, after: Any, patch: list[dict[str, Any]], node_path: str, node: Any,
                 report: ValidationReport, retry: Retry | None, *, dry_run: bool,
-                repair: Repair | None = None) -> None:
+                repair: Repair | None = None, before: Any = None) -> None:
         """``validation-failed`` with every violation and one fix that can be sent as it is: ``suggested_call``,
         the same call with corrected arguments (or a patch of the current document), whose fixes never conflict.
 
@@ -315,8 +315,9 @@ class NodeWrites(History):
         passes validation.
 
         ``repair``: the write went to a document the schema already rejected and adds violations: only those are
-        listed (and fixed by the suggested call); ``already_invalid`` counts and lists the first of those the
-        document already had, which the write may leave."""
+        listed (and fixed by the suggested call, whose ``resolves`` then says whether the repair rule would accept
+        it); ``already_invalid`` counts and lists the first of those the document already had (``before``), which
+        the write may leave."""
         try:
             if repair is not None:
                 report = ValidationReport(False, tuple(self.validator.with_suggestions(repair.added, after)))
@@ -333,8 +334,9 @@ class NodeWrites(History):
                 details["already_invalid"] = already_invalid(repair)
             fix, details["violations"] = fold_fixes(details["violations"])
             if fix:
+                accepted = None if repair is None else (lambda: self._repair_accepts(before, [*patch, *fix]))
                 details["suggested_call"] = self._suggested_call(doc_id, version, after, patch, node_path, node,
-                                                                 fix, retry)
+                                                                 fix, retry, accepted)
             if dry_run:
                 details.update({"dry_run": True, **_preview(patch)})
             suggestion = ("Send details.suggested_call as it is (replace the values listed in its placeholders with "
@@ -343,11 +345,18 @@ class NodeWrites(History):
             raise SchemaDocError(error.code, error.message, details, remediation=remediation) from None
 
     def _suggested_call(self, doc_id: str, version: int, after: Any, patch: list[dict[str, Any]], node_path: str,
-                        node: Any, fix: list[dict[str, Any]], retry: Retry | None) -> dict[str, Any]:
+                        node: Any, fix: list[dict[str, Any]], retry: Retry | None,
+                        resolves: Callable[[], bool] | None = None) -> dict[str, Any]:
         found = retry(node_path, node, fix) if retry is not None else None
         tool, arguments = found if found is not None else ("document_apply_patch", {"patch": [*patch, *fix]})
         return self._suggestion(after, fix, tool, {"doc_id": doc_id, **arguments, "version": version},
-                                node_path if found is not None else "")
+                                node_path if found is not None else "", resolves)
+
+    def _repair_accepts(self, before: Any, patch: list[dict[str, Any]]) -> bool:
+        """Whether the repair rule accepts ``patch`` on the invalid ``before`` (the write and its fixes, as one)."""
+        applied = apply_patch(before, check_patch(patch))
+        report = self.validator.validate_change(before, applied.document, patch=applied.patch, keep=False)
+        return report.valid or self.validator.repair(before, applied.document, applied.patch, report).accepted
 
     def _merge_patch_problems(self, concrete: list[str | int], merge_patch: Any) -> list[dict[str, Any]]:
         """What the node's merge-patch schema refuses in ``merge_patch``, with paths from the document root."""
