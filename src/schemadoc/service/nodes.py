@@ -263,6 +263,11 @@ class NodeWrites(History):
             compiled = build(state.content)
             applied = apply_patch(state.content, compiled.patch)
             check_written_depth(applied.document, applied.patch, self.max_json_depth, known=written)
+            if self.validation_level == "moderate" and not self.validator.known_valid(state.content):
+                # the version written to, just loaded: judged whole once (what judging the new one whole would have
+                # cost), so the new one is judged from the change, and a repair from the old report
+                with self.span("validation"):
+                    self.validator.report_of(state.content)
             was = self.validator.known_invalid(state.content)  # a document being repaired (remembered, not computed)
             with self.span("validation"):
                 report = self.validator.validate_change(state.content, applied.document, patch=applied.patch,
