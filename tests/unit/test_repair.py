@@ -256,3 +256,14 @@ def test_the_answers_say_what_remains_and_validate_node_what_would_be_accepted(s
     assert (incomplete["complete"], incomplete["violation_count"], incomplete["has_more"]) == (False, 9, True)
     assert incomplete["items"][1]["example_call"]["arguments"]["node_path"] == "/chapters/0/isbn"
     assert incomplete["items"][1]["code"] == "required-missing"
+
+
+def test_strict_refuses_with_every_fix_also_after_the_report_was_remembered(served: Any) -> None:
+    eight = {**THREE_WRONG, "chapters": [{"key": f"k{n}", "title": "One"} for n in range(8)]}
+    service, doc_id = stored_then_tightened(served, eight, level="strict")
+    service.next_incomplete(doc_id, "/", 5)  # the report of version 1 is remembered (fixes for the first only)
+    with pytest.raises(SchemaDocError) as refused:
+        service.update_node(doc_id, "/tags", ["x"], 1)
+    patch = refused.value.details["suggested_call"]["arguments"]["patch"]
+    assert {operation["path"] for operation in patch} >= {f"/chapters/{n}/isbn" for n in range(8)} | {"/isbn"}
+    assert len(refused.value.details["violations"]) == 10

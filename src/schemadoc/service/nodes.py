@@ -326,6 +326,9 @@ class NodeWrites(History):
         try:
             if repair is not None:
                 report = ValidationReport(False, tuple(self.validator.with_suggestions(repair.added, after)))
+            else:  # a report made from a remembered one gave its first violations their fixes only
+                fixed = tuple(self.validator.with_suggestions(report.violations, after))
+                report = ValidationReport(report.valid, fixed, report.truncated, report.total)
             report.raise_if_invalid(doc_id=doc_id, version=version)
         except SchemaDocError as error:
             details = error.details
