@@ -267,3 +267,16 @@ def test_strict_refuses_with_every_fix_also_after_the_report_was_remembered(serv
     patch = refused.value.details["suggested_call"]["arguments"]["patch"]
     assert {operation["path"] for operation in patch} >= {f"/chapters/{n}/isbn" for n in range(8)} | {"/isbn"}
     assert len(refused.value.details["violations"]) == 10
+
+
+def test_beyond_the_violations_a_report_lists_every_one_is_still_compared(served: Any) -> None:
+    many = {**THREE_WRONG, "chapters": [{"key": f"k{n}", "title": "One"} for n in range(1200)]}
+    service, doc_id = stored_then_tightened(served, many)
+    fixed = service.create_node(doc_id, "/chapters/1100/isbn", "1", 1)  # beyond the first 1,000 listed
+    assert fixed.report.truncated and fixed.report.count == 1201 and fixed.repair is not None
+    assert fixed.repair.resolved == 1
+    with pytest.raises(SchemaDocError) as refused:
+        service.delete_node(doc_id, "/chapters/1150/key", 2)
+    assert codes(refused.value.details["violations"]) == [("required-missing", "/chapters/1150")]
+    moved = service.move_node(doc_id, "/chapters/1199", "/chapters/0", 2)  # every index shifts, nothing is new
+    assert moved.report.count == 1201
