@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-inventory bench-archive bench-check bench-postgres bench-instructions bench-rest bench-observability bench-validation bench-agents bench-limits bench-startup bench-shutdown bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
+.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-inventory bench-archive bench-check bench-postgres bench-instructions bench-rest bench-observability bench-validation bench-repair bench-agents bench-limits bench-startup bench-shutdown bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
 
 # development: the server, the client, the conformance suite and the tools (make test)
 $(VENV)/.installed: pyproject.toml
@@ -115,6 +115,9 @@ clean:
 
 bench-limits: $(VENV)/.installed  ## the one walk of a written value beside the write (0.1, 1, 10 MiB), whole writes through REST and MCP (1, 10 MiB), a subscriber slot
 	$(PY) benchmarks/limits.py
+
+bench-repair: $(VENV)/.installed  ## the repair rule's cost on a write (a document the schema already rejects) beside a normal write, 1 and 10 MiB
+	$(PY) benchmarks/repair.py
 
 bench-validation: $(VENV)/.installed  ## validation per write, incremental beside whole, at 1/10/100 MiB
 	$(PY) benchmarks/validation.py

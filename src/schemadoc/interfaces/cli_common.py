@@ -129,6 +129,6 @@ def create_service(settings: Settings) -> DocumentService:
                               snapshot_policy=SnapshotPolicy.from_settings(settings),
                               max_json_depth=settings.max_json_depth, max_string_length=settings.max_string_length,
                               max_patch_operations=settings.max_patch_operations,
-                              memory_budget=settings.memory_budget)
+                              memory_budget=settings.memory_budget, validation_level=settings.validation_level)
     service.open()
     return service

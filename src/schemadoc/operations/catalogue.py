@@ -207,7 +207,7 @@ def _validate_node(call: Call, args: a.ValidateNodeArgs) -> BaseModel:
                                      report_only=True)
         write = "document_create_node"
     return r.ValidateNodeResult(doc_id=result.doc_id, node_path=result.node_path or "/", version=result.version,
-                                valid=result.report.valid, write=write, validation_report=r.report_body(result.report))
+                                valid=result.accepted, write=write, validation_report=r.write_report_body(result))
 
 
 def _reads_node_locally(service: DocumentService, args: a.ReadNodeArgs) -> bool:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from schemadoc.ops.journal import JournalEntry
 from schemadoc.reading import Incomplete, Window
 from schemadoc.service import HistoryPage, NodeRead, NodeView, WriteResult
+from schemadoc.service.nodes import REMAINING_LISTED
 from schemadoc.validation import ValidationReport
 
 
@@ -71,7 +72,8 @@ class WriteBody(Result):
     doc_id: str
     version: int = Field(description="The new version (dry run: the current, unchanged version).")
     patch: list[dict[str, Any]] = Field(description="The RFC 6902 patch this write compiled to.")
-    validation_report: ValidationReportBody
+    validation_report: ValidationReportBody = Field(description="A document the schema already rejected: valid "
+                                                    "false, error_count left, the first errors, resolved_count fixed.")
     dry_run: bool = False
 
 
@@ -272,8 +274,9 @@ class ExampleCall(Body):
 
 class IncompleteItem(Body):
     pointer: str
-    reason: str = Field(description="absent (an optional property not there yet), empty-array (items the schema "
-                                    "describes), or default-value (equal to the schema default; only with "
+    reason: str = Field(description="violation (the schema changed and rejects this place: code, message; listed "
+                                    "first), absent (an optional property not there yet), empty-array (items the "
+                                    "schema describes), or default-value (equal to the schema default; only with "
                                     "include_defaults, and never with an example_call: the value is set).")
     node_schema: dict[str, Any] = Field(description="The schema of the value to write (for empty-array: of one item).")
     example_call: ExampleCall | None = Field(default=None, description="A call that would fill it, when one "
@@ -286,7 +289,9 @@ class NextIncompleteResult(Result):
     node_path: str
     items: list[IncompleteItem] = Field(description="Breadth first, in a stable order; empty when finished.")
     has_more: bool
-    complete: bool = Field(default=False, description="true: nothing is left to fill below node_path.")
+    complete: bool = Field(default=False, description="true: nothing is left to fill below node_path, and the "
+                                                      "document satisfies the schema (else violation_count: its "
+                                                      "violations anywhere).")
 
 
 class SearchHitBody(Body):
@@ -353,13 +358,27 @@ def report_body(report: ValidationReport) -> ValidationReportBody:
     return ValidationReportBody.model_validate(report.to_dict())
 
 
+def write_report_body(result: WriteResult) -> ValidationReportBody:
+    """A write's verdict: valid, or for a write that repaired part of a document the schema already rejected (the
+    repair rule), ``valid: false`` with how many violations remain (``error_count``), the first of them and how
+    many it fixed (``resolved_count``)."""
+    if result.repair is None or result.report.valid:
+        return report_body(result.report) if result.repair is None else \
+            ValidationReportBody.model_validate({"valid": True, "resolved_count": result.repair.resolved})
+    remaining = result.report
+    listed = [violation.to_dict() for violation in remaining.violations[:REMAINING_LISTED]]
+    more = {"truncated": True} if remaining.count > len(listed) else {}
+    return ValidationReportBody.model_validate({"valid": False, "error_count": remaining.count, "errors": listed,
+                                                "resolved_count": result.repair.resolved, **more})
+
+
 def write_fields(result: WriteResult) -> dict[str, Any]:
     """The members every write result has."""
     fields: dict[str, Any] = {
         "doc_id": result.doc_id,
         "version": result.version,
         "patch": result.patch,
-        "validation_report": report_body(result.report),
+        "validation_report": write_report_body(result),
         "dry_run": result.dry_run,
     }
     if result.dry_run:
@@ -416,18 +435,23 @@ def read_view_result(read: NodeView, bounded: bool) -> ReadNodeResult:
                                  **window_fields(view.window))
 
 
-def next_incomplete_result(read: NodeRead, items: list[Incomplete], has_more: bool) -> NextIncompleteResult:
+def next_incomplete_result(read: NodeRead, items: list[Incomplete], has_more: bool,
+                           violation_count: int = 0) -> NextIncompleteResult:
     bodies = []
     for item in items:
         call = None
         if item.has_example:
             arguments = {"doc_id": read.doc_id, "node_path": item.node_path, "node_data": item.example,
-                         "version": read.version}
+                         "version": read.version} if item.tool != "document_apply_patch" else \
+                {"doc_id": read.doc_id, "patch": item.example, "version": read.version}
             call = ExampleCall(tool=item.tool, arguments=arguments, placeholder=item.placeholder)
+        more = {"code": item.code, "message": item.message} if item.reason == "violation" else {}
         bodies.append(IncompleteItem(pointer=item.pointer, reason=item.reason, node_schema=item.node_schema,
-                                     example_call=call))
-    return NextIncompleteResult(doc_id=read.doc_id, version=read.version, node_path=read.node_path or "/",
-                                items=bodies, has_more=has_more, complete=not bodies and not has_more)
+                                     example_call=call, **more))
+    extra: dict[str, Any] = {"violation_count": violation_count} if violation_count else {}
+    return NextIncompleteResult.model_validate({
+        "doc_id": read.doc_id, "version": read.version, "node_path": read.node_path or "/", "items": bodies,
+        "has_more": has_more, "complete": not bodies and not has_more and not violation_count, **extra})
 
 
 # -- verdicts under the served schema (REST routes beside the catalogue: docs/schema-changes.md) ----------------

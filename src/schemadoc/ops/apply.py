@@ -274,3 +274,25 @@ def check_written_depth(document: Any, patch: list[dict[str, Any]], limit: int,
                 f"The write would nest the document more than {limit} levels deep (at {operation['path']}).",
                 {"path": operation["path"], "max_json_depth": limit})
 
+
+
+def array_parents(document: Any, patch: list[dict[str, Any]]) -> list[tuple[bool, bool]]:
+    """For each operation of ``patch`` (strict, already applied once), whether the container holding its ``path``,
+    and its ``from``, is an array just before it is applied: what tells an index from a member name when places
+    are carried through the patch (:mod:`schemadoc.ops.carry`). One workspace, as :func:`apply_patch`."""
+    work = _Workspace(document)
+    out: list[tuple[bool, bool]] = []
+    for operation in patch:
+        flags = []
+        for member in ("path", "from"):
+            tokens = parse(operation[member]) if isinstance(operation.get(member), str) else []
+            parent: Any = None
+            if tokens:
+                try:
+                    parent, _ = resolve(work.root, tokens[:-1], allow_negative=False)
+                except SchemaDocError:
+                    parent = None
+            flags.append(isinstance(parent, list))
+        out.append((flags[0], flags[1]))
+        _apply_one(work, operation)
+    return out

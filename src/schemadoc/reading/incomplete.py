@@ -5,6 +5,8 @@ Three kinds of places, in a stable order (breadth first; within an object, the s
 
 - ``absent``: an optional property the schema defines that the object does not have;
 - ``empty-array``: an empty array whose items the schema describes;
+- ``violation`` (listed first, by the service): a place the served schema rejects, in a document stored before
+  the schema changed (docs/schema-changes.md), with its code, message and a fix where one can be made;
 - ``default-value``: a scalar equal to its schema ``default``, only when asked (``include_defaults``): a value
   the document holds may have been chosen on purpose, so it is never unfinished merely for equalling the
   default, and no example call proposes to overwrite it.
@@ -46,6 +48,11 @@ class Incomplete:
     has_example: bool = False
     placeholder: bool = False
     """The example holds made-up values (see :func:`~schemadoc.reading.examples.is_placeholder`)."""
+    code: str | None = None
+    """For ``violation``: the violation's catalog code (the message says what is wrong)."""
+    message: str | None = None
+    fix: list[dict[str, Any]] | None = None
+    """For ``violation``: an RFC 6902 patch that repairs it, where one follows mechanically."""
 
 
 def _describes_items(schema: Any) -> bool:

@@ -44,10 +44,11 @@ from schemadoc.storage.base import (
     StoreNotice,
     Verdict,
 )
-from schemadoc.validation import DocumentValidator
+from schemadoc.validation import VALID, DocumentValidator, ValidationReport
 from schemadoc.validation.suggestions import placeholders
 
-__all__ = ["MAX_JSON_DEPTH", "PERSIST_CHECKPOINT_EVERY", "ServiceCore", "bounded_call", "json_bytes", "parse_stored"]
+__all__ = ["MAX_JSON_DEPTH", "PERSIST_CHECKPOINT_EVERY", "VALIDATION_LEVELS", "ServiceCore",
+            "bounded_call", "json_bytes", "parse_stored"]
 
 log = logging.getLogger("schemadoc.service")
 _P = ParamSpec("_P")
@@ -61,6 +62,7 @@ operation): 128 keeps every document readable through every result, with room to
 _FREEZE_ABOVE_BYTES = 1 << 20
 _RESULT_SIZE_ENTRIES = 20_000
 PERSIST_CHECKPOINT_EVERY = 256
+VALIDATION_LEVELS = ("moderate", "strict")
 """The store is given the content of every 256th version (it keeps a bounded, log-spaced set of them)."""
 
 
@@ -70,8 +72,14 @@ class ServiceCore:
     def __init__(self, schema: LoadedSchema, store: DocumentStore, *,
                  lock_timeout: float = LOCK_TIMEOUT_SECONDS, snapshot_policy: SnapshotPolicy | None = None,
                  max_json_depth: int = MAX_JSON_DEPTH, max_string_length: int = MAX_STRING_LENGTH,
-                 max_patch_operations: int = MAX_PATCH_OPERATIONS, memory_budget: int | None = None) -> None:
+                 max_patch_operations: int = MAX_PATCH_OPERATIONS, memory_budget: int | None = None,
+                 validation_level: str = "moderate") -> None:
         self.schema = schema
+        if validation_level not in VALIDATION_LEVELS:
+            raise ValueError(f"validation_level must be one of {', '.join(VALIDATION_LEVELS)}")
+        self.validation_level = validation_level
+        """``moderate``: a write to a document the schema already rejects is accepted when it adds no violation
+        (:mod:`schemadoc.validation.repair`); ``strict``: every write must leave the document valid."""
         self.max_json_depth = max_json_depth
         self.max_string_length = max_string_length
         """Longest string value, member name or pointer a write may carry, in characters."""
@@ -283,12 +291,12 @@ class ServiceCore:
     def _commit(self, doc_id: str, state: DocState | None, content: Any, patch: list[dict[str, Any]], op: str,
                 info: dict[str, Any], *, kind: str, deleted_at: str | bool | None = False,
                 size: int | None = None, edit_bytes: int = 0, actor: str | None = None,
-                verdict: Verdict | None = None) -> DocumentMeta:
+                report: ValidationReport = VALID) -> DocumentMeta:
         """Journal one new version (caller holds the write lock), then publish it.
 
-        The new version records the served schema's digest and ``verdict``, what that schema says of it:
-        by default valid (every write the service accepts validates), else the violations a repair left
-        (the verdict's version and digest are set here). A write with an empty patch (delete, undelete)
+        The new version records the served schema's digest and its verdict, what that schema says of it:
+        ``report``, valid but for a repair write (``validation_level: moderate``), where it lists what
+        remains (:meth:`_verdict_committed` is told it too). A write with an empty patch (delete, undelete)
         changes no content and keeps the verdict and digest the document had.
 
         ``actor`` (who made it: a token's name, a door or a command; the door decides, never the client) is
@@ -314,6 +322,8 @@ class ServiceCore:
             now = utc_now()
             entry = JournalEntry(version=1 if state is None else state.meta.version + 1, op=op, patch=patch,
                                  at=now, info={**info, "seq": cursor} if self._shared is None else info)
+            verdict = None if report.valid else Verdict.of(entry.version, self.schema.digest, report.violations,
+                                                           report.count)
             digest, judged = self._judged(state, entry.version, patch, verdict)
             if state is None:
                 assert data is not None
@@ -334,6 +344,7 @@ class ServiceCore:
                     self._forget(doc_id)  # the store may have rolled the document forward
                     raise
             self._states.put(doc_id, DocState(meta, content), None if state is not None else 2 * size)
+            self._verdict_committed(doc_id, meta, content, report, None if state is None else state.content)
             change = Change(cursor, doc_id, entry.version, op, now, actor)
             if state is not None:
                 self.snapshots.committed(doc_id, edit_bytes + 200, inline=data is not None)
@@ -361,21 +372,30 @@ class ServiceCore:
             return digest, Verdict(version, digest)
         return digest, replace(verdict, version=version, digest=digest)
 
+    def _verdict_committed(self, doc_id: str, meta: DocumentMeta, content: Any, report: ValidationReport,
+                           replaced: Any) -> None:
+        """The one place a committed version's verdict passes (every commit; ``report`` invalid only for a repair
+        write, ``replaced``: the version before): an invalid one is remembered with its content, so the next
+        repair write to it does not validate it again."""
+        if not report.valid:
+            self.validator.remember_invalid(content, report, replaced)
+
     def _sizes_of(self, doc_id: str) -> SizeCache:
         """The size cache of a held document's containers."""
         entry = self._states.entry(doc_id)
         return entry.sizes if entry is not None else SizeCache()
 
     def _suggestion(self, after: Any, fix: list[dict[str, Any]], tool: str, arguments: dict[str, Any],
-                    prefix: str = "") -> dict[str, Any]:
+                    prefix: str = "", resolves: Callable[[], bool] | None = None) -> dict[str, Any]:
         """A refusal's ``suggested_call``: ``tool`` with ``arguments``, whether ``fix`` applied to ``after`` passes
-        validation (``resolves``), the made-up values in ``fix`` to replace (``placeholders``, relative to
-        ``prefix``), within 16 KiB (:func:`bounded_call`)."""
+        validation (``resolves``; or as the given function tells), the made-up values in ``fix`` to replace
+        (``placeholders``, relative to ``prefix``), within 16 KiB (:func:`bounded_call`)."""
         try:
-            resolves = self.validator.validate(apply_patch(after, check_patch(fix)).document).valid
+            resolved = resolves() if resolves is not None else \
+                self.validator.validate(apply_patch(after, check_patch(fix)).document).valid
         except SchemaDocError:
-            resolves = False
-        call: dict[str, Any] = {"tool": tool, "arguments": arguments, "resolves": resolves}
+            resolved = False
+        call: dict[str, Any] = {"tool": tool, "arguments": arguments, "resolves": resolved}
         marked = placeholders(fix, self.schema, prefix)
         if marked:
             call["placeholders"] = marked

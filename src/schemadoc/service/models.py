@@ -10,7 +10,7 @@ from schemadoc.ops.journal import JournalEntry
 from schemadoc.pointer import json_type
 from schemadoc.reading import BoundedView, Hit, NodeCounts
 from schemadoc.storage.base import DocumentMeta, StoredChange
-from schemadoc.validation import ValidationReport
+from schemadoc.validation import Repair, ValidationReport
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,16 @@ class WriteResult:
     patch: list[dict[str, Any]]        # the strict RFC 6902 patch (as journaled)
     node_path: str                     # concrete pointer of the node written ("" = root)
     node: Any                          # new node (update/create), removed node (delete), None (raw patch)
-    report: ValidationReport
+    report: ValidationReport           # the new content's verdict: valid, or (a repair write) what remains
     dry_run: bool = False
+    repair: Repair | None = None
+    """Set when the write went to a document the served schema already rejects and was judged by the repair rule
+    (``validation_level: moderate``): what it resolved; ``report`` is then what remains."""
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the write is (for a dry run: would be) accepted."""
+        return self.report.valid or (self.repair is not None and self.repair.accepted)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from schemadoc.service.core import PREVIEW_BYTES, json_bytes
 from schemadoc.service.history import History
 from schemadoc.service.models import WriteResult
 from schemadoc.storage.base import check_doc_id
-from schemadoc.validation import ValidationReport
+from schemadoc.validation import SUGGESTED_FIRST, Repair, ValidationReport, Violation
 from schemadoc.validation.suggestions import fold_fixes
 
 __all__ = ["NodeWrites"]
@@ -263,43 +263,88 @@ class NodeWrites(History):
             compiled = build(state.content)
             applied = apply_patch(state.content, compiled.patch)
             check_written_depth(applied.document, applied.patch, self.max_json_depth, known=written)
+            if self.validation_level == "moderate" and not self.validator.known_valid(state.content):
+                # the version written to, just loaded: judged whole once (what judging the new one whole would have
+                # cost), so the new one is judged from the change, and a repair from the old report
+                with self.span("validation"):
+                    self.validator.report_of(state.content)
+            was = self.validator.known_invalid(state.content)  # a document being repaired (remembered, not computed)
             with self.span("validation"):
                 report = self.validator.validate_change(state.content, applied.document, patch=applied.patch,
                                                         keep=not dry_run)
             node_path = compiled.node_path
             node = None if node_of is None else _at(state.content if node_of == "before" else applied.document,
                                                     node_path)
-            if not report.valid and not report_only:
+            repair = None
+            if self.validation_level == "moderate":
+                if not report.valid:
+                    with self.span("validation"):
+                        repair = self._repair_of(state.content, applied.document, applied.patch, report)
+                elif was is not None:  # the last repair: every violation fixed
+                    repair = Repair(was, report, (), was.count)
+            accepted = report.valid or (repair is not None and repair.accepted)
+            if not accepted and not report_only:
                 self._refuse(doc_id, current, applied.document, applied.patch, node_path, node, report, retry,
-                             dry_run=dry_run)
+                             dry_run=dry_run, repair=repair, before=state.content)
             if dry_run:
-                if report.valid:  # a valid preview of something that cannot be stored must fail like the write
+                if accepted:  # a valid preview of something that cannot be stored must fail like the write
                     patch_size(state.content, state.meta.content_size_bytes, applied.patch, doc_id)
-                return WriteResult(doc_id, current, applied.patch, node_path, node, report, dry_run=True)
+                return WriteResult(doc_id, current, applied.patch, node_path, node, report, dry_run=True,
+                                   repair=repair)
             # what the patch adds is checked and measured; the document itself is not serialised
             sized = patch_size(state.content, state.meta.content_size_bytes, applied.patch, doc_id)
             entry_info = dict(info) if info is not None else ({"node_path": node_path} if op != "patch" else {})
             meta = self._commit(doc_id, state, applied.document, applied.patch, op, entry_info, kind="updated",
-                                size=sized.size, edit_bytes=sized.added_bytes, actor=actor)
-        return WriteResult(doc_id, meta.version, applied.patch, node_path, node, report)
+                                size=sized.size, edit_bytes=sized.added_bytes, actor=actor, report=report)
+        return WriteResult(doc_id, meta.version, applied.patch, node_path, node, report, repair=repair)
+
+    def _repair_of(self, before: Any, after: Any, patch: list[dict[str, Any]],
+                   report: ValidationReport) -> Repair | None:
+        """The repair rule on a write whose result is invalid: None when ``before`` was valid (the write is judged
+        as every write to a valid document: refused), else what it adds and resolves
+        (:mod:`schemadoc.validation.repair`)."""
+        if self.validator.known_valid(before):  # a valid document's refusal costs what it always did
+            return None
+        repair = self.validator.repair(before, after, patch, report)
+        return None if repair.before.valid else repair
 
     def _refuse(self, doc_id: str, version: int, after: Any, patch: list[dict[str, Any]], node_path: str, node: Any,
-                report: ValidationReport, retry: Retry | None, *, dry_run: bool) -> None:
+                report: ValidationReport, retry: Retry | None, *, dry_run: bool,
+                repair: Repair | None = None, before: Any = None) -> None:
         """``validation-failed`` with every violation and one fix that can be sent as it is: ``suggested_call``,
         the same call with corrected arguments (or a patch of the current document), whose fixes never conflict.
 
         The violations' own ``suggested_fix`` patches point into the document the write would have made, which
         does not exist: they are folded into ``suggested_call`` and left out of the violations. ``placeholders``
         names the made-up values to replace with real content; ``resolves`` says whether the suggested call
-        passes validation."""
+        passes validation.
+
+        ``repair``: the write went to a document the schema already rejected and adds violations: only those are
+        listed (and fixed by the suggested call, whose ``resolves`` then says whether the repair rule would accept
+        it); ``already_invalid`` counts and lists the first of those the document already had (``before``), which
+        the write may leave."""
         try:
+            if repair is not None:
+                report = ValidationReport(False, tuple(self.validator.with_suggestions(repair.added, after)))
+            else:  # a report made from a remembered one gave its first violations their fixes only
+                fixed = tuple(self.validator.with_suggestions(report.violations, after))
+                report = ValidationReport(report.valid, fixed, report.truncated, report.total)
             report.raise_if_invalid(doc_id=doc_id, version=version)
         except SchemaDocError as error:
             details = error.details
+            if repair is not None:
+                count = len(repair.added)
+                error = SchemaDocError(error.code, f"The document was already invalid ({repair.before.count} "
+                                       f"violation{'s' if repair.before.count != 1 else ''}), and this write would "
+                                       f"add {count} new violation{'s' if count != 1 else ''}; nothing was changed.",
+                                       details, "A write to a document the schema already rejects may leave its "
+                                       "violations but not add any: fix the ones listed in details.violations.")
+                details["already_invalid"] = already_invalid(repair)
             fix, details["violations"] = fold_fixes(details["violations"])
             if fix:
+                accepted = None if repair is None else (lambda: self._repair_accepts(before, [*patch, *fix]))
                 details["suggested_call"] = self._suggested_call(doc_id, version, after, patch, node_path, node,
-                                                                 fix, retry)
+                                                                 fix, retry, accepted)
             if dry_run:
                 details.update({"dry_run": True, **_preview(patch)})
             suggestion = ("Send details.suggested_call as it is (replace the values listed in its placeholders with "
@@ -308,11 +353,18 @@ class NodeWrites(History):
             raise SchemaDocError(error.code, error.message, details, remediation=remediation) from None
 
     def _suggested_call(self, doc_id: str, version: int, after: Any, patch: list[dict[str, Any]], node_path: str,
-                        node: Any, fix: list[dict[str, Any]], retry: Retry | None) -> dict[str, Any]:
+                        node: Any, fix: list[dict[str, Any]], retry: Retry | None,
+                        resolves: Callable[[], bool] | None = None) -> dict[str, Any]:
         found = retry(node_path, node, fix) if retry is not None else None
         tool, arguments = found if found is not None else ("document_apply_patch", {"patch": [*patch, *fix]})
         return self._suggestion(after, fix, tool, {"doc_id": doc_id, **arguments, "version": version},
-                                node_path if found is not None else "")
+                                node_path if found is not None else "", resolves)
+
+    def _repair_accepts(self, before: Any, patch: list[dict[str, Any]]) -> bool:
+        """Whether the repair rule accepts ``patch`` on the invalid ``before`` (the write and its fixes, as one)."""
+        applied = apply_patch(before, check_patch(patch))
+        report = self.validator.validate_change(before, applied.document, patch=applied.patch, keep=False)
+        return report.valid or self.validator.repair(before, applied.document, applied.patch, report).accepted
 
     def _merge_patch_problems(self, concrete: list[str | int], merge_patch: Any) -> list[dict[str, Any]]:
         """What the node's merge-patch schema refuses in ``merge_patch``, with paths from the document root."""
@@ -360,6 +412,25 @@ class NodeWrites(History):
             f"The merge patch would make the document invalid ({count} error{'s' if count != 1 else ''}); "
             "nothing was changed.", details,
             remediation="Send details.suggested_call as it is, or fix each violation and retry." if fix else None)
+
+
+REMAINING_LISTED = SUGGESTED_FIRST
+"""Violations a repair write's answer lists (of those that remain); the count says how many there are."""
+
+
+def already_invalid(repair: Repair) -> dict[str, Any]:
+    """What a refused repair write says of the violations the document already had."""
+    there = repair.already_there
+    return {"violation_count_before": repair.before.count, "still_there_count": len(there),
+            "still_there": [_without_fix(violation) for violation in there[:REMAINING_LISTED]],
+            "resolved_count": repair.resolved}
+
+
+def _without_fix(violation: Violation) -> dict[str, Any]:
+    """A violation as listed beside a refusal (its fix would point into the document the write would have made)."""
+    out = violation.to_dict()
+    out.pop("suggested_fix", None)
+    return out
 
 
 def _inverse_of(document: Any, operation: dict[str, Any]) -> list[dict[str, Any]]:

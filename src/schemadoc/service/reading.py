@@ -22,8 +22,18 @@ from schemadoc.service.checks import check_bounds, check_int, path_arg
 from schemadoc.service.history import History
 from schemadoc.service.models import NodeRead, NodeSchema, NodeView, SearchPage, Stats
 from schemadoc.storage.base import DocumentMeta, check_doc_id
+from schemadoc.validation.suggestions import placeholders
 
 __all__ = ["Reading"]
+
+
+def _fix_call(fix: list[dict[str, Any]] | None) -> tuple[str, str, Any, bool]:
+    """The call that sends a violation's fix: one node written (``document_create_node`` for an ``add``,
+    ``document_update_node`` for a ``replace``), else the patch (``document_apply_patch``); none without a fix."""
+    if fix and len(fix) == 1 and fix[0].get("op") in ("add", "replace") and "value" in fix[0]:
+        tool = "document_create_node" if fix[0]["op"] == "add" else "document_update_node"
+        return tool, fix[0]["path"] or "/", fix[0]["value"], True
+    return "document_apply_patch", "", fix, bool(fix)
 
 _MAX_OUTLINE_DEPTH = 32
 _MAX_INCOMPLETE = 100
@@ -129,13 +139,43 @@ class Reading(History):
         return None
 
     def next_incomplete(self, doc_id: str, node_path: str = "/", limit: int = 10, *,
-                        include_defaults: bool = False) -> tuple[NodeRead, list[Incomplete], bool]:
-        """The next places, breadth first, where the document is valid but not finished by the schema."""
+                        include_defaults: bool = False) -> tuple[NodeRead, list[Incomplete], bool, int]:
+        """The next places, breadth first, where the document is not finished by the schema: first, when the
+        served schema rejects the document (it changed since the document was written), the places below
+        ``node_path`` that violate it (reason ``violation``); then the places left to fill. Returns the read, the
+        places, whether there are more, and how many violations the document has anywhere."""
         check_int("limit", limit, 1, _MAX_INCOMPLETE)
         read, tokens = self._read_tokens(doc_id, node_path)
-        found, more = next_incomplete(read.node, tokens, read.node_path, self._node_schemas,
-                                      self._fits, limit=limit, include_defaults=include_defaults)
-        return read, found, more
+        violations, count = self._violations_below(read.doc_id, read.node_path, limit + 1)
+        found = violations[:limit]
+        if len(violations) >= limit:
+            return read, found, len(violations) > limit or count > len(violations), count
+        rest, more = next_incomplete(read.node, tokens, read.node_path, self._node_schemas,
+                                     self._fits, limit=limit - len(found), include_defaults=include_defaults)
+        return read, [*found, *rest], more, count
+
+    def violation_count(self, doc_id: str) -> int:
+        """How many violations the served schema finds in the document now (0: valid); remembered per version."""
+        return self.validator.report_of(self._state(check_doc_id(doc_id)).content).count
+
+    def _violations_below(self, doc_id: str, pointer: str, limit: int) -> tuple[list[Incomplete], int]:
+        """The first ``limit`` violations of the served schema at or below ``pointer``, as unfinished places
+        (``violation``), and how many the document has anywhere."""
+        content = self._state(doc_id).content
+        report = self.validator.report_of(content)
+        if report.valid:
+            return [], 0
+        below = [violation for violation in report.violations
+                 if not pointer or violation.path == pointer or violation.path.startswith(pointer + "/")][:limit]
+        found = []
+        for violation in self.validator.with_suggestions(below, content):
+            fix = violation.suggested_fix
+            tool, node_path, example, has_example = _fix_call(fix)
+            found.append(Incomplete(violation.path or "/", "violation", violation.schema_excerpt or {}, tool,
+                                    node_path, example, has_example,
+                                    bool(placeholders(fix or [], self.schema)), code=violation.code,
+                                    message=violation.message, fix=fix))
+        return found, report.count
 
     def search(self, query: str, node_path: str | None = None, doc_ids: list[str] | None = None, *,
                limit: int = 20, cursor: int = 0) -> SearchPage:
