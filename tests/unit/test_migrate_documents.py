@@ -358,3 +358,52 @@ def test_a_star_template_equals_the_edit_made_item_by_item_and_replays_with_json
     assert all("*" not in operation["path"] for operation in planned.patch)
     assert plan(document, parse_migration({"name": "q", "patch": [
         {"op": "test", "path": "/keep/x", "value": 2}]})).patch is None
+
+
+def test_a_bad_where_is_invalid_request_exit_2(
+        tmp_path: Path, schema_path: Path, storage: Path, service: DocumentService,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    create(service, {"title": "A"})
+    service.close()
+    migration = write_migration(tmp_path, {"name": "w", "merge_patch": {"n": 1}})
+    code, _, err = run_cli([migration, "--where", "/status"], schema_path, storage, capsys)
+    assert code == 2 and "invalid-request" in err and "POINTER=JSON" in err
+    code, out, _ = run_cli([migration, "--where", '/title="A"', "--json"], schema_path, storage, capsys)
+    assert code == 0 and json.loads(out)["counts"]["valid"] == 1
+
+
+def test_the_progress_bar_is_drawn_on_a_terminal_and_not_otherwise(
+        tmp_path: Path, schema_path: Path, storage: Path, service: DocumentService) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    for i in range(3):
+        create(service, {"title": f"t{i}"})
+    service.close()
+    migration = write_migration(tmp_path, {"name": "bar", "merge_patch": {"n": 1}})
+    command = [sys.executable, "-m", "schemadoc", "migrate-documents", migration, "--schema", str(schema_path),
+               "--storage-dir", str(storage)]
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.run(command, stderr=follower, stdout=subprocess.PIPE, env=environment, timeout=120,
+                                 check=False)
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: everything was read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert process.returncode == 0
+    assert b"bar 3/3 [" in drawn and b"\r" in drawn
+    quiet = subprocess.run(command, capture_output=True, env=environment, timeout=120, check=False)
+    assert quiet.returncode == 0 and quiet.stderr == b""
+    assert b"already migrated" in quiet.stdout
