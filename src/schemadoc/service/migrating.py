@@ -3,11 +3,12 @@ path: each document's migration is one journaled version whose ``info.migration`
 validated like any write, made from the version read (a ``version-conflict`` means read again and plan again).
 
 Already migrated: a document whose journal holds an entry with the migration's name. The journal is read from
-the newest entry back, a page at a time, stopping at the first entry of that name (version 1, the creation, is
-never read: no migration made it); so a re-run after a crash costs one short read for each document the first
-run reached, and the whole journal (without its first entry) for those it did not. The version read and the
-version written are the same (the write names it), so two runs at once still migrate each document once: the
-loser of the race reads again and finds the winner's entry.
+the stored meta's version back, a page at a time, stopping at the first entry of that name (version 1, the
+creation, is never read: no migration made it), before the document is loaded; so a re-run after a crash costs
+a meta read and a short journal read for each document the first run reached (never its content), and the
+journal after version 1 for those it did not. Entries written after that check and before the document's read
+are read too. The version read and the version written are the same (the write names it), so two runs at once
+still migrate each document once: the loser of the race reads again and finds the winner's entry.
 """
 
 from __future__ import annotations
@@ -122,12 +123,13 @@ class MigrationSummary:
                 "failures_total": sum(self.counts[outcome] for outcome in FAILING), "ok": self.ok}
 
 
-def migrated_at(service: DocumentService, doc_id: str, name: str, version: int) -> int | None:
-    """The version of ``doc_id`` (at most ``version``) that migration ``name`` wrote, or None: its journal read
-    from ``version`` back a page at a time, the creation entry left out."""
+def migrated_at(service: DocumentService, doc_id: str, name: str, version: int, since: int = 1) -> int | None:
+    """The version of ``doc_id`` (above ``since``, at most ``version``) that migration ``name`` wrote, or None: its
+    journal read from ``version`` back a page at a time (version 1, the creation, is never a migration's)."""
     until = version
-    while until > 1:
-        since = max(1, until - _PAGE)
+    floor = max(1, since)
+    while until > floor:
+        since = max(floor, until - _PAGE)
         for entry in reversed(service.store.read_journal(doc_id, since, until)):
             if entry.info.get("migration") == name:
                 return entry.version
@@ -140,13 +142,20 @@ def migrate_document(service: DocumentService, migration: Migration, doc_id: str
     """Migrate one document from its current version (or tell what would happen, ``dry_run``). Never raises for
     the document's own trouble: its failure is the outcome."""
     try:
+        # the journal first, from the stored meta's version: a document already migrated is never loaded
+        checked = service.store.read_meta(doc_id).version
+        reached = migrated_at(service, doc_id, migration.name, checked)
+        if reached is not None:
+            return DocumentOutcome(doc_id, "already_migrated", reached)
         for _ in range(ATTEMPTS):
             read = service.read_node(doc_id, "")
+            if read.version > checked:  # written since: only the newer entries are read
+                reached = migrated_at(service, doc_id, migration.name, read.version, since=checked)
+                if reached is not None:
+                    return DocumentOutcome(doc_id, "already_migrated", reached)
+                checked = read.version
             if not all(selection.matches(read.node) for selection in where):
                 return DocumentOutcome(doc_id, "not_selected", read.version)
-            reached = migrated_at(service, doc_id, migration.name, read.version)
-            if reached is not None:
-                return DocumentOutcome(doc_id, "already_migrated", reached)
             planned = plan(read.node, migration)
             if planned.patch is None:
                 return DocumentOutcome(doc_id, "not_applicable", read.version, message=planned.reason)
@@ -183,12 +192,15 @@ def selected_doc_ids(service: DocumentService, doc_ids: Iterable[str] | None) ->
 def migrate_documents(service: DocumentService, migration: Migration, doc_ids: Iterable[str] | None = None, *,
                       dry_run: bool = False, actor: str | None = None, where: Sequence[Where] = (),
                       progress: Callable[[int, int], None] | None = None) -> MigrationSummary:
-    """Migrate the documents named (default: every document not deleted), one at a time; ``progress(done,
-    total)`` after each."""
+    """Migrate the documents named (default: every document not deleted), one at a time, each dropped from memory
+    once done; ``progress(done, total)`` after each."""
     ids = selected_doc_ids(service, doc_ids)
     summary = MigrationSummary(migration.name, migration.kind, dry_run)
     for done, doc_id in enumerate(ids, start=1):
         summary.add(migrate_document(service, migration, doc_id, dry_run=dry_run, actor=actor, where=where))
+        # each document is visited once: holding it would only fill the budget (its lagging snapshot is still
+        # written, from one load of it at a time)
+        service._forget(doc_id)
         if progress is not None:
             progress(done, len(ids))
     return summary
