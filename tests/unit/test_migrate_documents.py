@@ -407,3 +407,39 @@ def test_the_progress_bar_is_drawn_on_a_terminal_and_not_otherwise(
     quiet = subprocess.run(command, capture_output=True, env=environment, timeout=120, check=False)
     assert quiet.returncode == 0 and quiet.stderr == b""
     assert b"already migrated" in quiet.stdout
+
+
+def test_a_rerun_finds_migrated_documents_without_loading_them(
+        service: DocumentService, monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = [create(service, {"title": f"t{i}"}) for i in range(5)]
+    migration = parse_migration({"name": "once", "merge_patch": {"n": 3}})
+    assert migrate_documents(service, migration, actor=ACTOR).counts["valid"] == 5
+
+    def no_load(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a document already migrated was loaded")
+
+    monkeypatch.setattr(service, "read_node", no_load)
+    summary = migrate_documents(service, migration, actor=ACTOR)
+    assert summary.counts["already_migrated"] == 5 and sorted(summary.examples["already_migrated"]) == sorted(docs)
+
+
+def test_a_run_that_loses_the_race_to_another_run_skips_the_document(
+        schema_path: Path, storage: Path, service: DocumentService, monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = create(service, {"title": "A"})
+    migration = parse_migration({"name": "race", "merge_patch": {"n": 1}})
+    other = DocumentService(load_schema(schema_path), FileDocumentStore(storage))  # another run, another process
+    other.open()
+    original = service.read_node
+
+    def read_after_the_other_run(doc_id: str, node_path: str, at_version: int | None = None) -> Any:
+        if other.version_of(doc_id) == 1:  # the other run migrates it between our journal check and our read
+            assert migrate_document(other, migration, doc_id, actor=ACTOR).outcome == "valid"
+        return original(doc_id, node_path, at_version)
+
+    monkeypatch.setattr(service, "read_node", read_after_the_other_run)
+    try:
+        outcome = migrate_document(service, migration, doc, actor=ACTOR)
+    finally:
+        other.close()
+    assert outcome.outcome == "already_migrated" and outcome.version == 2
+    assert len(named(service, doc, "race")) == 1 and service.version_of(doc) == 2
