@@ -116,7 +116,7 @@ def measure(work: Path, label: str, storage_url: str | None, count: int, size_mi
     rows: list[str] = []
     if storage_url is None:
         seconds, peak, _ = run(work, str(work / "template.json"), *common, "--storage-dir", str(empty))
-        rows.append(f"| {label} | baseline: empty store | 0 | {seconds:.1f} s | — | {peak:.0f} MiB |")
+        rows.append(f"| {label} | baseline: empty store | 0 | {seconds:.1f} s | — | {peak:.0f} MiB | |")
     started = time.perf_counter()
     total = populate(storage, storage_url, count, size_mib)
     print(f"{label}: {count} books, {total / 2**20:.0f} MiB, generated in {time.perf_counter() - started:.0f} s",
