@@ -4,10 +4,11 @@ reported on stderr, logging, the settings a command's flags override, and the se
 
 Exit codes, one per kind of failure and the same for every command (the README's table):
 0 success; 1 what was checked is not right (``validate``: the document is invalid; ``replay``:
-journal and snapshot differ; ``import``: documents the schema refuses, the others imported); 2 usage:
+journal and snapshot differ; ``import``: documents the schema refuses, the others imported;
+``migrate-documents``: documents refused or failed, the others migrated); 2 usage:
 bad arguments or settings, an unreadable input, an unknown document, a damaged archive, doc_ids an
-import finds already stored (``config-invalid``, ``invalid-request``, ``document-not-found``,
-``archive-invalid``, ``import-conflict``); 3 the schema cannot be
+import finds already stored, a migration that cannot be run (``config-invalid``, ``invalid-request``,
+``document-not-found``, ``archive-invalid``, ``import-conflict``, ``migration-invalid``); 3 the schema cannot be
 used (``schema-load-failed``, ``schema-resolution-failed``); 4 storage (``storage-*``,
 ``store-format-unsupported``); 5 anything
 else (``internal-error``). ``migrate`` exits 0 when the schema is migrated or up to date, else by the same table.
