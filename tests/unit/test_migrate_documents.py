@@ -443,3 +443,12 @@ def test_a_run_that_loses_the_race_to_another_run_skips_the_document(
         other.close()
     assert outcome.outcome == "already_migrated" and outcome.version == 2
     assert len(named(service, doc, "race")) == 1 and service.version_of(doc) == 2
+
+
+def test_a_named_document_that_is_unknown_or_malformed_is_that_document_s_failure(service: DocumentService) -> None:
+    doc = create(service, {"title": "A"})
+    migration = parse_migration({"name": "named", "merge_patch": {"n": 1}})
+    summary = migrate_documents(service, migration, [doc, "01ARZ3NDEKTSV4RRFFQ69G5FAV", "../../etc/passwd"],
+                                actor=ACTOR)
+    assert summary.counts["valid"] == 1 and summary.counts["failed"] == 2
+    assert [failure.code for failure in summary.failures] == ["document-not-found", "invalid-doc-id"]

@@ -21,6 +21,7 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.ops.apply import json_equal
 from schemadoc.ops.migration import Migration, plan
 from schemadoc.pointer import parse, resolve
+from schemadoc.storage.base import check_doc_id
 
 if TYPE_CHECKING:
     from schemadoc.service import DocumentService
@@ -142,6 +143,7 @@ def migrate_document(service: DocumentService, migration: Migration, doc_id: str
     """Migrate one document from its current version (or tell what would happen, ``dry_run``). Never raises for
     the document's own trouble: its failure is the outcome."""
     try:
+        doc_id = check_doc_id(doc_id)
         # the journal first, from the stored meta's version: a document already migrated is never loaded
         checked = service.store.read_meta(doc_id).version
         reached = migrated_at(service, doc_id, migration.name, checked)
