@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-inventory bench-archive bench-check bench-postgres bench-instructions bench-rest bench-observability bench-validation bench-repair bench-agents bench-limits bench-startup bench-shutdown bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
+.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-inventory bench-archive bench-migrate bench-check bench-postgres bench-instructions bench-rest bench-observability bench-validation bench-repair bench-agents bench-limits bench-startup bench-shutdown bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
 
 # development: the server, the client, the conformance suite and the tools (make test)
 $(VENV)/.installed: pyproject.toml
@@ -72,6 +72,8 @@ bench-archive: $(VENV)/.installed  ## export and import of 20 and 200 books of 1
 
 bench-check: $(VENV)/.installed  ## schemadoc check of 1,000 books of 1 MiB (journal tails replayed): time and peak RSS (CHECK_ARGS=--postgres)
 	$(PY) benchmarks/check.py $(CHECK_ARGS)
+bench-migrate: $(VENV)/.installed  ## migrate-documents over 1,000 books of 1 MiB under a 256 MiB budget: time and peak RSS per run (MIGRATE_ARGS=--postgres)
+	$(PY) benchmarks/migrate_documents.py $(MIGRATE_ARGS)
 
 bench-postgres: $(VENV)/.installed  ## the PostgreSQL store beside the files store (needs PostgreSQL)
 	$(PY) benchmarks/postgres.py

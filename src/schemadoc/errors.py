@@ -395,7 +395,9 @@ _ENTRIES: list[ErrorCode] = [
     _e("migration-invalid", 400, "request", "The migration given to migrate-documents cannot be run as written; "
        "nothing was changed.",
        ["a patch template that is not an RFC 6902 patch (wildcards `*` aside)", "a merge patch that is not an "
-        "object", "a module:function that cannot be imported or is not callable", "no name for the migration"],
+        "object", "a module:function that cannot be imported or is not callable", "no name for the migration",
+        "for one document: the function raised, or returned something that is not JSON (that document is left as "
+        "it is; the others go on)"],
        "Fix the migration file (docs/schema-changes.md, 'schemadoc migrate-documents') and run it again.",
        extension="named document migrations after a schema change, which the specification leaves out of scope"),
     _e("internal-error", 500, "server", "An unexpected error happened in the server.",

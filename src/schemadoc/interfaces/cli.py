@@ -1,4 +1,5 @@
-"""The ``schemadoc`` command: ``serve``, ``validate``, ``check``, ``replay``, ``migrate``, ``export`` and ``import``.
+"""The ``schemadoc`` command: ``serve``, ``validate``, ``check``, ``replay``, ``migrate``, ``export``, ``import``
+and ``migrate-documents``.
 
 A start-up failure (no schema, a missing or invalid schema, a ``$ref`` cycle, a storage
 directory that cannot be written, a bad setting, a port in use) ends the process at once with
@@ -50,6 +51,8 @@ from schemadoc.interfaces.cli_common import (
     problem_line,
     report,
 )
+from schemadoc.interfaces.cli_migrate import add_command as add_migrate_documents
+from schemadoc.interfaces.cli_migrate import migrate_documents
 from schemadoc.interfaces.cli_store import migrate, replay
 
 if TYPE_CHECKING:
@@ -117,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file")
     add_check_command(commands)
     add_archive_commands(commands)
+    add_migrate_documents(commands)
     return parser
 
 
@@ -423,7 +427,7 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 _COMMANDS = {"serve": _serve, "validate": _validate, "check": check, "replay": replay, "migrate": migrate,
-             "export": export, "import": import_}
+             "export": export, "import": import_, "migrate-documents": migrate_documents}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -24,7 +23,14 @@ import orjson
 
 from schemadoc.config import Settings, load_settings
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.cli_common import EXIT_FAILED, EXIT_OK, EXIT_STORAGE, configure_logging, overrides
+from schemadoc.interfaces.cli_common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_STORAGE,
+    ProgressBar,
+    configure_logging,
+    overrides,
+)
 
 __all__ = ["add_command", "check"]
 
@@ -64,33 +70,6 @@ def _storage_shown(settings: Settings) -> str:
     from schemadoc.storage.postgres.connections import redact_url
 
     return redact_url(settings.storage_url)
-
-
-class _Progress:
-    """A progress bar (tqdm) on stderr when stderr is a terminal; nothing otherwise."""
-
-    def __init__(self) -> None:
-        self._bar: Any = None
-        self._shown = sys.stderr.isatty()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self._shown:
-            return
-        if self._bar is None:
-            from tqdm import tqdm
-
-            try:  # a terminal that reports no size (0 x 0: tqdm would hide its bar) gets 80 x 24
-                size = os.get_terminal_size(sys.stderr.fileno())
-                columns, rows = size.columns or 80, size.lines or 24
-            except OSError:
-                columns, rows = 80, 24
-            self._bar = tqdm(total=total, unit="doc", desc="checking", file=sys.stderr, ncols=columns, nrows=rows,
-                             leave=False)
-        self._bar.update(done - self._bar.n)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
 
 
 def _tally_lines(title: str, tallies: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -144,7 +123,7 @@ def check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     schema = load_schema(settings.schema_path)
     store = open_for_reading(settings.storage_dir, settings.storage_url)
     inventory = StoreCheck(DocumentValidator(schema), include_deleted=bool(args.include_deleted))
-    progress = _Progress()
+    progress = ProgressBar("checking")
     try:
         inventory.run(store, progress)
     finally:

@@ -4,11 +4,11 @@ reported on stderr, logging, the settings a command's flags override, and the se
 
 Exit codes, one per kind of failure and the same for every command (the README's table):
 0 success; 1 what was checked is not right (``validate``: the document is invalid; ``check``: some stored
-documents are invalid; ``replay``:
-journal and snapshot differ; ``import``: documents the schema refuses, the others imported); 2 usage:
+documents are invalid; ``replay``: journal and snapshot differ; ``import``: documents the schema refuses, the
+others imported; ``migrate-documents``: documents refused or failed, the others migrated); 2 usage:
 bad arguments or settings, an unreadable input, an unknown document, a damaged archive, doc_ids an
-import finds already stored (``config-invalid``, ``invalid-request``, ``document-not-found``,
-``archive-invalid``, ``import-conflict``); 3 the schema cannot be
+import finds already stored, a migration that cannot be run (``config-invalid``, ``invalid-request``,
+``document-not-found``, ``archive-invalid``, ``import-conflict``, ``migration-invalid``); 3 the schema cannot be
 used (``schema-load-failed``, ``schema-resolution-failed``); 4 storage (``storage-*``,
 ``store-format-unsupported``); 5 anything
 else (``internal-error``). ``migrate`` exits 0 when the schema is migrated or up to date, else by the same table.
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -132,3 +133,32 @@ def create_service(settings: Settings) -> DocumentService:
                               memory_budget=settings.memory_budget, validation_level=settings.validation_level)
     service.open()
     return service
+
+
+class ProgressBar:
+    """A progress bar (tqdm) labelled ``label`` on stderr when stderr is a terminal, nothing otherwise: call it with
+    ``(done, total)`` as the work goes, :meth:`close` it at the end. Commands that walk a whole store use it."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self._bar: Any = None
+        self._shown = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self._shown:
+            return
+        if self._bar is None:
+            from tqdm import tqdm
+
+            try:  # a terminal that reports no size (0 x 0: tqdm would hide its bar) gets 80 x 24
+                size = os.get_terminal_size(sys.stderr.fileno())
+                columns, rows = size.columns or 80, size.lines or 24
+            except OSError:
+                columns, rows = 80, 24
+            self._bar = tqdm(total=total, unit="doc", desc=self.label, file=sys.stderr, ncols=columns, nrows=rows,
+                             leave=False)
+        self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()

@@ -141,8 +141,10 @@ class NodeWrites(History):
                            actor=actor)
 
     def apply_patch(self, doc_id: str, patch: Any, version: int, *, dry_run: bool = False,
-                    scanned: ArgumentScan | None = None, actor: str | None = None) -> WriteResult:
-        """A raw RFC 6902 patch (all six ops) as one atomic write."""
+                    scanned: ArgumentScan | None = None, actor: str | None = None,
+                    migration: str | None = None) -> WriteResult:
+        """A raw RFC 6902 patch (all six ops) as one atomic write. ``migration``: the name of the migration the
+        write is (``schemadoc migrate-documents``), journaled as the entry's ``info.migration``."""
         if isinstance(patch, list):  # counted first: a patch over the limit is not inspected op by op
             check_operation_count(len(patch), self.max_patch_operations, "patch")
         checked = check_patch(patch)
@@ -150,7 +152,8 @@ class NodeWrites(History):
         # an operation's value sits two containers down in the patch (the array, the operation)
         values = [operation["value"] for operation in checked if operation["op"] in ("add", "replace")]
         return self._write(doc_id, version, "patch", lambda doc: CompiledWrite(checked, ""),
-                           dry_run=dry_run, node_of=None, written=_written_depths(scan, values, 2), actor=actor)
+                           dry_run=dry_run, node_of=None, written=_written_depths(scan, values, 2), actor=actor,
+                           info=None if migration is None else {"migration": migration})
 
     def merge_patch(self, doc_id: str, node_path: str, merge_patch: Any, version: int, *,
                     dry_run: bool = False, scanned: ArgumentScan | None = None,
