@@ -19,34 +19,18 @@ bounded by the largest document, not by the store, shows as a peak that does not
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-import subprocess
-import sys
 import tempfile
-import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
-from common import BOOK_SCHEMA, REPO
+from common import BOOK_SCHEMA, pg_schema, run_schemadoc
 from generate import make_book
-
-_PEAK = ("import resource, sys\nfrom schemadoc.interfaces.cli import main\ncode = main(sys.argv[1:])\n"
-         "print('PEAK_KIB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(code)")
 
 
 def run(cwd: Path, *args: str) -> tuple[float, float]:
     """Seconds and peak RSS (MiB) of one ``schemadoc`` command in its own process."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-c", _PEAK, *args], cwd=cwd, env=env, capture_output=True, check=False)
-    seconds = time.perf_counter() - started
-    if result.returncode != 0:
-        raise SystemExit(f"schemadoc {' '.join(args)} failed: {result.stderr.decode()}")
-    peak = next(line for line in result.stderr.decode().splitlines() if line.startswith("PEAK_KIB"))
-    return seconds, int(peak.split()[1]) / 1024
+    done = run_schemadoc(cwd, *args)
+    return done.seconds, done.peak_mib
 
 
 def populate(directory: Path, count: int, size_mib: float, versions: int) -> int:
@@ -79,20 +63,6 @@ def populate(directory: Path, count: int, size_mib: float, versions: int) -> int
     return total
 
 
-@contextlib.contextmanager
-def _pg_schema() -> Iterator[str]:
-    """A store URL on a throwaway PostgreSQL schema, dropped afterwards."""
-    import psycopg
-
-    base = os.environ.get("SCHEMADOC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-    schema = f"bench_archive_{uuid.uuid4().hex[:8]}"
-    try:
-        yield f"{base}{'&' if '?' in base else '?'}schema={schema}"
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--counts", default="20,200", help="documents per store, comma-separated (default 20,200)")
@@ -112,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(f"| baseline: files (empty store) | 0 | export {base_peak:.0f} / import {base_import:.0f} | | |")
         pg_base = {"export": base_peak, "import": base_import}
         if args.postgres:
-            with _pg_schema() as url:
+            with pg_schema("bench_archive") as url:
                 pg_base["import"] = run(work, "import", "--schema", str(BOOK_SCHEMA), "--storage-url", url,
                                         "empty.tar")[1]
                 pg_base["export"] = run(work, "export", "--storage-url", url, "--history", "pg-empty.tar")[1]
@@ -127,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             figures["import (files)"] = run(work, "import", "--schema", str(BOOK_SCHEMA), "--storage-dir",
                                             f"target-{count}", archive.name)
             if args.postgres:
-                with _pg_schema() as url:
+                with pg_schema("bench_archive") as url:
                     figures["import (PostgreSQL)"] = run(work, "import", "--schema", str(BOOK_SCHEMA),
                                                          "--storage-url", url, archive.name)
                     figures["export --history (PostgreSQL)"] = run(work, "export", "--storage-url", url,

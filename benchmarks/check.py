@@ -18,36 +18,21 @@ the count, well under the 256 MiB the issue sets as the budget.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
-import subprocess
-import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
-from common import BOOK_SCHEMA, REPO
+from common import BOOK_SCHEMA, pg_schema, run_schemadoc
 from generate import make_book
-
-_PEAK = ("import resource, sys\nfrom schemadoc.interfaces.cli import main\ncode = main(sys.argv[1:])\n"
-         "print('PEAK_KIB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(code)")
 
 
 def run(cwd: Path, *args: str) -> tuple[float, float, int]:
     """Seconds, peak RSS (MiB) and exit code of one ``schemadoc`` command in its own process."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-c", _PEAK, *args], cwd=cwd, env=env, capture_output=True, check=False)
-    seconds = time.perf_counter() - started
-    if result.returncode not in (0, 1):
-        raise SystemExit(f"schemadoc {' '.join(args)} failed: {result.stderr.decode()}")
-    peak = next(line for line in result.stderr.decode().splitlines() if line.startswith("PEAK_KIB"))
-    return seconds, int(peak.split()[1]) / 1024, result.returncode
+    done = run_schemadoc(cwd, *args, accept=(0, 1))
+    return done.seconds, done.peak_mib, done.returncode
 
 
 def populate(store: Any, count: int, size_mib: float, versions: int, distinct: int) -> int:
@@ -85,19 +70,6 @@ def tightened(directory: Path) -> Path:
     path = directory / "tightened.schema.json"
     path.write_text(json.dumps(schema))
     return path
-
-
-@contextlib.contextmanager
-def _pg_schema() -> Iterator[str]:
-    import psycopg
-
-    base = os.environ.get("SCHEMADOC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-    schema = f"bench_check_{uuid.uuid4().hex[:8]}"
-    try:
-        yield f"{base}{'&' if '?' in base else '?'}schema={schema}"
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def _measure(work: Path, where: list[str], strict: Path, label: str, content: int, count: int,
@@ -142,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.postgres:
             from schemadoc.storage.postgres import PostgresDocumentStore
 
-            with _pg_schema() as url:
+            with pg_schema("bench_check") as url:
                 database = PostgresDocumentStore(url)
                 database.open()
                 try:

@@ -28,13 +28,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import orjson
-from common import BOOK_SCHEMA, REPO
+from common import BOOK_SCHEMA, REPO, pg_schema
 from generate import make_book
 
 
@@ -82,20 +80,6 @@ def _peak_mib(pid: int) -> float:
     return float("nan")
 
 
-@contextlib.contextmanager
-def _pg_schema() -> Iterator[str]:
-    """A store URL on a throwaway PostgreSQL schema, dropped afterwards."""
-    import psycopg
-
-    base = os.environ.get("SCHEMADOC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-    schema = f"bench_inventory_{uuid.uuid4().hex[:8]}"
-    try:
-        yield f"{base}{'&' if '?' in base else '?'}schema={schema}"
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
 def serve(storage: Path, schema: Path, budget: str, logs: Path,
           url: str | None = None) -> tuple[float, float, dict[str, object]]:
     """Seconds until the inventory is done, peak RSS (MiB) and the status answer of one server."""
@@ -137,7 +121,7 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true", help="store the documents in PostgreSQL")
     args = parser.parse_args()
     with (tempfile.TemporaryDirectory(prefix="schemadoc-inventory-") as temporary,
-          _pg_schema() if args.postgres else contextlib.nullcontext() as url):
+          pg_schema("bench_inventory") if args.postgres else contextlib.nullcontext() as url):
         root = Path(temporary)
         schema = json.loads(BOOK_SCHEMA.read_text(encoding="utf-8"))
         schema["properties"]["title"]["maxLength"] = 12

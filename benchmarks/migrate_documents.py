@@ -16,22 +16,15 @@ a merge patch and a Python function (every chapter title changed). The baseline 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
-from common import BOOK_SCHEMA, REPO
+from common import BOOK_SCHEMA, pg_schema, run_schemadoc
 from generate import make_book
-
-_PEAK = ("import resource, sys\nfrom schemadoc.interfaces.cli import main\ncode = main(sys.argv[1:])\n"
-         "print('PEAK_KIB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(code)")
 
 TEMPLATE = {"name": "bench-template", "patch": [
     {"op": "test", "path": "/metadata/edition", "value": 1},
@@ -50,16 +43,8 @@ FUNCTION = {"name": "bench-function", "function": "bench_migration:number_chapte
 
 def run(cwd: Path, *args: str) -> tuple[float, float, dict[str, object]]:
     """Seconds, peak RSS (MiB) and the JSON summary of one ``schemadoc migrate-documents`` in its own process."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-c", _PEAK, "migrate-documents", *args, "--json"], cwd=cwd, env=env,
-                            capture_output=True, check=False)
-    seconds = time.perf_counter() - started
-    if result.returncode != 0:
-        raise SystemExit(f"migrate-documents {' '.join(args)} failed ({result.returncode}): "
-                         f"{result.stdout.decode()[-2000:]} {result.stderr.decode()[-2000:]}")
-    peak = next(line for line in result.stderr.decode().splitlines() if line.startswith("PEAK_KIB"))
-    return seconds, int(peak.split()[1]) / 1024, orjson.loads(result.stdout)
+    done = run_schemadoc(cwd, "migrate-documents", *args, "--json")
+    return done.seconds, done.peak_mib, orjson.loads(done.stdout)
 
 
 def populate(storage_dir: Path, storage_url: str | None, count: int, size_mib: float) -> int:
@@ -88,20 +73,6 @@ def populate(storage_dir: Path, storage_url: str | None, count: int, size_mib: f
         if callable(close):
             close()
     return total
-
-
-@contextlib.contextmanager
-def postgres_store() -> Iterator[str]:
-    import psycopg
-    from psycopg import sql
-
-    base = os.environ.get("SCHEMADOC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-    schema = f"bench_{uuid.uuid4().hex[:10]}"
-    try:
-        yield f"{base}{'&' if '?' in base else '?'}schema={schema}"
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 def measure(work: Path, label: str, storage_url: str | None, count: int, size_mib: float,
@@ -149,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         table += measure(work, "files", None, args.documents, args.size_mib, args.memory_budget)
         if args.postgres:
-            with postgres_store() as url:
+            with pg_schema("bench_migrate") as url:
                 table += measure(work, "postgres", url, args.documents, args.size_mib, args.memory_budget)
     print("\n".join(table))
     if args.out:
