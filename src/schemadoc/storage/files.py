@@ -158,15 +158,7 @@ class FileDocumentStore(DocumentDirectory):
                 if isinstance(error, FileExistsError):
                     raise already_exists(doc_id) from None
                 raise write_failed(doc_id, "creating the journal", error) from None
-            try:
-                os.replace(paths.content_tmp, paths.content)
-                os.replace(paths.meta_tmp, paths.meta)
-                disk.fsync_directory(self.storage_dir)
-            except OSError as error:
-                disk.remove_quietly(paths.meta, paths.content, paths.meta_tmp, paths.content_tmp, paths.journal)
-                raise write_failed(doc_id, "creating the document", error) from None
-        self._tails.pop(doc_id, None)
-        self._corrupt.pop(doc_id, None)
+            self._publish_new(doc_id, paths, "creating the document")
 
     def restore(self, meta: DocumentMeta, entries: Iterable[JournalEntry], content: bytes) -> None:
         """Like :meth:`create`, with a whole journal: tmp files (the journal written line by line as the entries
@@ -198,16 +190,23 @@ class FileDocumentStore(DocumentDirectory):
                     raise write_failed(doc_id, "restoring the document", error) from None
                 raise
             disk.remove_quietly(journal_tmp)
-            try:
-                os.replace(paths.content_tmp, paths.content)
-                os.replace(paths.meta_tmp, paths.meta)
-                disk.fsync_directory(self.storage_dir)
-            except OSError as error:
-                disk.remove_quietly(paths.meta, paths.content, paths.meta_tmp, paths.content_tmp, paths.journal)
-                raise write_failed(doc_id, "restoring the document", error) from None
+            self._publish_new(doc_id, paths, "restoring the document")
+        self._journal_offsets.pop(doc_id, None)
+
+
+    def _publish_new(self, doc_id: str, paths: Paths, what: str) -> None:
+        """The last step of :meth:`create` and :meth:`restore` (the journal already claimed, under the lock): the
+        content and meta renamed into place and the directory synced; on failure every file of the document goes,
+        so nothing half-made stays."""
+        try:
+            os.replace(paths.content_tmp, paths.content)
+            os.replace(paths.meta_tmp, paths.meta)
+            disk.fsync_directory(self.storage_dir)
+        except OSError as error:
+            disk.remove_quietly(paths.meta, paths.content, paths.meta_tmp, paths.content_tmp, paths.journal)
+            raise write_failed(doc_id, what, error) from None
         self._tails.pop(doc_id, None)
         self._corrupt.pop(doc_id, None)
-        self._journal_offsets.pop(doc_id, None)
 
     def commit(self, meta: DocumentMeta, entry: JournalEntry, content: bytes | None = None) -> None:
         """Append the line and fdatasync it (the commit point); with ``content``, also switch the snapshot.
