@@ -49,6 +49,7 @@ from schemadoc.interfaces.cli_common import (
     exit_code_for,
     overrides,
     problem_line,
+    read_json_file,
     report,
 )
 from schemadoc.interfaces.cli_migrate import add_command as add_migrate_documents
@@ -370,27 +371,12 @@ def _serve_stdio(settings: Settings) -> int:
     return EXIT_OK
 
 
-def _read_json_file(name: str) -> Any:
-    try:
-        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
-    except OSError as error:
-        raise SchemaDocError("invalid-request", f"Cannot read {name}: {error.strerror or error}.",
-                             {"argument": "file", "path": name},
-                             remediation="Name a readable JSON file.") from None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as error:
-        raise SchemaDocError("invalid-request", f"{name} is not valid JSON: {error}.",
-                             {"argument": "file", "path": name},
-                             remediation="Fix the JSON syntax at the position given.") from None
-
-
 def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     _use_example(args)
     settings = load_settings(overrides(args), environ)
     configure_logging(logging.WARNING)
     schema_path = _check_schema_file(settings)
-    document = _read_json_file(args.file) if args.file is not None else None  # before the slow schema load
+    document = read_json_file(args.file, "file") if args.file is not None else None  # before the slow schema load
     from schemadoc.schema import load_schema
     from schemadoc.validation import DocumentValidator, creation_problems
 

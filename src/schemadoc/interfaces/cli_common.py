@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
 
@@ -162,3 +164,20 @@ class ProgressBar:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+
+
+def read_json_file(name: str, argument: str, *, invalid: str = "invalid-request") -> Any:
+    """The JSON value in the file ``name`` (``-``: stdin) a command was given as ``argument``: an unreadable file is
+    ``invalid-request``, text that is not JSON the code ``invalid`` (the command's own, e.g. ``migration-invalid``)."""
+    try:
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+    except OSError as error:
+        raise SchemaDocError("invalid-request", f"Cannot read {name}: {error.strerror or error}.",
+                             {"argument": argument, "path": name},
+                             remediation="Name a readable JSON file.") from None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        raise SchemaDocError(invalid, f"{name} is not valid JSON: {error}.",
+                             {"argument": argument, "path": name, "problems": [str(error)]},
+                             remediation="Fix the JSON syntax at the position given.") from None

@@ -17,7 +17,6 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -31,6 +30,7 @@ from schemadoc.interfaces.cli_common import (
     configure_logging,
     create_service,
     overrides,
+    read_json_file,
 )
 
 __all__ = ["add_command", "migrate_documents"]
@@ -75,20 +75,6 @@ def add_command(commands: Any) -> None:
     command.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
-def _read_migration_file(name: str) -> Any:
-    try:
-        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
-    except OSError as error:
-        raise SchemaDocError("invalid-request", f"Cannot read {name}: {error.strerror or error}.",
-                             {"argument": "migration", "path": name},
-                             remediation="Name a readable JSON file.") from None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as error:
-        raise SchemaDocError("migration-invalid", f"{name} is not valid JSON: {error}.",
-                             {"argument": "migration", "path": name, "problems": [str(error)]}) from None
-
-
 def load_function(source: str) -> Any:
     """``module:function`` imported (the current directory first on the import path), or ``migration-invalid``."""
     module_name, _, attribute = source.partition(":")
@@ -111,7 +97,7 @@ def _migration_data(args: argparse.Namespace) -> Any:
         if args.name is not None or args.function is not None:
             raise SchemaDocError("invalid-request", "Give the migration either as FILE or as --name and "
                                  "--function, not both.", {"argument": "migration"})
-        return _read_migration_file(args.migration)
+        return read_json_file(args.migration, "migration", invalid="migration-invalid")
     if args.function is None:
         raise SchemaDocError("invalid-request", "No migration: give a migration FILE, or --name and --function.",
                              {"argument": "migration"},
