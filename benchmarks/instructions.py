@@ -56,7 +56,21 @@ def _service(storage: str) -> tuple[Any, Any]:
     from schemadoc.interfaces.app import create_service
 
     settings = load_settings(_SETTINGS | {"storage_dir": storage}, {})
+    _log_as_serve_does(settings)
     return settings, create_service(settings)
+
+
+def _log_as_serve_does(settings: Any) -> None:
+    """Logging configured as ``schemadoc serve`` configures it (its handler, its level, a line per request),
+    written to ``/dev/null``: the request lines a server writes are counted, and no library's own handler (the
+    MCP SDK installs a Rich one when nothing is configured) stands in for it."""
+    from schemadoc.interfaces.cli_common import configure_logging
+
+    shown, sys.stderr = sys.stderr, open(os.devnull, "w")  # noqa: SIM115 - the handler keeps it open
+    try:
+        configure_logging(settings.log_level_number)
+    finally:
+        sys.stderr = shown
 
 
 def _http_scenario(kind: str, n: int, sync: Path, storage: str) -> None:
