@@ -82,6 +82,36 @@ def test_the_stop_ends_the_process_when_it_outlasts_the_grace() -> None:
     assert exits == [0]
 
 
+def test_the_stop_ends_the_process_even_when_a_log_handler_cannot_flush() -> None:
+    """The deadline flushes the log handlers before it exits; one whose stream is closed (a handler left behind by
+    whoever configured logging before) must not keep the process alive."""
+    import logging
+
+    class Closed(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            pass
+
+        def flush(self) -> None:
+            raise ValueError("I/O operation on closed file.")  # what a handler on a closed stream raises
+
+    broken = Closed()
+    logging.getLogger().addHandler(broken)
+    exits: list[int] = []
+    done = threading.Event()
+
+    def exit_now(code: int) -> None:
+        exits.append(code)
+        done.set()
+
+    try:
+        stopping = Stopping(0.2, exit_now=exit_now)
+        stopping.begin()
+        assert done.wait(5)
+    finally:
+        logging.getLogger().removeHandler(broken)
+    assert exits == [0]
+
+
 def test_a_stop_that_ends_within_the_grace_is_not_cut() -> None:
     exits: list[int] = []
     stopping = Stopping(0.3, exit_now=exits.append)

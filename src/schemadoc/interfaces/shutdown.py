@@ -20,6 +20,7 @@ When the signal arrives, :meth:`Stopping.begin` (in the signal handler, so befor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -150,7 +151,9 @@ class Stopping:
                     "flight (acknowledged writes are in the journal; snapshots may lag)",
                     self.grace_seconds, self.in_flight)
         for handler in logging.getLogger().handlers:
-            handler.flush()
+            # a handler that cannot flush (its stream closed) must not keep the process from ending
+            with contextlib.suppress(Exception):
+                handler.flush()
         self._exit_now(0)
 
     def finish(self, snapshots: str = "") -> None:
