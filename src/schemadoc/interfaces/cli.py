@@ -51,6 +51,7 @@ from schemadoc.interfaces.cli_common import (
     problem_line,
     read_json_file,
     report,
+    use_example,
 )
 from schemadoc.interfaces.cli_migrate import add_command as add_migrate_documents
 from schemadoc.interfaces.cli_migrate import migrate_documents
@@ -123,25 +124,6 @@ def _parser() -> argparse.ArgumentParser:
     add_archive_commands(commands)
     add_migrate_documents(commands)
     return parser
-
-
-def _use_example(args: argparse.Namespace) -> bool:
-    """Point ``args.schema_path`` at the bundled example ``--example`` names; True when it only asked for the list."""
-    name = getattr(args, "example", None)
-    if name is None:
-        return False
-    from schemadoc.examples import example_names, example_path
-
-    if name == "":
-        for known in example_names():
-            print(f"{known}\t{example_path(known)}")
-        return True
-    if args.schema_path is not None:
-        raise SchemaDocError("config-invalid", "Give either --schema or --example, not both.",
-                             {"setting": "example", "value": name},
-                             remediation="Drop one of the two flags.")
-    args.schema_path = str(example_path(name))
-    return False
 
 
 def _listen(settings: Settings) -> socket.socket:
@@ -251,7 +233,7 @@ def _warn_if_create_fails(service: DocumentService) -> None:
 
 
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    if _use_example(args):
+    if use_example(args):
         return EXIT_OK
     settings = load_settings(overrides(args), environ)
     configure_logging(settings.log_level_number, settings.tokens_file, settings.log_format)
@@ -372,7 +354,7 @@ def _serve_stdio(settings: Settings) -> int:
 
 
 def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    _use_example(args)
+    use_example(args)
     settings = load_settings(overrides(args), environ)
     configure_logging(logging.WARNING)
     schema_path = _check_schema_file(settings)

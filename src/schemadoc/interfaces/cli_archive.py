@@ -22,7 +22,7 @@ from typing import IO, Any, BinaryIO
 
 from schemadoc.config import Settings, load_settings
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.cli_common import EXIT_FAILED, EXIT_OK, configure_logging, overrides
+from schemadoc.interfaces.cli_common import EXIT_FAILED, EXIT_OK, configure_logging, overrides, use_example
 
 __all__ = ["add_commands", "export", "import_"]
 
@@ -54,17 +54,6 @@ def add_commands(commands: Any) -> None:
                          help="doc_ids the store already holds: fail (default: stop before writing anything), "
                               "skip (keep the stored document) or replace (only with no server running)")
     import_.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file")
-
-
-def _schema_path(args: argparse.Namespace) -> None:
-    if getattr(args, "example", None) is None:
-        return
-    if args.schema_path is not None:
-        raise SchemaDocError("config-invalid", "Give either --schema or --example, not both.",
-                             {"setting": "example", "value": args.example}, remediation="Drop one of the two flags.")
-    from schemadoc.examples import example_path
-
-    args.schema_path = str(example_path(args.example))
 
 
 def _schema_manifest(path: Path | None) -> dict[str, Any] | None:
@@ -120,7 +109,7 @@ def _output(name: str) -> Iterator[BinaryIO]:
 
 
 def export(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    _schema_path(args)
+    use_example(args)
     settings = load_settings(overrides(args), environ, require_schema=False)
     configure_logging(logging.WARNING)
     from schemadoc.archive import export_store
@@ -161,7 +150,7 @@ def _input(name: str) -> Iterator[BinaryIO]:
 
 
 def import_(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    _schema_path(args)
+    use_example(args)
     settings = load_settings(overrides(args), environ)
     configure_logging(logging.WARNING)
     from schemadoc.archive import import_archive

@@ -22,7 +22,6 @@ from typing import Any
 import orjson
 
 from schemadoc.config import Settings, load_settings
-from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.cli_common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -30,6 +29,7 @@ from schemadoc.interfaces.cli_common import (
     ProgressBar,
     configure_logging,
     overrides,
+    use_example,
 )
 
 __all__ = ["add_command", "check"]
@@ -51,17 +51,6 @@ def add_command(commands: Any) -> None:
                        help="check deleted documents too (by default they are only counted)")
     check.add_argument("--json", action="store_true",
                        help="print one JSON object: the summary and every invalid document")
-
-
-def _use_example(args: argparse.Namespace) -> None:
-    if getattr(args, "example", None) is None:
-        return
-    if args.schema_path is not None:
-        raise SchemaDocError("config-invalid", "Give either --schema or --example, not both.",
-                             {"setting": "example", "value": args.example}, remediation="Drop one of the two flags.")
-    from schemadoc.examples import example_path
-
-    args.schema_path = str(example_path(args.example))
 
 
 def _storage_shown(settings: Settings) -> str:
@@ -111,7 +100,7 @@ def _text(result: Mapping[str, Any]) -> str:
 
 
 def check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    _use_example(args)
+    use_example(args)
     settings = load_settings(overrides(args), environ)
     configure_logging(logging.WARNING)
     from schemadoc.schema import load_schema

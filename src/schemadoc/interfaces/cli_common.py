@@ -181,3 +181,23 @@ def read_json_file(name: str, argument: str, *, invalid: str = "invalid-request"
         raise SchemaDocError(invalid, f"{name} is not valid JSON: {error}.",
                              {"argument": argument, "path": name, "problems": [str(error)]},
                              remediation="Fix the JSON syntax at the position given.") from None
+
+
+def use_example(args: argparse.Namespace) -> bool:
+    """Point ``args.schema_path`` at the bundled example ``--example`` names (``config-invalid`` beside
+    ``--schema``); True when it only asked for the list (``serve --example`` with no name prints it)."""
+    name = getattr(args, "example", None)
+    if name is None:
+        return False
+    from schemadoc.examples import example_names, example_path
+
+    if name == "":
+        for known in example_names():
+            print(f"{known}\t{example_path(known)}")
+        return True
+    if args.schema_path is not None:
+        raise SchemaDocError("config-invalid", "Give either --schema or --example, not both.",
+                             {"setting": "example", "value": name},
+                             remediation="Drop one of the two flags.")
+    args.schema_path = str(example_path(name))
+    return False

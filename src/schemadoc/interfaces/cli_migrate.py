@@ -31,6 +31,7 @@ from schemadoc.interfaces.cli_common import (
     create_service,
     overrides,
     read_json_file,
+    use_example,
 )
 
 __all__ = ["add_command", "migrate_documents"]
@@ -124,9 +125,7 @@ def _where(given: list[str] | None) -> list[Any]:
 
 
 def migrate_documents(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    from schemadoc.interfaces.cli_archive import _schema_path
-
-    _schema_path(args)
+    use_example(args)
     settings = load_settings(overrides(args), environ)
     configure_logging(logging.WARNING)
     data = _migration_data(args)
