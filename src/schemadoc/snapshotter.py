@@ -45,7 +45,8 @@ from typing import Any
 import orjson
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.storage.base import DocumentStore, StreamedSnapshots
+from schemadoc.storage.base import DocumentStore
+from schemadoc.storage.shared import StreamedSnapshots
 
 __all__ = ["POLICIES", "SnapshotPolicy", "Snapshotter", "dumps_chunked", "hand_over", "iter_chunked"]
 

@@ -21,8 +21,9 @@ from psycopg import sql
 from storage_contract import commit_patch, create_document, delete_document, new_doc_id
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.storage.base import DocumentMeta, SharedStore, StoreNotice
+from schemadoc.storage.base import DocumentMeta
 from schemadoc.storage.postgres import MIGRATIONS, PostgresDocumentStore
+from schemadoc.storage.shared import SharedStore, StoreNotice
 
 pytestmark = pytest.mark.postgres
 

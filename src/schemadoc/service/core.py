@@ -35,15 +35,8 @@ from schemadoc.service.feed import ChangeFeed
 from schemadoc.service.memory import BYTES_PER_BLOCK, Resident, ResidentSet, default_budget
 from schemadoc.service.models import Change, ChangeEvent, DocState, Listener
 from schemadoc.snapshotter import SnapshotPolicy, Snapshotter
-from schemadoc.storage.base import (
-    LOCK_TIMEOUT_SECONDS,
-    DocumentMeta,
-    DocumentStore,
-    RecoveryReport,
-    SharedStore,
-    StoreNotice,
-    Verdict,
-)
+from schemadoc.storage.base import LOCK_TIMEOUT_SECONDS, DocumentMeta, DocumentStore, RecoveryReport, Verdict
+from schemadoc.storage.shared import SharedStore, StoreNotice
 from schemadoc.validation import VALID, DocumentValidator, ValidationReport
 from schemadoc.validation.suggestions import placeholders
 

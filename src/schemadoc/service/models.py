@@ -9,7 +9,8 @@ from typing import Any
 from schemadoc.ops.journal import JournalEntry
 from schemadoc.pointer import json_type
 from schemadoc.reading import BoundedView, Hit, NodeCounts
-from schemadoc.storage.base import DocumentMeta, StoredChange
+from schemadoc.storage.base import DocumentMeta
+from schemadoc.storage.shared import StoredChange
 from schemadoc.validation import Repair, ValidationReport
 
 

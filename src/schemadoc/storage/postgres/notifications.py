@@ -21,8 +21,8 @@ import psycopg
 from psycopg import sql
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.storage.base import StoredChange, StoreNotice
 from schemadoc.storage.postgres.statements import KINDS
+from schemadoc.storage.shared import StoredChange, StoreNotice
 
 if TYPE_CHECKING:
     from schemadoc.storage.postgres.store import PostgresDocumentStore

@@ -23,9 +23,7 @@ from schemadoc.storage.base import (
     LOCK_TIMEOUT_SECONDS,
     DocumentMeta,
     RecoveryReport,
-    StoredChange,
     StoredDocument,
-    StoreNotice,
     Verdict,
     already_exists,
     check_doc_id,
@@ -55,6 +53,7 @@ from schemadoc.storage.postgres.statements import (
     verdict_text,
 )
 from schemadoc.storage.postgres.statements import meta as _meta
+from schemadoc.storage.shared import StoredChange, StoreNotice
 
 __all__ = ["DEFAULT_SCHEMA", "PostgresDocumentStore"]
 
