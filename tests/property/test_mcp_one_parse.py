@@ -195,3 +195,16 @@ def test_the_nan_trick_is_what_this_property_would_catch(guard: AccessGuard) -> 
     outcome = post(guard, body, READER)
     assert (outcome.status, outcome.handed) == (400, None)
     assert json.loads(outcome.answer)["error"]["code"] == -32700
+
+
+@pytest.mark.parametrize("raw_id, expected", [(b"18446744073709551616", 1 << 64), (b"-" + b"9" * 40, -int("9" * 40))])
+def test_a_refusal_echoes_any_id_the_sdk_would_read(guard: AccessGuard, raw_id: bytes, expected: Any) -> None:
+    """An id beyond 64 bits is read exactly, so a refusal carries it back exactly (it once answered 500: the writer
+    of refusals could not write it)."""
+    body = b'{"jsonrpc":"2.0","id":' + raw_id + b',"method":"tools/call","params":{"name":"document_create",' \
+           b'"arguments":{}}}'
+    outcome = post(guard, body, READER)
+    assert (outcome.status, outcome.handed) == (403, None)
+    answer = json.loads(outcome.answer)
+    assert answer["id"] == expected
+    assert answer["error"]["data"]["error"]["code"] == "token-read-only"

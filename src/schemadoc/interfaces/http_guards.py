@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from fastapi.telemetry import TelemetryConfig
 from mcp.types import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -52,8 +51,10 @@ def error_bytes(error: SchemaDocError, path: str, message_id: Any = None, mcp_pa
                 rpc_code: int = INVALID_REQUEST) -> bytes:
     """The error object as a REST body, or at ``mcp_path`` as a JSON-RPC error (``rpc_code``) carrying it."""
     if path == mcp_path:
-        return orjson.dumps({"jsonrpc": "2.0", "id": message_id,
-                             "error": {"code": rpc_code, "message": error.message, "data": error_object(error)}})
+        # dump_body: an id may be an integer beyond 64 bits (read exactly, so echoed exactly) or hold a lone
+        # surrogate, which orjson refuses
+        return dump_body({"jsonrpc": "2.0", "id": message_id,
+                          "error": {"code": rpc_code, "message": error.message, "data": error_object(error)}})
     return dump_body(error_object(error))
 
 
