@@ -345,9 +345,10 @@ class NodeWrites(History):
                 details["already_invalid"] = already_invalid(repair)
             fix, details["violations"] = fold_fixes(details["violations"])
             if fix:
-                accepted = None if repair is None else (lambda: self._repair_accepts(before, [*patch, *fix]))
+                resolves = (lambda: self._fix_resolves(before, after, patch, fix)) if repair is None else \
+                    (lambda: self._repair_accepts(before, [*patch, *fix]))
                 details["suggested_call"] = self._suggested_call(doc_id, version, after, patch, node_path, node,
-                                                                 fix, retry, accepted)
+                                                                 fix, retry, resolves)
             if dry_run:
                 details.update({"dry_run": True, **_preview(patch)})
             suggestion = ("Send details.suggested_call as it is (replace the values listed in its placeholders with "
@@ -362,6 +363,14 @@ class NodeWrites(History):
         tool, arguments = found if found is not None else ("document_apply_patch", {"patch": [*patch, *fix]})
         return self._suggestion(after, fix, tool, {"doc_id": doc_id, **arguments, "version": version},
                                 node_path if found is not None else "", resolves)
+
+    def _fix_resolves(self, before: Any, after: Any, patch: list[dict[str, Any]], fix: list[dict[str, Any]]) -> bool:
+        """Whether ``fix`` applied to ``after`` (what ``patch`` made of ``before``) leaves a valid document: judged,
+        as an accepted write is, from where the write and its fix reached (``before`` is the version written to;
+        remembered valid, else the fixed document is validated whole). Nothing is remembered: the fixed document
+        is never stored."""
+        fixed = apply_patch(after, check_patch(fix))
+        return self.validator.change_is_valid(before, fixed.document, [*patch, *fixed.patch])
 
     def _repair_accepts(self, before: Any, patch: list[dict[str, Any]]) -> bool:
         """Whether the repair rule accepts ``patch`` on the invalid ``before`` (the write and its fixes, as one)."""
@@ -388,8 +397,11 @@ class NodeWrites(History):
         """
         after: Any = None
         try:
-            after = apply_patch(document, compiled.patch).document
-            resulting = self.validator.validate(after)
+            applied = apply_patch(document, compiled.patch)
+            after = applied.document
+            # from what the merge patch reached when the document written to is known valid, else whole
+            resulting = self.validator.validate_change(document, after, patch=applied.patch, keep=False) \
+                if self.validator.known_valid(document) else self.validator.validate(after)
         except SchemaDocError:  # the result cannot even be built: what the schema check found is all there is
             resulting = None
         violations = [] if resulting is None else [v.to_dict() for v in resulting.violations]
@@ -408,8 +420,9 @@ class NodeWrites(History):
         details: dict[str, Any] = {"doc_id": doc_id, "version": version, "path": compiled.node_path or "/",
                                    "violations": listed}
         if fix:
-            details["suggested_call"] = self._suggested_call(doc_id, version, after, compiled.patch, "", None, fix,
-                                                             None)
+            details["suggested_call"] = self._suggested_call(
+                doc_id, version, after, compiled.patch, "", None, fix, None,
+                lambda: self._fix_resolves(document, after, compiled.patch, fix))
         raise SchemaDocError(
             "validation-failed",
             f"The merge patch would make the document invalid ({count} error{'s' if count != 1 else ''}); "

@@ -58,9 +58,10 @@ class ChangeChecker:
                       limit: int) -> list[PlacedError] | None:
         """Every error whole-document validation finds in ``after`` (in another order), found where it changed.
 
-        None when that cannot be told exactly here, so the whole document must be validated: an error
-        carrying its alternatives' errors (``oneOf``/``anyOf``), a false schema, a schema
-        reached twice at one place, embedded ``$id``s, ``$dynamicRef``, or more than ``limit`` errors.
+        None when that cannot be told exactly here, so the whole document must be validated: a false
+        schema, a schema reached twice at one place, embedded ``$id``s, ``$dynamicRef``, or more than
+        ``limit`` errors. An error carrying its alternatives' errors (``oneOf``/``anyOf``) is placed with
+        theirs (:class:`~schemadoc.validation.locations.PlacedError`).
         """
         if after is before or self._dynamic or self._embedded:
             return None

@@ -53,15 +53,32 @@ class PlacedError:
     __slots__ = ("instance", "instance_path", "kind", "message", "schema_path")
 
     def __init__(self, error: Any, path: tuple[str | int, ...], schema_path: tuple[str | int, ...]) -> None:
-        if error.kind.name in _BRANCHING or getattr(error.kind, "context", None):
-            raise Unsupported  # its alternatives' errors are placed in the validated subtree
-        self.kind = error.kind
+        kind = error.kind
+        # an error carrying its alternatives' errors (oneOf, anyOf): theirs are placed in the validated
+        # subtree too, and their schema paths are already the schema's own
+        self.kind = _PlacedKind(kind, path) if kind.name in _BRANCHING or getattr(kind, "context", None) else kind
         self.message: str = error.message
         self.instance = error.instance
         # the runtime validator leaves empty member names out of its instance paths (an error
         # in {"": {"a": 1}} at "/a"): whole-document reports say so, and so must this one
         self.instance_path = (*(token for token in path if token != ""), *error.instance_path)
         self.schema_path = schema_path
+
+
+class _PlacedKind:
+    """The kind of a branching error (``oneOf``, ``anyOf``) with each alternative's errors placed in the whole
+    document, as whole-document validation gives them."""
+
+    __slots__ = ("_kind", "context", "name")
+
+    def __init__(self, kind: Any, path: tuple[str | int, ...]) -> None:
+        self._kind = kind
+        self.name: str = kind.name
+        self.context = [[PlacedError(sub, path, tuple(sub.schema_path)) for sub in branch]
+                        for branch in getattr(kind, "context", None) or ()]
+
+    def as_dict(self) -> Any:
+        return self._kind.as_dict()
 
 
 class Errors(list[PlacedError]):
@@ -172,6 +189,33 @@ class Node:
                     raise Unsupported
                 out.add(PlacedError(error, path, schema_path))
         return True
+
+    def unexpected(self, instance: dict[str, Any], name: str, path: tuple[str | int, ...], out: Errors, *,
+                   report: bool) -> None:
+        """A new member ``name`` of ``instance`` that this location's ``additionalProperties: false`` refuses: its
+        errors placed as whole validation places them, one per such schema on ``instance`` itself, naming every
+        unexpected member (``report``: the first such member of ``instance``; the others are in its errors).
+        ``Unsupported`` where something else refuses it (a false schema of its own, a schema naming it)."""
+        members = self.members
+        checker = self._checker
+        refused = False
+        for member in members:
+            schema: dict[str, Any] = member.schema
+            if member_subschemas(schema, name, checker.matches, additional=False):
+                raise Unsupported  # a schema of its own applies too
+            additional = schema.get("additionalProperties", True)
+            if additional is not True and additional is not False:
+                raise Unsupported
+            refused = refused or additional is False
+        if not refused:
+            raise Unsupported
+        if not report:
+            return
+        for member in members:
+            if member.schema.get("additionalProperties") is False:
+                prefix = checker.pointer(member.schema)
+                for error in checker.additional_validator(member).iter_errors(instance):
+                    out.add(PlacedError(error, path, (*prefix, *error.schema_path)))
 
     # -- children -------------------------------------------------------------------------
 
@@ -299,6 +343,15 @@ class Locations:
         with self._lock:
             self._shallow[key] = validator
         return validator
+
+    def additional_validator(self, located: Located) -> Any:
+        """``additionalProperties: false`` of an object schema alone, with the names and patterns it allows."""
+        schema: dict[str, Any] = located.schema
+        properties, patterns = schema.get("properties"), schema.get("patternProperties")
+        return self._compiled(f"additional:{id(schema)}", {
+            "properties": dict.fromkeys(properties if isinstance(properties, dict) else (), True),
+            "patternProperties": dict.fromkeys(patterns if isinstance(patterns, dict) else (), True),
+            "additionalProperties": False})
 
     def matches(self, pattern: str, name: str) -> bool:
         """``patternProperties`` matching exactly as the runtime validator does it (ECMA-262)."""

@@ -95,11 +95,15 @@ def check(node: Node, after: Any, before: Any, hint: Hint | None = None, path: t
                 return node.whole(after, path, out)
         if not node.own(after, path, out):
             return False
+        reported = False
         for name, child, previous in _changed_members(after, before, hint):
             sub = node.for_key(name)
             at = path if out is None else (*path, name)  # the verdict alone needs no paths
             if previous is _MISSING:
-                if not sub.unconstrained and not sub.whole(child, at, out):
+                if sub.impossible and out is not None:  # a member additionalProperties refuses: the object's error
+                    node.unexpected(after, name, path, out, report=not reported)
+                    reported = True
+                elif not sub.unconstrained and not sub.whole(child, at, out):
                     return False
             elif not check(sub, child, previous, hint.children.get(name) if hint is not None else None, at, out):
                 return False
