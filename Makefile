@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-inventory bench-archive bench-migrate bench-check bench-postgres bench-instructions bench-rest bench-observability bench-validation bench-repair bench-agents bench-limits bench-startup bench-shutdown bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
+.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-inventory bench-archive bench-migrate bench-check bench-postgres bench-instructions bench-refusals bench-rest bench-observability bench-validation bench-repair bench-agents bench-limits bench-startup bench-shutdown bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
 
 # development: the server, the client, the conformance suite and the tools (make test)
 $(VENV)/.installed: pyproject.toml
@@ -56,7 +56,11 @@ fuzz: $(VENV)/.installed  ## long fuzzing: schemathesis on a real server (statef
 
 bench: $(VENV)/.installed  ## benchmarks (figures, not pass/fail)
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/refusals.py
 	$(PY) benchmarks/memory.py
+
+bench-refusals: $(VENV)/.installed  ## black box: refused beside accepted leaf updates, REST and MCP stdio, 10 KB to 100 MB (REFUSALS_ARGS=--quick)
+	$(PY) benchmarks/refusals.py $(REFUSALS_ARGS)
 
 bench-memory: $(VENV)/.installed  ## 1,000 books of 10 MB under a 1 GiB budget: peak RSS, warm and cold reads and writes (--documents N)
 	$(PY) benchmarks/memory.py $(MEMORY_ARGS)

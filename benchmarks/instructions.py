@@ -19,7 +19,9 @@ Scenarios, in process (no socket, so only our code and the libraries are counted
   (access checks, body limits, the REST lane, the catalogue, the service);
 - ``small write``: ``PUT`` of ``/title`` through the same application (the worker thread included);
 - ``leaf update, 10 MB book``: ``DocumentService.update_node`` of the middle paragraph's text
-  of a generated 10 MiB book (validation, journal, memory budget; no HTTP).
+  of a generated 10 MiB book (validation, journal, memory budget; no HTTP);
+- ``refused leaf update, 10 MB book``: the same paragraph's text set to a number: ``validation-failed`` with its
+  violation and ``details.suggested_call`` (nothing journaled).
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ REPO = HERE.parent
 SCHEMA = REPO / "schemas" / "book.schema.json"
 # no background snapshot inside the counted requests: one of a 10 MiB book outweighs 200 leaf updates
 _SETTINGS = {"schema_path": str(SCHEMA), "snapshot_interval_seconds": 3600}
-SCENARIOS = {"read": ("small read", 500), "write": ("small write", 300), "leaf": ("leaf update, 10 MB book", 200)}
+SCENARIOS = {"read": ("small read", 500), "write": ("small write", 300), "leaf": ("leaf update, 10 MB book", 200),
+             "refused": ("refused leaf update, 10 MB book", 200)}
 
 
 # -- the child: one scenario, instrumented only while its requests run ---------------------------------
@@ -143,9 +146,11 @@ def _wait_done(sync: Path) -> None:
     _wait_for(sync / "end")
 
 
-def _leaf_scenario(n: int, sync: Path, storage: str) -> None:
+def _leaf_scenario(n: int, sync: Path, storage: str, *, refused: bool = False) -> None:
     sys.path.insert(0, str(HERE))
     from generate import make_book, mid_paragraph_path
+
+    from schemadoc.errors import SchemaDocError
 
     _settings, service = _service(storage)
     doc_id, _content, meta, _report = service.create_document()
@@ -155,9 +160,23 @@ def _leaf_scenario(n: int, sync: Path, storage: str) -> None:
     for i in range(5):  # warm-up
         version = service.update_node(doc_id, leaf, f"warm-up {i}", version).version
 
+    def refuse(i: int) -> None:
+        try:
+            service.update_node(doc_id, leaf, i, version)  # a number where a string belongs
+        except SchemaDocError as error:
+            if error.code != "validation-failed" or "suggested_call" not in error.details:
+                raise
+        else:
+            raise SystemExit("a number was accepted as a paragraph's text")
+
+    for i in range(5 if refused else 0):
+        refuse(i)
     _wait_ready(sync)
     for i in range(n):
-        version = service.update_node(doc_id, leaf, f"paragraph {i}", version).version
+        if refused:
+            refuse(i)
+        else:
+            version = service.update_node(doc_id, leaf, f"paragraph {i}", version).version
     _wait_done(sync)
     service.close()
 
@@ -165,8 +184,8 @@ def _leaf_scenario(n: int, sync: Path, storage: str) -> None:
 def child(kind: str, n: int, sync: Path) -> None:
     storage = tempfile.mkdtemp(prefix="schemadoc-instructions-")
     try:
-        if kind == "leaf":
-            _leaf_scenario(n, sync, storage)
+        if kind in ("leaf", "refused"):
+            _leaf_scenario(n, sync, storage, refused=kind == "refused")
         else:
             _http_scenario(kind, n, sync, storage)
     finally:
