@@ -22,7 +22,7 @@ from storage_contract import commit_patch, create_document, current_content, new
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, replay, utc_now
 from schemadoc.storage import disk
-from schemadoc.storage.base import DocumentMeta, journal_line
+from schemadoc.storage.base import DocumentMeta, Verdict, journal_line
 from schemadoc.storage.files import FileDocumentStore
 from schemadoc.storage.journal import Tail, fold
 from schemadoc.storage.layout import Corrupt
@@ -704,3 +704,83 @@ def test_a_big_file_written_from_pieces_is_synced_as_it_grows(tmp_path: Path, mo
     assert disk.write_synced(tmp_path / "big.tmp", iter(pieces)) == 20 << 20
     assert (tmp_path / "big.tmp").read_bytes() == b"".join(pieces)
     assert synced == [8 << 20, 16 << 20]
+
+
+# -- verdicts of checks, several processes -------------------------------------------------------------
+
+RECORD_VERDICTS = """
+import sys
+from schemadoc.storage.base import Verdict
+from schemadoc.storage.files import FileDocumentStore
+store = FileDocumentStore(sys.argv[1])
+store.open()
+for count in sys.argv[3:]:
+    problems = [{"code": "max-length", "path": "/title", "message": "too long"}] * int(count)
+    assert store.record_verdict(sys.argv[2], Verdict.of(1, "sha256:" + "c" * 64, problems, int(count)))
+    print(count, flush=True)
+    sys.stdin.readline()  # the parent reads between two checks
+"""
+
+
+def verdict_stats(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every ``stat`` of a verdict file from now on."""
+    seen: list[Path] = []
+    original = disk.stat_or_none
+
+    def counting(path: Path) -> os.stat_result | None:
+        if path.parent.name == "verdicts":
+            seen.append(path)
+        return original(path)
+
+    monkeypatch.setattr(disk, "stat_or_none", counting)
+    return seen
+
+
+def test_reads_and_writes_find_a_checks_verdict_without_a_stat_of_its_file(
+        store: FileDocumentStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    meta = create_document(store, {"title": "t", "items": []})
+    store.read_meta(meta.doc_id)
+    stats = verdict_stats(monkeypatch)
+    for n in range(20):
+        store.read_meta(meta.doc_id)
+        meta = commit_patch(store, meta, [{"op": "add", "path": "/items/-", "value": n}], inline=False)
+    assert stats == []
+    store.record_verdict(meta.doc_id, replace(meta.verdict or Verdict(meta.version, "sha256:" + "d" * 64),
+                                               violation_count=1))
+    for _ in range(5):
+        verdict = store.read_meta(meta.doc_id).verdict
+        assert verdict is not None and verdict.violation_count == 1
+    assert len(stats) == 1  # the check moved the meta file on: looked at once, then known again
+
+
+def test_a_check_recorded_by_another_process_is_seen_at_the_next_read_even_within_one_clock_tick(
+        store: FileDocumentStore, directory: Path) -> None:
+    meta = create_document(store, {"title": "t"})
+    assert store.read_meta(meta.doc_id).verdict == meta.verdict  # known, before any check
+    counts = [3, 1, 4, 1, 5, 9, 2, 6]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
+    child = subprocess.Popen([sys.executable, "-c", RECORD_VERDICTS, str(directory), meta.doc_id,
+                              *map(str, counts)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        for count in counts:
+            assert int(child.stdout.readline()) == count
+            verdict = store.read_meta(meta.doc_id).verdict
+            assert verdict is not None and verdict.violation_count == count
+            assert store.load(meta.doc_id).meta.verdict == verdict
+            child.stdin.write(b"\n")
+            child.stdin.flush()
+    finally:
+        child.stdin.close()
+        assert child.wait(30) == 0
+
+
+def test_checks_in_quick_succession_are_each_seen_by_another_store_on_the_directory(
+        store: FileDocumentStore, directory: Path) -> None:
+    other, _ = reopen(directory)
+    meta = create_document(store, {"title": "t"})
+    problem = [{"code": "max-length", "path": "/title", "message": "too long"}]
+    for count in range(1, 200):  # many within one tick of the file system's clock
+        other.record_verdict(meta.doc_id, Verdict.of(1, "sha256:" + "e" * 64, problem * count, count))
+        verdict = store.read_meta(meta.doc_id).verdict
+        assert verdict is not None and verdict.violation_count == count

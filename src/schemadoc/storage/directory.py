@@ -26,9 +26,9 @@ from schemadoc.storage.base import (
     LOCK_TIMEOUT_SECONDS,
     DocumentMeta,
     RecoveryReport,
-    Verdict,
     document_not_found,
 )
+from schemadoc.storage.checked import CheckedVerdicts
 from schemadoc.storage.journal import Tail, find_line_end, fold, read_entries, repair_tail
 from schemadoc.storage.layout import (
     Corrupt,
@@ -125,8 +125,7 @@ class DocumentDirectory:
         self._tails_guard = threading.RLock()  # tails are read and extended by readers and writers alike
         # doc_id -> {version: byte offset of the line after it}, every 64 versions
         self._journal_offsets: dict[str, dict[int, int]] = {}
-        # doc_id -> (key of verdicts/{doc_id}.json: inode, mtime, size; the verdict it holds)
-        self._verdicts: dict[str, tuple[tuple[int, int, int], Verdict | None]] = {}
+        self._verdicts = CheckedVerdicts()  # what checks recorded: verdicts/{doc_id}.json
         self.store_format: store_format.FormatCheck | None = None  # what open() found and left
 
     def _paths(self, doc_id: str) -> Paths:

@@ -30,8 +30,6 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-import orjson
-
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry
 from schemadoc.storage import disk, snapshots
@@ -319,7 +317,7 @@ class FileDocumentStore(DocumentDirectory):
                 except OSError as error:
                     raise write_failed(doc_id, f"removing {path.name}", error) from None
             disk.remove_quietly(paths.lock, paths.verdict)
-            self._verdicts.pop(doc_id, None)
+            self._verdicts.forget(doc_id)
             shutil.rmtree(paths.checkpoints, ignore_errors=True)
             self._journal_offsets.pop(doc_id, None)
             self._tails.pop(doc_id, None)
@@ -362,6 +360,7 @@ class FileDocumentStore(DocumentDirectory):
                 content = paths.content.read_bytes()
             with self._tails_guard:
                 current, snapshot, snapshot_end = tail.current, tail.snapshot, tail.snapshot_end
+                meta_key = tail.meta_key
             try:
                 entries, last = read_entries(paths.journal, since=snapshot.version, upto=current.version,
                                              start=(snapshot.version, snapshot_end))
@@ -370,39 +369,22 @@ class FileDocumentStore(DocumentDirectory):
         if last < current.version:
             raise read_failed(doc_id, f"the journal ends at version {last}, the meta is at version "
                                       f"{current.version}", paths.journal.name)
-        return StoredDocument(self._with_checked(paths, current), content, tuple(entries))
+        return StoredDocument(self._with_checked(paths, current, meta_key), content, tuple(entries))
 
     def read_meta(self, doc_id: str) -> DocumentMeta:
         doc_id = check_doc_id(doc_id)
         paths = self._paths(doc_id)
-        return self._with_checked(paths, self._fresh(doc_id, paths).current)
+        tail = self._fresh(doc_id, paths)
+        return self._with_checked(paths, tail.current, tail.meta_key)
 
     # -- verdicts of checks --------------------------------------------------------------------
 
-    def _with_checked(self, paths: Paths, current: DocumentMeta) -> DocumentMeta:
+    def _with_checked(self, paths: Paths, current: DocumentMeta, meta_key: tuple[int, int, int]) -> DocumentMeta:
         """``current`` with the verdict of a check of its version, when there is one (it came after the write)."""
-        checked = self._checked(paths)
+        checked = self._verdicts.of(paths, meta_key)
         if checked is not None and checked.version == current.version:
             return replace(current, verdict=checked)
         return current
-
-    def _checked(self, paths: Paths) -> Verdict | None:
-        """The verdict ``verdicts/{doc_id}.json`` records (a check's), revalidated by one ``stat``; ``None`` when
-        there is none or it cannot be read (the document then counts as unchecked, and is checked again)."""
-        status = disk.stat_or_none(paths.verdict)
-        if status is None:
-            self._verdicts.pop(paths.doc_id, None)
-            return None
-        key = (status.st_ino, status.st_mtime_ns, status.st_size)
-        known = self._verdicts.get(paths.doc_id)
-        if known is not None and known[0] == key:
-            return known[1]
-        try:
-            verdict = Verdict.from_dict(orjson.loads(paths.verdict.read_bytes()))
-        except (OSError, ValueError):
-            verdict = None
-        self._verdicts[paths.doc_id] = (key, verdict)
-        return verdict
 
     def record_verdict(self, doc_id: str, verdict: Verdict) -> bool:
         """``verdicts/{doc_id}.json``, when the document is still at ``verdict.version`` (under its write lock).
@@ -417,13 +399,9 @@ class FileDocumentStore(DocumentDirectory):
         with self.write_lock(doc_id):
             if self.read_meta(doc_id).version != verdict.version:
                 return False
-            paths.verdict.parent.mkdir(exist_ok=True)
-            temporary = paths.verdict.with_suffix(f".{secrets.token_hex(8)}.tmp")
             try:
-                temporary.write_bytes(orjson.dumps(verdict.to_dict()))
-                os.replace(temporary, paths.verdict)
+                self._verdicts.write(paths, verdict)  # every process sharing the directory reads it again
             except OSError as error:
-                disk.remove_quietly(temporary)
                 raise write_failed(doc_id, "writing its verdict", error) from None
             return True
 
@@ -497,3 +475,4 @@ class FileDocumentStore(DocumentDirectory):
                  for kind, path in (("snapshot", paths.content), ("journal", paths.journal), ("meta", paths.meta))}
         usage["checkpoints"] = self._checkpoints(doc_id).size_bytes()
         return usage
+
