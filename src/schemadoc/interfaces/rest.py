@@ -309,7 +309,8 @@ def _prepare(binding: Binding, request: Request, body: bytes, rest: RestState) -
     raw, scans = arguments(binding, request, body, rest.service)
     try:
         call, args = prepare(_call(binding, request, rest, scans), binding.operation, raw)
-        if getattr(args, "dry_run", False) is True and (record := CURRENT.get()) is not None:
+        # the arguments' own members (a model without dry_run: no trip through pydantic's missing-attribute path)
+        if args.__dict__.get("dry_run") is True and (record := CURRENT.get()) is not None:
             record.dry_run = True
         return call, args
     except SchemaDocError as error:

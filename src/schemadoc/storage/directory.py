@@ -110,6 +110,9 @@ def rebuild(paths: Paths, meta: DocumentMeta) -> DocumentMeta:
 
 
 
+_KNOWN_PATHS = 4096
+
+
 class DocumentDirectory:
     """The directory of a files store as this process knows it (module docstring)."""
 
@@ -126,10 +129,16 @@ class DocumentDirectory:
         # doc_id -> {version: byte offset of the line after it}, every 64 versions
         self._journal_offsets: dict[str, dict[int, int]] = {}
         self._verdicts = CheckedVerdicts()  # what checks recorded: verdicts/{doc_id}.json
+        self._known_paths: dict[str, Paths] = {}  # each document's paths, built once (at most _KNOWN_PATHS kept)
         self.store_format: store_format.FormatCheck | None = None  # what open() found and left
 
     def _paths(self, doc_id: str) -> Paths:
-        return Paths(self.storage_dir, doc_id)
+        paths = self._known_paths.get(doc_id)
+        if paths is None:
+            if len(self._known_paths) >= _KNOWN_PATHS:
+                self._known_paths.clear()
+            paths = self._known_paths[doc_id] = Paths(self.storage_dir, doc_id)
+        return paths
 
     # -- start-up ------------------------------------------------------------------------------
 

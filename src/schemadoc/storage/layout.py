@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from schemadoc.errors import SchemaDocError
@@ -33,33 +34,34 @@ _NAME = re.compile(r"^([0-9A-Za-z]{26})(\.meta\.json|\.journal\.jsonl|\.json|\.l
 
 @dataclass(frozen=True)
 class Paths:
-    """The files of one document."""
+    """The files of one document (each path made once, when first asked for: the store keeps the ``Paths`` of the
+    documents it reads, so a read or a write builds no path)."""
 
     directory: Path
     doc_id: str
 
-    @property
+    @cached_property
     def content(self) -> Path:
         return self.directory / f"{self.doc_id}.json"
 
-    @property
+    @cached_property
     def meta(self) -> Path:
         return self.directory / f"{self.doc_id}{META_SUFFIX}"
 
-    @property
+    @cached_property
     def journal(self) -> Path:
         return self.directory / f"{self.doc_id}.journal.jsonl"
 
-    @property
+    @cached_property
     def lock(self) -> Path:
         return self.directory / f"{self.doc_id}.lock"
 
-    @property
+    @cached_property
     def content_tmp(self) -> Path:
         """A creation's content, before it is renamed into place."""
         return self.directory / f"{self.doc_id}.tmp"
 
-    @property
+    @cached_property
     def meta_tmp(self) -> Path:
         """A creation's meta: without ``{id}.meta.json`` beside it, the creation never completed."""
         return self.directory / f"{self.doc_id}.meta.tmp"
@@ -70,12 +72,12 @@ class Paths:
     def snapshot_meta_tmp(self, token: str) -> Path:
         return self.directory / f"{self.doc_id}.{token}.meta.tmp"
 
-    @property
+    @cached_property
     def verdict(self) -> Path:
         """The latest check's verdict of this document (a record beside the journal, rebuilt by checking again)."""
         return self.directory / "verdicts" / f"{self.doc_id}.json"
 
-    @property
+    @cached_property
     def checkpoints(self) -> Path:
         """The directory of this document's history checkpoints."""
         return self.directory / "checkpoints" / self.doc_id
