@@ -3,10 +3,14 @@ media type a body must be declared with."""
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.rest import check_media_type, parse_json
+from schemadoc.interfaces.rest import _query_pairs, check_media_type, parse_json
 
 
 @pytest.mark.parametrize(("number", "reason"), [(b"9" * 4301, "integer too long"),
@@ -36,3 +40,9 @@ def test_a_body_not_declared_as_json_is_unsupported_media_type(header: str | Non
         check_media_type(header)
     assert (raised.value.code, raised.value.status, raised.value.details["argument"]) == (
         "unsupported-media-type", 415, "Content-Type")
+
+
+@settings(max_examples=2000)
+@given(st.text(alphabet="ab=&;%+ 2F/\u00e9\x00", max_size=16))
+def test_a_query_string_is_read_as_parse_qsl_reads_it_with_or_without_anything_to_decode(query: str) -> None:
+    assert _query_pairs(query) == parse_qsl(query, keep_blank_values=True)
