@@ -34,12 +34,14 @@ def build(variant_name: str, upstream: str) -> Any:
             return
         request = Request(scope, receive)
         query = dict(request.query_params)
+        asked = dict(query)
         answered = variant.request(request.method, request.url.path, query)
         if answered is not None:
             await JSONResponse(answered[1], status_code=answered[0])(scope, receive, send)
             return
         upstream_request = client.build_request(
-            request.method, request.url.path, params=query, content=await request.body(),
+            request.method, request.url.path, content=await request.body(),
+            params=request.query_params.multi_items() if query == asked else query,  # a repeated parameter kept
             headers={key: value for key, value in request.headers.items() if key.lower() not in _HOP | {"host"}})
         upstream_response = await client.send(upstream_request, stream=True)
         headers = {key: value for key, value in upstream_response.headers.items() if key.lower() not in _HOP}

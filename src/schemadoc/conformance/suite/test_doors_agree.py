@@ -102,7 +102,7 @@ _MOMENTS = frozenset({"at", "deleted_at", "seq", "cursor"})
 
 def _normalised(value: Any, doc_id: str) -> Any:
     if isinstance(value, str):
-        return ids_in(value, doc_id).replace(doc_id, "<doc>")
+        return ids_in(ids_in(value, UNKNOWN_DOC_ID), doc_id).replace(doc_id, "<doc>")
     if isinstance(value, dict):
         return {key: "<time>" if key in _MOMENTS and item is not None
                 else "<actor>" if key == "actor" and isinstance(item, str) else _normalised(item, doc_id)
