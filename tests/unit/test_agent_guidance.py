@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.ops.apply import apply_patch
 from schemadoc.operations import results as r
 from schemadoc.reading.examples import fill_defaults, is_placeholder
 from schemadoc.reading.render import words
@@ -150,11 +151,32 @@ def test_placeholders_are_values_the_schema_does_not_give() -> None:
     assert not is_placeholder(exercise, {"difficulty": "medium"})
 
 
-def test_a_suggested_call_too_big_for_an_error_keeps_only_the_fix(service: DocumentService) -> None:
+def test_a_suggested_call_too_big_for_an_error_omits_the_agents_own_value_and_fixes_it_relative_to_it(
+        service: DocumentService) -> None:
     doc_id = _course(service, modules=[{**MODULE, "lessons": [{"title": "L", "prompt": "P", "exercises": []}]}])
+    sent = {"question": "Q" * 20_000}
     with pytest.raises(SchemaDocError) as caught:
-        service.create_node(doc_id, "/modules/0/lessons/0/exercises/-", {"question": "Q" * 20_000}, 1)
+        service.create_node(doc_id, "/modules/0/lessons/0/exercises/-", sent, 1)
     suggested = caught.value.details["suggested_call"]
-    assert "arguments" not in suggested and suggested["arguments_size_bytes"] > 20_000
-    assert suggested["fix"] == [{"op": "add", "path": "/modules/0/lessons/0/exercises/0/difficulty", "value": "medium"},
-                                {"op": "add", "path": "/modules/0/lessons/0/exercises/0/points", "value": 10}]
+    assert suggested["tool"] == "document_create_node" and suggested["omitted"] == "node_data"
+    assert suggested["arguments"] == {"doc_id": doc_id, "node_path": "/modules/0/lessons/0/exercises/-", "version": 1}
+    assert suggested["arguments_size_bytes"] > 20_000
+    assert suggested["omitted_fix"] == [{"op": "add", "path": "/difficulty", "value": "medium"},
+                                        {"op": "add", "path": "/points", "value": 10}]
+    # the agent applies the fix to its own value and sends the call: it passes
+    corrected = apply_patch(sent, suggested["omitted_fix"]).document
+    written = service.create_node(**{**suggested["arguments"], "node_data": corrected})
+    assert written.node == {"question": "Q" * 20_000, "difficulty": "medium", "points": 10}
+
+
+def test_a_too_big_patch_suggestion_appends_the_fixes_to_the_patch_sent(service: DocumentService) -> None:
+    doc_id = _course(service, modules=[{**MODULE, "lessons": [{"title": "L", "prompt": "P", "exercises": []}]}])
+    patch = [{"op": "add", "path": "/modules/0/lessons/0/exercises/-", "value": {"question": "Q" * 20_000}}]
+    with pytest.raises(SchemaDocError) as caught:
+        service.apply_patch(doc_id, patch, 1)
+    suggested = caught.value.details["suggested_call"]
+    assert suggested["tool"] == "document_apply_patch" and suggested["omitted"] == "patch"
+    assert "patch" not in suggested["arguments"]
+    corrected = apply_patch(patch, suggested["omitted_fix"]).document
+    written = service.apply_patch(**{**suggested["arguments"], "patch": corrected})
+    assert written.version == 2

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar
@@ -24,11 +24,14 @@ import orjson
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.apply import apply_patch, apply_patches, check_patch
+from schemadoc.ops.carry import carry
 from schemadoc.ops.history import replay_from
 from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.ops.limits import MAX_PATCH_OPERATIONS, MAX_STRING_LENGTH
 from schemadoc.ops.sizes import serialise
+from schemadoc.pointer import parse, resolve
 from schemadoc.reading import NodeSchemas, SizeCache
+from schemadoc.reading.examples import made_up_leaves
 from schemadoc.schema import LoadedSchema
 from schemadoc.service.checks import check_current
 from schemadoc.service.feed import ChangeFeed
@@ -38,7 +41,6 @@ from schemadoc.snapshotter import SnapshotPolicy, Snapshotter
 from schemadoc.storage.base import LOCK_TIMEOUT_SECONDS, DocumentMeta, DocumentStore, RecoveryReport, Verdict
 from schemadoc.storage.shared import SharedStore, StoreNotice
 from schemadoc.validation import VALID, DocumentValidator, ValidationReport
-from schemadoc.validation.suggestions import placeholders
 
 __all__ = ["MAX_JSON_DEPTH", "PERSIST_CHECKPOINT_EVERY", "VALIDATION_LEVELS", "ServiceCore",
             "bounded_call", "json_bytes", "parse_stored"]
@@ -55,6 +57,9 @@ operation): 128 keeps every document readable through every result, with room to
 _FREEZE_ABOVE_BYTES = 1 << 20
 _RESULT_SIZE_ENTRIES = 20_000
 PERSIST_CHECKPOINT_EVERY = 256
+PLACEHOLDERS_KEPT = 500
+"""Most made-up values a document's journal remembers (``info.placeholders``); beyond, the first in document
+order are kept."""
 VALIDATION_LEVELS = ("moderate", "strict")
 """The store is given the content of every 256th version (it keeps a bounded, log-spaced set of them)."""
 
@@ -95,6 +100,8 @@ class ServiceCore:
         """Byte sizes of the containers in results (by identity; emptied when a document is evicted, so
         it never keeps an evicted document's content alive). Each document has its own in its entry."""
         self._node_schemas = NodeSchemas(schema)
+        self._placeholders: dict[str, tuple[int, tuple[str, ...]]] = {}
+        """Per document held: (version, the pointers of its made-up values then), from its last journal entry."""
         self.on_cold_load: Callable[[float], None] | None = None
         """Told the seconds each load of a document from the store took (the metrics' histogram), if set."""
         self.span: Callable[[str], AbstractContextManager[Any]] = _no_span
@@ -142,6 +149,7 @@ class ServiceCore:
         """Forget what other caches remember of an evicted document's content, so it can be freed."""
         self.validator.forget(entry.state.content)
         self.sizes.clear()
+        self._placeholders.pop(doc_id, None)
 
     def _on_other_process(self, notice: StoreNotice) -> None:
         """A commit or purge by another process on a shared store: tell this process's subscribers.
@@ -264,6 +272,7 @@ class ServiceCore:
                 gc.freeze()
             if stored.content:  # the same bytes per JSON byte for what the tail added
                 charged = int(charged * max(stored.meta.content_size_bytes, 1) / len(stored.content))
+            self._heard(doc_id, stored.entries[-1])
         return DocState(stored.meta, content), charged, len(stored.entries)
 
     def _catch_up(self, cached: DocState, meta: DocumentMeta) -> DocState:
@@ -271,7 +280,54 @@ class ServiceCore:
         entries = self.store.read_journal(meta.doc_id, since_version=cached.meta.version, until_version=meta.version)
         state = DocState(meta, replay_from(cached.content, entries))
         self._states.put(meta.doc_id, state)
+        if entries:
+            self._heard(meta.doc_id, entries[-1])
         return state
+
+    # -- made-up values (placeholders) ---------------------------------------------------------
+
+    def _heard(self, doc_id: str, entry: JournalEntry) -> None:
+        """Remember the made-up values a document's latest journal entry records."""
+        found = entry.info.get("placeholders")
+        self._placeholders[doc_id] = (entry.version, tuple(p for p in found if isinstance(p, str))
+                                      if isinstance(found, list) else ())
+
+    def placeholders_of(self, doc_id: str, state: DocState) -> tuple[str, ...]:
+        """The pointers of the values in ``state`` that the server made up and nobody has written over since: what
+        the latest journal entry records (``info.placeholders``; each write carries the set on, see
+        :meth:`_commit`), so it survives a restart and is the same in every process sharing the store."""
+        known = self._placeholders.get(doc_id)
+        if known is not None and known[0] == state.meta.version:
+            return known[1]
+        version = state.meta.version
+        entries = self.store.read_journal(doc_id, since_version=version - 1, until_version=version)
+        found: tuple[str, ...] = ()
+        if entries and entries[-1].version == version:
+            listed = entries[-1].info.get("placeholders")
+            found = tuple(p for p in listed if isinstance(p, str)) if isinstance(listed, list) else ()
+        self._placeholders[doc_id] = (version, found)
+        return found
+
+    def _placeholders_after(self, state: DocState | None, content: Any, patch: list[dict[str, Any]],
+                            marks: Sequence[str]) -> tuple[str, ...]:
+        """The made-up values of the new version: those of the one before carried through ``patch`` (array
+        shifts, moves), less those it wrote over or removed, and the ``marks`` (pointers the caller says hold
+        values a suggested call made up) whose values are still the ones the server makes up there."""
+        before = () if state is None else self.placeholders_of(state.meta.doc_id, state)
+        if not before and not marks:
+            return ()
+        kept: set[str] = set()
+        if before and state is not None:
+            kept = {p for p in carry(state.content, patch, before, forget_written=True).values() if p is not None}
+        for mark in marks:
+            try:
+                tokens = parse(mark)
+                value, concrete = resolve(content, tokens, allow_negative=False)
+            except SchemaDocError:
+                continue
+            strings = [str(token) for token in concrete]
+            kept.update(mark + leaf for leaf in made_up_leaves(value, strings, self._node_schemas.get))
+        return tuple(sorted(kept, key=_document_order)[:PLACEHOLDERS_KEPT])
 
     def _forget(self, doc_id: str) -> None:
         """Drop what this process holds of a document (it is reloaded from the store when read again)."""
@@ -284,7 +340,7 @@ class ServiceCore:
     def _commit(self, doc_id: str, state: DocState | None, content: Any, patch: list[dict[str, Any]], op: str,
                 info: dict[str, Any], *, kind: str, deleted_at: str | bool | None = False,
                 size: int | None = None, edit_bytes: int = 0, actor: str | None = None,
-                report: ValidationReport = VALID) -> DocumentMeta:
+                report: ValidationReport = VALID, marks: Sequence[str] = ()) -> DocumentMeta:
         """Journal one new version (caller holds the write lock), then publish it.
 
         The new version records the served schema's digest and its verdict, what that schema says of it:
@@ -293,7 +349,8 @@ class ServiceCore:
         changes no content and keeps the verdict and digest the document had.
 
         ``actor`` (who made it: a token's name, a door or a command; the door decides, never the client) is
-        recorded as the entry's ``info.actor``.
+        recorded as the entry's ``info.actor``. ``info.placeholders`` records the values the server made up that
+        the new version still holds (``marks``: where this write put some; see :meth:`_placeholders_after`).
 
         ``size`` is the new content's compact JSON size (``None``: the document is serialised to
         learn it, for a creation). Small documents get their snapshot inline; the others lag, and
@@ -311,6 +368,9 @@ class ServiceCore:
         change: Change | None = None
         if actor is not None:
             info = {**info, "actor": actor}
+        made_up = self._placeholders_after(state, content, patch, marks)
+        if made_up:
+            info = {**info, "placeholders": list(made_up)}
         try:
             now = utc_now()
             entry = JournalEntry(version=1 if state is None else state.meta.version + 1, op=op, patch=patch,
@@ -337,6 +397,7 @@ class ServiceCore:
                     self._forget(doc_id)  # the store may have rolled the document forward
                     raise
             self._states.put(doc_id, DocState(meta, content), None if state is not None else 2 * size)
+            self._placeholders[doc_id] = (meta.version, made_up)
             self._verdict_committed(doc_id, meta, content, report, None if state is None else state.content)
             change = Change(cursor, doc_id, entry.version, op, now, actor)
             if state is not None:
@@ -388,11 +449,31 @@ class ServiceCore:
                 self.validator.validate(apply_patch(after, check_patch(fix)).document).valid
         except SchemaDocError:
             resolved = False
+        marked = self._made_up_in(fix, prefix)
+        if marked:
+            arguments = {**arguments, "placeholders": marked}
         call: dict[str, Any] = {"tool": tool, "arguments": arguments, "resolves": resolved}
-        marked = placeholders(fix, self.schema, prefix)
         if marked:
             call["placeholders"] = marked
-        return bounded_call(call, fix)
+        return bounded_call(call, fix, prefix)
+
+    def _made_up_in(self, ops: list[dict[str, Any]], prefix: str = "") -> list[str]:
+        """The pointers (relative to ``prefix``) of the made-up scalars the ``add`` operations of ``ops`` write:
+        what a suggested call marks as ``placeholders``."""
+        found: list[str] = []
+        for op in ops:
+            path = op.get("path")
+            if op.get("op") != "add" or "value" not in op or not isinstance(path, str):
+                continue
+            if prefix and path != prefix and not path.startswith(prefix + "/"):
+                continue
+            try:
+                tokens = [str(token) for token in parse(path)]
+            except SchemaDocError:
+                continue
+            found.extend(path[len(prefix):] + leaf
+                         for leaf in made_up_leaves(op["value"], tokens, self._node_schemas.get))
+        return found
 
     def _persist_checkpoint(self, doc_id: str, version: int, data: bytes) -> None:
         try:
@@ -404,6 +485,10 @@ class ServiceCore:
 PREVIEW_BYTES = 16_384
 
 
+def _document_order(pointer: str) -> list[tuple[int, int, str]]:
+    return [(0, int(token), "") if token.isdigit() else (1, 0, token) for token in parse(pointer)]
+
+
 _NO_SPAN: AbstractContextManager[Any] = nullcontext()
 
 
@@ -412,14 +497,29 @@ def _no_span(name: str) -> AbstractContextManager[Any]:
     return _NO_SPAN
 
 
-def bounded_call(call: dict[str, Any], fix: list[dict[str, Any]]) -> dict[str, Any]:
-    """``call`` when its JSON fits in 16 KiB (an error stays readable within a result budget); else the tool with
-    the fix alone (``fix``: the operations, in the paths of the document the write would have made)."""
+_BIG_MEMBERS = ("node_data", "content", "patch")
+
+
+def bounded_call(call: dict[str, Any], fix: list[dict[str, Any]], prefix: str = "") -> dict[str, Any]:
+    """``call`` when its JSON fits in 16 KiB (an error stays readable within a result budget). Else the same call
+    without the member that carries the agent's own data (``omitted``: ``node_data``, ``content`` or ``patch``)
+    and, in ``omitted_fix``, the RFC 6902 operations that turn that value, as the write had it, into the corrected
+    one: relative to ``node_data`` (``fix`` less ``prefix``, the written node's pointer) or ``content``; for a
+    ``patch``, operations that append the fixes to it. The agent applies them to its own value and sends the call."""
     if json_bytes([call]) <= PREVIEW_BYTES:
         return call
+    arguments = call["arguments"]
+    member = next((name for name in _BIG_MEMBERS if name in arguments), None)
     short = {key: value for key, value in call.items() if key != "arguments"}
-    return {**short, "arguments_size_bytes": json_bytes([call["arguments"]]),
-            **({"fix": fix} if json_bytes(fix) <= PREVIEW_BYTES else {})}
+    if member == "patch":
+        relative = [{"op": "add", "path": "/-", "value": op} for op in fix]
+    else:
+        relative = [{**op, **{key: op[key][len(prefix):] for key in ("path", "from") if key in op}} for op in fix]
+    out = {**short, "arguments": {key: value for key, value in arguments.items() if key != member},
+           "omitted": member, "arguments_size_bytes": json_bytes([arguments])}
+    if json_bytes(relative) <= PREVIEW_BYTES:
+        out["omitted_fix"] = relative
+    return out
 
 
 def entry_size(added_bytes: int, patch: list[dict[str, Any]]) -> int:

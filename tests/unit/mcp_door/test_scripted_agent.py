@@ -1,0 +1,105 @@
+"""The scripted agent of tests/guidance_agent.py through the MCP door (in process): it sends next_incomplete's
+example calls and the refusals' suggested calls exactly as given, and never sees ``complete`` while a value the
+server made up is still in the document; it stops within its rounds. The same agent runs over REST in
+tests/unit/test_scripted_agent_rest.py."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from guidance_agent import build, made_up_values
+from mcp import Client
+from mcp_support import BOOK_SCHEMA
+
+from schemadoc.interfaces.mcp import build_mcp_server
+from schemadoc.schema import LoadedSchema, load_schema
+from schemadoc.service import DocumentService
+from schemadoc.storage.memory import MemoryDocumentStore
+
+WORKSHOP = Path(__file__).resolve().parents[2] / "schemas" / "workshop.schema.json"
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def _client(schema: LoadedSchema) -> AsyncIterator[Client]:
+    service = DocumentService(schema, MemoryDocumentStore())
+    service.open()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        async with Client(build_mcp_server(service)) as client:
+            yield client
+
+
+def _sender(client: Client) -> Any:
+    async def send(tool: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        result = await client.call_tool(tool, arguments)
+        body = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
+        return (False, body["error"]) if result.is_error else (True, body)
+    return send
+
+
+@pytest.fixture
+async def workshop() -> AsyncIterator[Client]:
+    async for client in _client(load_schema(WORKSHOP)):
+        yield client
+
+
+@pytest.fixture
+async def book() -> AsyncIterator[Client]:
+    async for client in _client(load_schema(BOOK_SCHEMA)):
+        yield client
+
+
+async def _new_workshop(send: Any) -> str:
+    """As an agent would: create without content is refused (required fields without defaults); create with an
+    empty object is refused with a suggested call, sent as given."""
+    ok, refused = await send("document_create", {})
+    assert not ok and refused["code"] == "required-field-without-default"
+    ok, refused = await send("document_create", {"content": {}})
+    assert not ok and refused["code"] == "validation-failed"
+    call = refused["details"]["suggested_call"]
+    assert call["tool"] == "document_create" and call["resolves"] is True
+    assert sorted(call["arguments"]["placeholders"]) == [  # integers made up from their bounds are marked too
+        "/capacity", "/name", *(f"/sessions/{i}/{member}" for i in (0, 1)
+                                for member in ("minutes", "speakers/0", "title"))]
+    ok, created = await send(call["tool"], call["arguments"])
+    assert ok, created
+    return str(created["doc_id"])
+
+
+@pytest.mark.parametrize("write_real", [False, True])
+async def test_an_agent_sending_suggestions_as_given_never_ends_complete_with_made_up_values(
+        workshop: Client, write_real: bool) -> None:
+    send = _sender(workshop)
+    doc_id = await _new_workshop(send)
+    outcome = await build(send, doc_id, schema=load_schema(WORKSHOP), write_real=write_real, rounds=30)
+    assert outcome.rounds < 30 and outcome.placeholders_listed > 0
+    if write_real:  # it wrote real content where told to: finished, nothing made up is left
+        assert outcome.complete and outcome.written > 0
+        assert {"placeholder", "absent"} <= outcome.reasons
+    else:  # only the server's calls: it stops with the made-up values listed, never complete
+        assert not outcome.complete
+        assert {item["reason"] for item in outcome.last["items"]} == {"placeholder"}
+
+
+@pytest.mark.parametrize("write_real", [False, True])
+async def test_the_agent_on_the_book_never_sees_complete_with_made_up_values(book: Client, write_real: bool) -> None:
+    send = _sender(book)
+    ok, created = await send("document_create", {})
+    assert ok
+    outcome = await build(send, created["doc_id"], schema=load_schema(BOOK_SCHEMA), write_real=write_real,
+                          rounds=12)
+    assert not outcome.complete and outcome.placeholders_listed > 0  # the book's sections nest without end
+    ok, read = await send("document_read_node", {"doc_id": created["doc_id"], "node_path": "/"})
+    if not write_real:
+        assert made_up_values(read["node_content"], load_schema(BOOK_SCHEMA))
