@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.ops.apply import apply_patch
 from schemadoc.operations import results as r
+from schemadoc.ops.apply import apply_patch
 from schemadoc.reading.examples import fill_defaults, is_placeholder
 from schemadoc.reading.render import words
 from schemadoc.schema import load_schema
