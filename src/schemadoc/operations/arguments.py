@@ -63,7 +63,7 @@ DryRun = Annotated[bool, _text("true: answer what the write would (its result or
 FillDefaults = Annotated[bool, _text("true (extension): absent members of node_data get the schema's defaults "
                                      "first, as in document_create.")]
 def _placeholders_schema(schema: dict[str, Any]) -> None:
-    for key in ("default", "maxItems", "title"):  # tools/list stays short: the bound is checked, not listed
+    for key in ("maxItems", "title"):  # tools/list stays short: the bound is checked, not listed
         schema.pop(key, None)
 
 
