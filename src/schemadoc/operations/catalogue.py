@@ -385,9 +385,9 @@ CATALOGUE: tuple[Operation, ...] = (
         "navigation", examples=({"doc_id": _ID, "node_path": "/", "depth": 2},)),
     Operation(
         "document_next_incomplete", "Find what is not finished",
-        "Where the document is valid but unfinished, breadth first: absent optional members, empty arrays (values "
-        "equal to their default: include_defaults). Each has node_schema and, when possible, an example_call "
-        "(placeholder: made-up text to replace). complete: true when done.",
+        "Where the document is valid but unfinished, breadth first: made-up values not yet replaced (placeholder), "
+        "absent optional members, empty arrays (values equal to their default: include_defaults). Each has "
+        "node_schema and, when possible, an example_call: send them in order as given. complete: true when done.",
         a.NextIncompleteArgs, r.NextIncompleteResult, _next_incomplete, "read",
         (Route("GET", _DOCUMENT + "/incomplete",
                summary="Where the document is valid but not finished by the schema, breadth first"),),
