@@ -73,8 +73,6 @@ def _input_schema(schema: dict[str, Any]) -> dict[str, Any]:
         member = dict(member)
         if name in _SHARED_ARGUMENTS:
             member.pop("description", None)
-            if member.get("default") == []:  # an empty list: as said by leaving it out
-                member.pop("default")
         branches = member.get("anyOf")
         if isinstance(branches, list) and member.get("default", 0) is None:
             kept = [branch for branch in branches if branch != {"type": "null"}]
