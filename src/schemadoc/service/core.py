@@ -24,19 +24,17 @@ import orjson
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.apply import apply_patch, apply_patches, check_patch
-from schemadoc.ops.carry import carry
 from schemadoc.ops.history import replay_from
 from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.ops.limits import MAX_PATCH_OPERATIONS, MAX_STRING_LENGTH
 from schemadoc.ops.sizes import serialise
-from schemadoc.pointer import parse, resolve
 from schemadoc.reading import NodeSchemas, SizeCache
-from schemadoc.reading.examples import made_up_leaves
 from schemadoc.schema import LoadedSchema
 from schemadoc.service.checks import check_current
 from schemadoc.service.feed import ChangeFeed
 from schemadoc.service.memory import BYTES_PER_BLOCK, Resident, ResidentSet, default_budget
 from schemadoc.service.models import Change, ChangeEvent, DocState, Listener
+from schemadoc.service.placeholders import MadeUpValues
 from schemadoc.snapshotter import SnapshotPolicy, Snapshotter
 from schemadoc.storage.base import LOCK_TIMEOUT_SECONDS, DocumentMeta, DocumentStore, RecoveryReport, Verdict
 from schemadoc.storage.shared import SharedStore, StoreNotice
@@ -57,9 +55,6 @@ operation): 128 keeps every document readable through every result, with room to
 _FREEZE_ABOVE_BYTES = 1 << 20
 _RESULT_SIZE_ENTRIES = 20_000
 PERSIST_CHECKPOINT_EVERY = 256
-PLACEHOLDERS_KEPT = 500
-"""Most made-up values a document's journal remembers (``info.placeholders``); beyond, the first in document
-order are kept."""
 VALIDATION_LEVELS = ("moderate", "strict")
 """The store is given the content of every 256th version (it keeps a bounded, log-spaced set of them)."""
 
@@ -100,8 +95,8 @@ class ServiceCore:
         """Byte sizes of the containers in results (by identity; emptied when a document is evicted, so
         it never keeps an evicted document's content alive). Each document has its own in its entry."""
         self._node_schemas = NodeSchemas(schema)
-        self._placeholders: dict[str, tuple[int, tuple[str, ...]]] = {}
-        """Per document held: (version, the pointers of its made-up values then), from its last journal entry."""
+        self.made_up = MadeUpValues(store, self._node_schemas.get)
+        """The values the server made up that each held document still holds (:mod:`.placeholders`)."""
         self.on_cold_load: Callable[[float], None] | None = None
         """Told the seconds each load of a document from the store took (the metrics' histogram), if set."""
         self.span: Callable[[str], AbstractContextManager[Any]] = _no_span
@@ -149,7 +144,7 @@ class ServiceCore:
         """Forget what other caches remember of an evicted document's content, so it can be freed."""
         self.validator.forget(entry.state.content)
         self.sizes.clear()
-        self._placeholders.pop(doc_id, None)
+        self.made_up.forget(doc_id)
 
     def _on_other_process(self, notice: StoreNotice) -> None:
         """A commit or purge by another process on a shared store: tell this process's subscribers.
@@ -272,7 +267,7 @@ class ServiceCore:
                 gc.freeze()
             if stored.content:  # the same bytes per JSON byte for what the tail added
                 charged = int(charged * max(stored.meta.content_size_bytes, 1) / len(stored.content))
-            self._heard(doc_id, stored.entries[-1])
+            self.made_up.heard(doc_id, stored.entries[-1])
         return DocState(stored.meta, content), charged, len(stored.entries)
 
     def _catch_up(self, cached: DocState, meta: DocumentMeta) -> DocState:
@@ -281,53 +276,8 @@ class ServiceCore:
         state = DocState(meta, replay_from(cached.content, entries))
         self._states.put(meta.doc_id, state)
         if entries:
-            self._heard(meta.doc_id, entries[-1])
+            self.made_up.heard(meta.doc_id, entries[-1])
         return state
-
-    # -- made-up values (placeholders) ---------------------------------------------------------
-
-    def _heard(self, doc_id: str, entry: JournalEntry) -> None:
-        """Remember the made-up values a document's latest journal entry records."""
-        found = entry.info.get("placeholders")
-        self._placeholders[doc_id] = (entry.version, tuple(p for p in found if isinstance(p, str))
-                                      if isinstance(found, list) else ())
-
-    def placeholders_of(self, doc_id: str, state: DocState) -> tuple[str, ...]:
-        """The pointers of the values in ``state`` that the server made up and nobody has written over since: what
-        the latest journal entry records (``info.placeholders``; each write carries the set on, see
-        :meth:`_commit`), so it survives a restart and is the same in every process sharing the store."""
-        known = self._placeholders.get(doc_id)
-        if known is not None and known[0] == state.meta.version:
-            return known[1]
-        version = state.meta.version
-        entries = self.store.read_journal(doc_id, since_version=version - 1, until_version=version)
-        found: tuple[str, ...] = ()
-        if entries and entries[-1].version == version:
-            listed = entries[-1].info.get("placeholders")
-            found = tuple(p for p in listed if isinstance(p, str)) if isinstance(listed, list) else ()
-        self._placeholders[doc_id] = (version, found)
-        return found
-
-    def _placeholders_after(self, state: DocState | None, content: Any, patch: list[dict[str, Any]],
-                            marks: Sequence[str]) -> tuple[str, ...]:
-        """The made-up values of the new version: those of the one before carried through ``patch`` (array
-        shifts, moves), less those it wrote over or removed, and the ``marks`` (pointers the caller says hold
-        values a suggested call made up) whose values are still the ones the server makes up there."""
-        before = () if state is None else self.placeholders_of(state.meta.doc_id, state)
-        if not before and not marks:
-            return ()
-        kept: set[str] = set()
-        if before and state is not None:
-            kept = {p for p in carry(state.content, patch, before, forget_written=True).values() if p is not None}
-        for mark in marks:
-            try:
-                tokens = parse(mark)
-                value, concrete = resolve(content, tokens, allow_negative=False)
-            except SchemaDocError:
-                continue
-            strings = [str(token) for token in concrete]
-            kept.update(mark + leaf for leaf in made_up_leaves(value, strings, self._node_schemas.get))
-        return tuple(sorted(kept, key=_document_order)[:PLACEHOLDERS_KEPT])
 
     def _forget(self, doc_id: str) -> None:
         """Drop what this process holds of a document (it is reloaded from the store when read again)."""
@@ -350,7 +300,7 @@ class ServiceCore:
 
         ``actor`` (who made it: a token's name, a door or a command; the door decides, never the client) is
         recorded as the entry's ``info.actor``. ``info.placeholders`` records the values the server made up that
-        the new version still holds (``marks``: where this write put some; see :meth:`_placeholders_after`).
+        the new version still holds (``marks``: where this write put some; :meth:`.MadeUpValues.after`).
 
         ``size`` is the new content's compact JSON size (``None``: the document is serialised to
         learn it, for a creation). Small documents get their snapshot inline; the others lag, and
@@ -368,7 +318,7 @@ class ServiceCore:
         change: Change | None = None
         if actor is not None:
             info = {**info, "actor": actor}
-        made_up = self._placeholders_after(state, content, patch, marks)
+        made_up = self.made_up.after(state, content, patch, marks)
         if made_up:
             info = {**info, "placeholders": list(made_up)}
         try:
@@ -397,7 +347,7 @@ class ServiceCore:
                     self._forget(doc_id)  # the store may have rolled the document forward
                     raise
             self._states.put(doc_id, DocState(meta, content), None if state is not None else 2 * size)
-            self._placeholders[doc_id] = (meta.version, made_up)
+            self.made_up.committed(doc_id, meta.version, made_up)
             self._verdict_committed(doc_id, meta, content, report, None if state is None else state.content)
             change = Change(cursor, doc_id, entry.version, op, now, actor)
             if state is not None:
@@ -449,31 +399,13 @@ class ServiceCore:
                 self.validator.validate(apply_patch(after, check_patch(fix)).document).valid
         except SchemaDocError:
             resolved = False
-        marked = self._made_up_in(fix, prefix)
+        marked = self.made_up.marks_in(fix, prefix)
         if marked:
             arguments = {**arguments, "placeholders": marked}
         call: dict[str, Any] = {"tool": tool, "arguments": arguments, "resolves": resolved}
         if marked:
             call["placeholders"] = marked
         return bounded_call(call, fix, prefix)
-
-    def _made_up_in(self, ops: list[dict[str, Any]], prefix: str = "") -> list[str]:
-        """The pointers (relative to ``prefix``) of the made-up scalars the ``add`` operations of ``ops`` write:
-        what a suggested call marks as ``placeholders``."""
-        found: list[str] = []
-        for op in ops:
-            path = op.get("path")
-            if op.get("op") != "add" or "value" not in op or not isinstance(path, str):
-                continue
-            if prefix and path != prefix and not path.startswith(prefix + "/"):
-                continue
-            try:
-                tokens = [str(token) for token in parse(path)]
-            except SchemaDocError:
-                continue
-            found.extend(path[len(prefix):] + leaf
-                         for leaf in made_up_leaves(op["value"], tokens, self._node_schemas.get))
-        return found
 
     def _persist_checkpoint(self, doc_id: str, version: int, data: bytes) -> None:
         try:
@@ -483,10 +415,6 @@ class ServiceCore:
 
 
 PREVIEW_BYTES = 16_384
-
-
-def _document_order(pointer: str) -> list[tuple[int, int, str]]:
-    return [(0, int(token), "") if token.isdigit() else (1, 0, token) for token in parse(pointer)]
 
 
 _NO_SPAN: AbstractContextManager[Any] = nullcontext()

@@ -183,7 +183,7 @@ class Reading(History):
         if state.meta.version != version:  # a write in between: what was read is what is judged
             return []
         found = []
-        for at in self.placeholders_of(doc_id, state):
+        for at in self.made_up.of(doc_id, state):
             if pointer and at != pointer and not at.startswith(pointer + "/"):
                 continue
             try:

@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 import pytest
-from jsonschema import Draft202012Validator
 from guidance_agent import real_value
+from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp_support import call
 
