@@ -16,7 +16,8 @@ from schemadoc.ops.carry import carry
 from schemadoc.pointer import parse, resolve
 
 _ITEM = st.fixed_dictionaries({"t": st.text(max_size=3), "n": st.integers(0, 9)})
-_DOCS = st.fixed_dictionaries({"a": st.lists(_ITEM, max_size=5), "b": st.fixed_dictionaries({"x": st.text(max_size=3)})})
+_DOCS = st.fixed_dictionaries({"a": st.lists(_ITEM, max_size=5),
+                               "b": st.fixed_dictionaries({"x": st.text(max_size=3)})})
 
 
 def _leaves(value: Any, pointer: str = "") -> list[str]:

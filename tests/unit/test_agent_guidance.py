@@ -180,3 +180,20 @@ def test_a_too_big_patch_suggestion_appends_the_fixes_to_the_patch_sent(service:
     corrected = apply_patch(patch, suggested["omitted_fix"]).document
     written = service.apply_patch(**{**suggested["arguments"], "patch": corrected})
     assert written.version == 2
+
+
+def test_a_marked_value_the_agent_replaced_before_sending_is_real_content(service: DocumentService) -> None:
+    doc_id = _course(service)
+    module = {"title": "Example text", "summary": "How things move.", "lessons": []}
+    service.create_node(doc_id, "/modules/-", module, 1, placeholders=["/title", "/summary"])
+    _, items, _, _ = service.next_incomplete(doc_id, limit=100)
+    assert [item.pointer for item in items if item.reason == "placeholder"] == ["/modules/0/title"]
+    assert service.history(doc_id).entries[-1].info["placeholders"] == ["/modules/0/title"]
+    service.move_node(doc_id, "/modules/0", "/modules/-", 2)  # carried along by a move (here: to the same place)
+    service.create_node(doc_id, "/modules/0", {**module, "title": "Forces"}, 3)  # an insert before it shifts it
+    _, items, _, _ = service.next_incomplete(doc_id, limit=100)
+    assert [item.pointer for item in items if item.reason == "placeholder"] == ["/modules/1/title"]
+    service.delete_node(doc_id, "/modules/1", 4)
+    _, items, _, _ = service.next_incomplete(doc_id, limit=100)
+    assert not [item for item in items if item.reason == "placeholder"]
+    assert "placeholders" not in service.history(doc_id).entries[-1].info
