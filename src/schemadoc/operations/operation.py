@@ -190,7 +190,9 @@ def conflict_suggestion(service: DocumentService, tool: str, args: Any, details:
     if mine is not None and changed is not None and not any(_near(a, b) for a in mine for b in changed):
         arguments = {name: getattr(args, name) for name in sorted(args.model_fields_set)}
         return {"tool": tool, "arguments": {**arguments, "version": actual},
-                "reason": f"versions {sent + 1}-{actual} changed nothing this call writes: send it as it is"}
+                "reason": f"version{'s' if actual > sent + 1 else ''} {sent + 1}"
+                          f"{f'-{actual}' if actual > sent + 1 else ''} changed nothing this call writes: send it "
+                          "as it is"}
     read = {"doc_id": doc_id, "node_path": format_pointer(mine[0]) or "/" if mine and len(mine) == 1 else "/",
             "max_depth": 2}
     return {"tool": "document_read_node", "arguments": read,
