@@ -16,7 +16,7 @@ from guidance_agent import build, made_up_values
 from mcp import Client
 from mcp_support import BOOK_SCHEMA
 
-from schemadoc.interfaces.mcp import build_mcp_server
+from schemadoc.interfaces.mcp_door.server import build_mcp_server
 from schemadoc.schema import LoadedSchema, load_schema
 from schemadoc.service import DocumentService
 from schemadoc.storage.memory import MemoryDocumentStore
