@@ -12,6 +12,7 @@ import anyio
 import pytest
 from fastapi.testclient import TestClient
 from guidance_agent import build, made_up_values
+from pg_support import throwaway_schema
 
 from schemadoc.client._operations import request
 from schemadoc.config import Settings
@@ -193,3 +194,27 @@ def test_a_big_suggested_call_omits_the_agents_value_and_fixes_it_relative_to_it
     assert ok and written["created_node"]["id"] == "ch-0"
     found = _listed(client, created["doc_id"], node_path="/chapters/0")
     assert [item["pointer"] for item in found["items"] if item["reason"] == "placeholder"] == ["/chapters/0/id"]
+
+
+@pytest.mark.postgres
+def test_two_servers_on_one_postgresql_store_see_the_same_made_up_values(tmp_path: Path) -> None:
+    with throwaway_schema() as url:
+        clients = []
+        for _ in range(2):
+            settings = Settings(schema_path=WORKSHOP, storage_url=url)
+            client = TestClient(build_app(create_service(settings), settings), base_url="http://127.0.0.1")
+            client.__enter__()
+            clients.append(client)
+        try:
+            first, second = clients
+            doc_id = _workshop(first)
+            listed = {item["pointer"] for item in _listed(second, doc_id)["items"] if item["reason"] == "placeholder"}
+            assert {"/name", "/capacity"} <= listed
+            ok, _ = send_rest(second, "document_update_node", {"doc_id": doc_id, "node_path": "/name", "version": 1,
+                                                               "node_data": "Real name"})
+            assert ok
+            listed = {item["pointer"] for item in _listed(first, doc_id)["items"] if item["reason"] == "placeholder"}
+            assert "/name" not in listed and "/capacity" in listed
+        finally:
+            for client in reversed(clients):
+                client.__exit__(None, None, None)
