@@ -7,7 +7,9 @@ of what a source distribution holds); the README's PostgreSQL and "Running it ex
 install, in a directory that is no checkout, each changed only where it names an address, a password or a file
 that this machine does not have (the free port, the test database, a temporary tokens file). The runtime
 dependencies come from the package index (about 20 s on a warm network); without PostgreSQL its example is
-skipped, saying so.
+skipped, saying so. Running the PostgreSQL and exposed servers costs tens of seconds: those two tests are marked
+``slow`` (``pytest -m slow tests/e2e/test_installed_wheel.py``); the default suite checks their commands without
+starting them.
 """
 
 from __future__ import annotations
@@ -205,6 +207,21 @@ def serving(installed: Installed, args: list[str], cwd: Path, host: str = "127.0
             process.wait(timeout=30)
 
 
+def test_the_readme_s_server_examples_name_no_file_of_a_checkout_and_only_real_flags() -> None:
+    """The cheap half of the two tests below, in the default suite: every ``schemadoc serve`` of the README's
+    PostgreSQL and exposed examples serves the bundled example (``schemas/...`` exists only in a clone) with flags
+    ``schemadoc serve`` has."""
+    known = set(subprocess.run([sys.executable, "-m", "schemadoc", "serve", "--help"], capture_output=True,
+                               text=True, timeout=60, check=True).stdout.split())
+    for name in ("postgres", "exposed", "exposed-proxy"):
+        serves = commands_of(readme_block(README, name), "schemadoc")
+        assert serves, name
+        for args in serves:
+            assert args[:2] == ["schemadoc", "serve"] and "--example" in args and "--schema" not in args, args
+            assert {arg for arg in args if arg.startswith("--")} <= known, args
+
+
+@pytest.mark.slow  # three servers from the wheel: tens of seconds on a busy machine
 def test_the_readme_s_postgresql_servers_run_from_the_installed_wheel(installed: Installed) -> None:
     """Every ``schemadoc serve`` of the README's PostgreSQL block, run from the wheel outside any checkout on one
     database (the test's, in a schema of its own, instead of the block's user and password): a document created
@@ -247,6 +264,7 @@ def _tokens_file(installed: Installed, writer: str, reader: str) -> Path:
     return path
 
 
+@pytest.mark.slow  # two servers from the wheel
 def test_the_readme_s_exposed_server_runs_from_the_installed_wheel(installed: Installed) -> None:
     """The README's "Running it exposed": a token made by its first line, the server on every address with the
     tokens file and the allowed host, and its curl line (the host name resolved to this machine, plain HTTP on the
