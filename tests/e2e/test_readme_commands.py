@@ -4,8 +4,8 @@ Each tested block follows a ``<!-- tested: NAME -->`` marker. The only change ma
 the address: ``localhost:8080`` / ``127.0.0.1:8080`` become the test server's free port, ``schemadoc`` is
 this environment's command, and a snippet's storage directory is a temporary one. MCP client snippets
 (Claude Desktop, Claude Code, VS Code, Cursor) are started the way those clients start them and called
-with the MCP SDK's client; the MCP Inspector lines run with the pinned Inspector (``make inspector``),
-installed from npm when node and npm are there, skipped saying so otherwise."""
+with the MCP SDK's client; the MCP Inspector lines run with the pinned Inspector (``make inspector``, or
+installed from npm on first use by ``inspector.py`` when node and npm are there), skipped saying so otherwise."""
 
 from __future__ import annotations
 
