@@ -181,3 +181,30 @@ def test_json_fields_that_do_not_parse_are_refused_by_the_page(browser: Browser,
     assert _posts(browser, page) == before
     page.click("#create-cancel")
     page.wait_for("!document.querySelector('#new-document')")
+
+
+def test_the_whole_document_can_be_edited_as_json_and_back(page: Page, server: Server) -> None:
+    """*Edit as JSON* carries what the form holds into one JSON field, where members the form leaves out (an optional
+    member without a default) can be added; *Edit as a form* brings the form back with those values."""
+    page.goto(f"{server.url}/ui/")
+    page.click("#create-document")
+    page.wait_for_selector("#new-document #create-submit")
+    page.fill(f"{_field('/name')} input", "Lin")
+    page.click("#create-mode")
+    whole = '#new-document textarea[data-pointer="/"]'
+    page.wait_for_selector(whole)
+    held = json.loads(page.evaluate(f"document.querySelector('{whole}').value"))
+    assert held == {"name": "Lin", "role": "author", "active": True, "contact": {}, "tags": []}
+    page.fill(whole, json.dumps({**held, "age": 41, "contact": {"email": "lin@example.org"}, "notes": HOSTILE}))
+    page.click("#create-mode")  # back to the form, filled from the JSON
+    page.wait_for_selector(f"{_field('/age')} input")
+    assert page.evaluate(f"document.querySelector('{_field('/age')} input').value") == "41"
+    assert page.evaluate(f"document.querySelector('{_field('/contact/email')} input').value") == "lin@example.org"
+    assert page.count(_field("/notes")) == 1  # given now, so shown
+    page.click("#create-submit")
+    page.wait_for("location.pathname.startsWith('/ui/documents/')", message="the new document")
+    made = page.evaluate("location.pathname").rsplit("/", 1)[1]
+    read = httpx.get(f"{server.url}/api/v1/documents/{made}", timeout=30).json()["node_content"]
+    assert read == {"name": "Lin", "age": 41, "role": "author", "active": True,
+                    "contact": {"email": "lin@example.org"}, "tags": [], "notes": HOSTILE}
+    assert page.evaluate("window.pwned === undefined")

@@ -158,7 +158,7 @@ class JsonField extends Field {
     const types = typesOf(schema);
     let start = initial;
     if (start === ABSENT && required) start = types.includes('array') ? [] : types.includes('object') ? {} : ABSENT;
-    this.wrap(h('textarea', { class: 'mono', rows: 3, spellcheck: 'false', placeholder: placeholderOf(schema),
+    this.wrap(h('textarea', { class: 'mono', rows: pointer === '' ? 16 : 3, spellcheck: 'false', placeholder: placeholderOf(schema),
       value: start === ABSENT ? '' : JSON.stringify(start, null, 2) }), h('span', { class: 'hint' }, 'JSON'));
   }
 
@@ -217,19 +217,43 @@ export async function newDocumentForm(host, onCreated) {
     host.replaceChildren(errorBox(error, 'The schema could not be read'));
     return;
   }
-  const fields = [];
-  const top = makeField('', root || {}, true, root?.title || 'The document', ABSENT, 0, fields);
+  let fields = [];
+  let top = makeField('', root || {}, true, root?.title || 'The document', ABSENT, 0, fields);
+  let asJson = false; // the whole document in one JSON field instead of the form
   const status = h('div', { class: 'status', id: 'create-status', 'aria-live': 'polite' });
   const submit = h('button', { type: 'submit', id: 'create-submit', class: 'primary' }, 'Create');
+  const toggle = h('button', { type: 'button', id: 'create-mode', onclick: switchMode }, 'Edit as JSON');
+  const body = h('div', { class: 'body' }, top.element);
   const form = h('form', { class: 'new-document', id: 'new-document', novalidate: true, onsubmit: send },
     h('h2', {}, 'New document'),
     h('p', { class: 'hint' }, 'Filled with the schema\'s defaults; greyed text shows its examples and is not sent. '
-      + 'Members not shown can be added once the document exists.'),
-    top.element, status,
-    h('div', { class: 'toolbar' }, submit,
+      + 'Members not shown can be added as JSON, or once the document exists.'),
+    body, status,
+    h('div', { class: 'toolbar' }, submit, toggle,
       h('button', { type: 'button', id: 'create-cancel', onclick: () => host.replaceChildren() }, 'Cancel')));
   host.replaceChildren(form);
   form.querySelector('input, select, textarea')?.focus();
+
+  // form -> JSON: what the form holds so far; JSON -> form: the form rebuilt from the JSON (members it has no
+  // field for are kept as they are)
+  function switchMode() {
+    status.replaceChildren();
+    const problems = [];
+    const content = top.read(problems);
+    if (asJson && problems.length) {
+      top.clear();
+      for (const [field, message] of problems) field.show(message);
+      return;
+    }
+    asJson = !asJson;
+    fields = [];
+    top = asJson
+      ? makeField('', {}, true, 'The document as JSON', content === ABSENT ? {} : content, 0, fields)
+      : makeField('', root || {}, true, root?.title || 'The document', content, 0, fields);
+    toggle.textContent = asJson ? 'Edit as a form' : 'Edit as JSON';
+    body.replaceChildren(top.element);
+    form.querySelector('input, select, textarea')?.focus();
+  }
 
   async function send(event) {
     event.preventDefault();
