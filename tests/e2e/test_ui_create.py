@@ -5,11 +5,13 @@ The list shows each document's label (the API's ``label``: its title, name, labe
 its id. "New document" opens a form built from the schema: prefilled with its defaults, its examples shown as
 placeholders (never sent); what the page can check itself (a required value missing, a number that is not one,
 JSON that does not parse) is shown at its field without sending anything; the rest is the server's verdict: a
-refused create stores nothing and each violation is shown at its field. Skipped where Chromium is not installed."""
+refused create stores nothing and each violation is shown at its field. Skipped where Chromium is not installed.
+``SCHEMADOC_UI_SCREENSHOTS=docs/screenshots`` saves the screenshot ``docs/ui.md`` shows, as in ``test_ui.py``."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -150,7 +152,7 @@ def test_new_document_is_a_form_from_the_schema_checked_before_sending_and_refus
     assert "nothing was stored" in page.text("#create-status")
     assert _stored(server) == stored  # the refused create stored nothing
     assert page.evaluate("window.pwned === undefined") and page.count("#app img, #app script") == 0
-    page.screenshot(tmp_path / "new-document-refused.png")
+    page.screenshot(Path(os.environ.get("SCHEMADOC_UI_SCREENSHOTS") or tmp_path) / "new-document.png")
 
     page.fill(name, "Ada")
     page.fill(f"{_field('/age')} input", "36")
