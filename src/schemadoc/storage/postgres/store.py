@@ -248,6 +248,7 @@ class PostgresDocumentStore(StoreReads):
                 raise self._unknown(error, conn, doc_id, meta.version) from None
             try:
                 if row is None or row[0] != 1:
+                    self.current.drop(doc_id)
                     found = conn.execute(self._sql("SELECT version FROM {documents} WHERE doc_id = %s"),
                                          (doc_id,)).fetchone()
                     if found is None:
