@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
                 from psycopg import sql
                 with psycopg.connect(args.url, autocommit=True) as conn:
                     conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(pg_schema)))
-            except Exception as error:  # noqa: BLE001 - a leftover schema is only reported
+            except Exception as error:
                 log(f"could not drop schema {pg_schema}: {error}")
         shutil.rmtree(work, ignore_errors=True)
     text = "\n".join(lines) + "\n"
