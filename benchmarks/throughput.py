@@ -59,6 +59,7 @@ class Run:
     refused: int = 0
     latencies: list[float] = field(default_factory=list)
     cpu_seconds: float = 0.0
+    server_cpu_seconds: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -68,7 +69,8 @@ class Run:
         p50 = fmt_ms(statistics.median(self.latencies)) if self.latencies else "-"
         p99 = fmt_ms(percentile(self.latencies, 0.99)) if self.latencies else "-"
         return (f"| {self.store} | {self.clients} | {self.rate:,.0f} | {p50} | {p99} | "
-                f"{self.cpu_seconds / self.seconds:.0%} | {self.refused} |")
+                f"{self.cpu_seconds / self.seconds:.0%} | {self.server_cpu_seconds / self.seconds:.0%} | "
+                f"{self.refused} |")
 
 
 class Connection:
@@ -135,27 +137,45 @@ async def client_loop(port: int, doc_id: str, version: int, stop_at: float, warm
         connection.close()
 
 
-async def measure(port: int, docs: list[tuple[str, int]], clients: int, seconds: float, warmup: float,
-                  store: str) -> Run:
+def server_cpu(pid: int) -> float:
+    """User + system seconds of the server process and its children (workers) so far."""
+    try:
+        import psutil
+    except ImportError:
+        return 0.0
+    process = psutil.Process(pid)
+    total = 0.0
+    for one in [process, *process.children(recursive=True)]:
+        try:
+            times = one.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
+async def measure(ports: list[int], docs: list[tuple[str, int]], clients: int, seconds: float, warmup: float,
+                  store: str, pids: list[int]) -> Run:
     run = Run(store, clients, seconds)
     start = time.perf_counter()
     warm_until = start + warmup
     stop_at = warm_until + seconds
-    cpu_before = resource.getrusage(resource.RUSAGE_SELF)
     cpu_at_warm: list[float] = []
+    server_at_warm: list[float] = []
 
     async def mark() -> None:
         await asyncio.sleep(warmup)
         usage = resource.getrusage(resource.RUSAGE_SELF)
         cpu_at_warm.append(usage.ru_utime + usage.ru_stime)
+        server_at_warm.append(sum(server_cpu(pid) for pid in pids))
 
     marker = asyncio.ensure_future(mark())
-    await asyncio.gather(*(client_loop(port, doc_id, version, stop_at, warm_until, run)
-                           for doc_id, version in docs[:clients]))
+    await asyncio.gather(*(client_loop(ports[i % len(ports)], doc_id, version, stop_at, warm_until, run)
+                           for i, (doc_id, version) in enumerate(docs[:clients])))
     await marker
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    del cpu_before
     run.cpu_seconds = usage.ru_utime + usage.ru_stime - cpu_at_warm[0]
+    run.server_cpu_seconds = sum(server_cpu(pid) for pid in pids) - server_at_warm[0]
     return run
 
 
@@ -248,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops-size", type=float, default=10.0, help="the book's size in MiB (default 10)")
     parser.add_argument("--no-ops", action="store_true", help="skip the per-operation table")
     parser.add_argument("--ops-only", action="store_true", help="only the per-operation table")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="server processes per store for the throughput rows, on one storage directory or "
+                             "schema, the clients spread over them (default 1)")
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting of every server (repeatable), e.g. WORKERS=2")
     parser.add_argument("--schema", type=Path, default=DEFAULT_SCHEMA)
@@ -267,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="schemadoc-throughput-", dir=args.tmp_dir))
     pg_schema = f"bench_throughput_{uuid.uuid4().hex[:8]}"
     servers: dict[str, Server] = {}
+    extras: dict[str, list[Server]] = {}
     lines = [f"# Throughput over REST ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)", "",
              f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
              f"load average at the start {load_average()}.", ""]
@@ -276,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
             if name == "postgres":
                 settings["STORAGE_URL"] = f"{args.url}{'&' if '?' in args.url else '?'}schema={pg_schema}"
             servers[name] = Server(name, None, args.schema, work, settings)
+            extras[name] = [Server(f"{name}-{n}", None, args.schema, work, settings, storage=servers[name].storage)
+                            for n in range(2, args.processes + 1)]
         if not args.no_ops:
             tree = make_book(args.ops_size)
             leaf = mid_paragraph_path(tree) + "/text"
@@ -303,20 +329,24 @@ def main(argv: list[str] | None = None) -> int:
         if not args.ops_only:
             lines += ["## Acknowledged writes per second (distinct documents, leaf writes)", "",
                       f"{args.seconds:g} s timed after {args.warmup:g} s of warm-up per row; the generator's CPU is "
-                      "its user + system time per wall second (100 % = one core).", "",
-                      "| store | clients | writes/s | p50 | p99 | generator CPU | not 200 |",
-                      "|---|---:|---:|---:|---:|---:|---:|"]
+                      "its user + system time per wall second (100 % = one core), the server's "
+                      "likewise (all its processes).", "",
+                      "| store | clients | writes/s | p50 | p99 | generator CPU | server CPU | not 200 |",
+                      "|---|---:|---:|---:|---:|---:|---:|---:|"]
             for name, server in servers.items():
                 docs = small_documents(server, max(counts))
                 for clients in counts:
                     docs = current_versions(server, docs)
-                    run = asyncio.run(measure(server.port, docs, clients, args.seconds, args.warmup, name))
+                    group = [server, *extras[name]]
+                    label = name if len(group) == 1 else f"{name}, {len(group)} processes"
+                    run = asyncio.run(measure([one.port for one in group], docs, clients, args.seconds, args.warmup,
+                                              label, [one.process.pid for one in group]))
                     lines.append(run.row())
                     log(run.row())
             lines.append("")
         lines.append(f"Load average at the end {load_average()}.")
     finally:
-        for server in servers.values():
+        for server in [*servers.values(), *(one for group in extras.values() for one in group)]:
             server.stop()
         if "postgres" in stores:
             try:
