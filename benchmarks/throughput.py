@@ -31,6 +31,7 @@ import platform
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import orjson  # noqa: E402
+import rest  # noqa: E402
 from generate import MIB, make_book, mid_paragraph_path  # noqa: E402
 from rest import API, DEFAULT_SCHEMA, Documents, Server, fmt_ms, load_average, log, percentile  # noqa: E402
 
@@ -195,6 +197,27 @@ def current_versions(server: Server, docs: list[tuple[str, int]]) -> list[tuple[
     return fresh
 
 
+class GranianServer(Server):
+    """The same application under Granian (one process, its asyncio loop), settings from the environment."""
+
+    def __init__(self, label: str, schema: Path, work: Path, settings: dict[str, str]) -> None:
+        self.label = label
+        self.port = rest.free_port()
+        self.storage = work / f"storage-{label}"
+        self.storage.mkdir(parents=True)
+        env = {key: value for key, value in os.environ.items() if key not in rest.SERVER_ENV}
+        env.update({"SCHEMA_PATH": str(schema), "STORAGE_DIR": str(self.storage), **settings})
+        env["PYTHONPATH"] = os.pathsep.join([str(HERE), *filter(None, [env.get("PYTHONPATH")])])
+        self.stderr_path = work / f"server-{label}.log"
+        with self.stderr_path.open("wb") as err:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host", "127.0.0.1",
+                 "--port", str(self.port), "--workers", "1", "--loop", "uvloop", "--no-ws", "--log-level", "warning",
+                 "granian_target:app"], cwd=work, env=env, stdout=err, stderr=subprocess.STDOUT)
+        self._wait_healthy()
+        self.client = rest.Client(self.port)
+
+
 @dataclass
 class OpStats:
     samples: dict[tuple[str, str], list[float]] = field(default_factory=dict)
@@ -271,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=1,
                         help="server processes per store for the throughput rows, on one storage directory or "
                              "schema, the clients spread over them (default 1)")
+    parser.add_argument("--granian", action="store_true",
+                        help="uvicorn (serve) beside Granian on the same application, files store: "
+                             "stores become 'uvicorn' and 'granian'")
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting of every server (repeatable), e.g. WORKERS=2")
     parser.add_argument("--schema", type=Path, default=DEFAULT_SCHEMA)
@@ -295,8 +321,14 @@ def main(argv: list[str] | None = None) -> int:
              f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
              f"load average at the start {load_average()}.", ""]
     try:
+        if args.granian:
+            stores = ["uvicorn", "granian"]
         for name in stores:
             settings = dict(extra)
+            if name == "granian":
+                servers[name] = GranianServer(name, args.schema, work, settings)
+                extras[name] = []
+                continue
             if name == "postgres":
                 settings["STORAGE_URL"] = f"{args.url}{'&' if '?' in args.url else '?'}schema={pg_schema}"
             servers[name] = Server(name, None, args.schema, work, settings)
