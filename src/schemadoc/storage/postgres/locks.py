@@ -18,7 +18,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, Final
 
 import psycopg
@@ -113,9 +113,9 @@ class WriteLocks:
             if not got:
                 raise lock_timeout(doc_id, timeout)
             try:
-                with self.connections.connection(max(timeout, 0.5)) as conn:
-                    left = max(timeout - (time.monotonic() - started), 0.0)
-                    held.metas[doc_id] = self._acquire(conn, doc_id, timeout, left)
+                stack, conn, meta = self.connections.retrying(lambda: self._checkout(doc_id, timeout, started))
+                with stack:
+                    held.metas[doc_id] = meta
                     held.locks[doc_id] = conn
                     try:
                         yield
@@ -131,6 +131,20 @@ class WriteLocks:
                 local.lock.release()
         finally:
             self._leave(doc_id, local)
+
+    def _checkout(self, doc_id: str, timeout: float,
+                  started: float) -> tuple[ExitStack, psycopg.Connection[Any], DocumentMeta | None]:
+        """A pooled connection holding the lock, the stack that gives it back, and the meta read with the lock.
+        Run through :meth:`~.connections.Connections.retrying`: after an outage nobody had noticed (the pooled
+        connections died with a database that is back), the lock is taken on the reopened pool."""
+        stack = ExitStack()
+        try:
+            conn = stack.enter_context(self.connections.connection(max(timeout, 0.5)))
+            left = max(timeout - (time.monotonic() - started), 0.0)
+            return stack, conn, self._acquire(conn, doc_id, timeout, left)
+        except BaseException:
+            stack.close()
+            raise
 
     def _enter(self, doc_id: str) -> _Local:
         with self._guard:
