@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         print("| threads | each fdatasyncs its own file | leader, serial fdatasyncs | leader, one syncfs |")
         print("|---:|---:|---:|---:|")
         for threads in (int(n) for n in args.threads.split(",")):
-            rates = [run(directory, mode, threads, args.seconds) for mode in ("each", "leader, serial", "leader, syncfs")]
+            modes = ("each", "leader, serial", "leader, syncfs")
+            rates = [run(directory, mode, threads, args.seconds) for mode in modes]
             print(f"| {threads} | " + " | ".join(f"{rate:,.0f}/s" for rate in rates) + " |", flush=True)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
