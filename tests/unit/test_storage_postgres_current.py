@@ -245,3 +245,24 @@ def test_a_write_under_the_lock_sees_a_commit_not_heard_yet(monkeypatch: pytest.
         commit_patch(first, meta, [{"op": "replace", "path": "/n", "value": 2}])
     assert raised.value.code == "version-conflict"
     assert first.read_meta(meta.doc_id) == moved
+
+
+def test_a_commit_lets_the_database_lock_go_with_it_and_a_refused_one_tells_nobody(stores: Any) -> None:
+    first, second = stores
+    heard: list[Any] = []
+    second.watch(heard.append)
+    meta = create_document(first, {"n": 0})
+    with first.write_lock(meta.doc_id):
+        moved = commit_patch(first, meta, [{"op": "replace", "path": "/n", "value": 1}])
+        with second.write_lock(meta.doc_id, timeout=0):  # let go with the commit, before the block's end
+            assert second.read_meta(meta.doc_id) == moved
+        with pytest.raises(SchemaDocError) as raised:
+            commit_patch(first, meta, [{"op": "replace", "path": "/n", "value": 2}])  # from version 1 again
+        assert raised.value.code == "version-conflict"
+    with second.write_lock(meta.doc_id, timeout=0):  # and the refused one let it go too
+        pass
+    deadline = time.monotonic() + NOTICE_TIMEOUT_SECONDS
+    while len(heard) < 2 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.2)  # a notice of the refused commit would have come by now
+    assert [(notice.version, notice.kind) for notice in heard] == [(1, "created"), (2, "updated")]

@@ -73,11 +73,12 @@ of its own (:data:`NOTIFY_AND_UNLOCK`)."""
 
 NOTIFY_AND_UNLOCK: Final = """
 SELECT (SELECT pg_notify(%(channel)s::text, %(payload)s::text) FROM {journal}
-        WHERE doc_id = %(doc_id)s::text AND version = %(version)s::integer),
+        WHERE doc_id = %(doc_id)s::text AND version = %(version)s::integer AND sha256(entry) = %(digest)s::bytea),
     pg_advisory_unlock(%(k1)s, %(k2)s), pg_advisory_unlock_shared(%(w1)s, %(w2)s)
 """
-"""After a commit, in the next transaction: its notification, when the version it made exists (a refused commit
-tells nobody), and the release of the document's lock and the writers' lock."""
+"""After a commit, in the next transaction: its notification, when the journal holds the very line it wrote (its
+SHA-256: a refused commit tells nobody, though another one made that version), and the release of the
+document's lock and the writers' lock."""
 
 HORIZON_CTES: Final = """
 WITH snapshot AS (SELECT pg_current_snapshot() AS s),

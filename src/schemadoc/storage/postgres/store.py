@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -241,6 +242,7 @@ class PostgresDocumentStore(StoreReads):
                     k1, k2, w1, w2 = self._locks.unlock_params(doc_id)
                     conn.execute(self._sql(NOTIFY_AND_UNLOCK), {"channel": self.channel, "payload": payload,
                                                                  "doc_id": doc_id, "version": meta.version,
+                                                                 "digest": hashlib.sha256(line).digest(),
                                                                  "k1": k1, "k2": k2, "w1": w1, "w2": w2})
                 self._locks.released_by_commit(doc_id)
                 row = written.fetchone()
