@@ -10,7 +10,7 @@ but MCP messages.
 A schema that cannot be loaded is followed by one indented line per problem (file, JSON Pointer,
 keyword, reason); ``--json`` prints the error object with ``problems`` as JSON on stderr instead.
 
-Exit codes, one per kind of failure and the same for every command: :mod:`~schemadoc.interfaces.cli_common`.
+Exit codes, one per kind of failure and the same for every command: :mod:`~schemadoc.interfaces.cli.common`.
 
 Heavy imports (FastAPI, uvicorn, mcp, the schema machinery) happen only in the subcommand
 that needs them, so failures are reported quickly.
@@ -35,11 +35,11 @@ import orjson
 from schemadoc import __version__
 from schemadoc.config import TRANSPORTS, Settings, load_settings
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.cli_archive import add_commands as add_archive_commands
-from schemadoc.interfaces.cli_archive import export, import_
-from schemadoc.interfaces.cli_check import add_command as add_check_command
-from schemadoc.interfaces.cli_check import check
-from schemadoc.interfaces.cli_common import (
+from schemadoc.interfaces.cli.archive import add_commands as add_archive_commands
+from schemadoc.interfaces.cli.archive import export, import_
+from schemadoc.interfaces.cli.check import add_command as add_check_command
+from schemadoc.interfaces.cli.check import check
+from schemadoc.interfaces.cli.common import (
     EXIT_FAILED,
     EXIT_INTERNAL,
     EXIT_OK,
@@ -53,12 +53,12 @@ from schemadoc.interfaces.cli_common import (
     report,
     use_example,
 )
-from schemadoc.interfaces.cli_migrate import add_command as add_migrate_documents
-from schemadoc.interfaces.cli_migrate import migrate_documents
-from schemadoc.interfaces.cli_store import migrate, replay
+from schemadoc.interfaces.cli.migrate import add_command as add_migrate_documents
+from schemadoc.interfaces.cli.migrate import migrate_documents
+from schemadoc.interfaces.cli.store import migrate, replay
 
 if TYPE_CHECKING:
-    from schemadoc.interfaces.shutdown import Stopping
+    from schemadoc.interfaces.http.shutdown import Stopping
     from schemadoc.service import DocumentService
 
 __all__ = ["main"]
@@ -202,7 +202,7 @@ def _storage_shown(settings: Settings) -> str:
 def _check_access(settings: Settings) -> None:
     """Refuse to serve a non-loopback address without tokens unless told it is meant (``unsafe_no_auth``);
     read the tokens file once, so that a bad one stops the start."""
-    from schemadoc.interfaces.access import TokensFile, is_loopback
+    from schemadoc.interfaces.http.access import TokensFile, is_loopback
 
     if settings.tokens_file is not None:
         TokensFile(settings.tokens_file)
@@ -218,10 +218,18 @@ def _check_access(settings: Settings) -> None:
                     settings.host)
 
 
+def _near_miss_lines(near_misses: list[dict[str, str]], lead: str = "warning: ") -> list[str]:
+    return [f"{lead}{len(near_misses)} member(s) of the schema look like misspelt keywords; JSON Schema ignores "
+            "them, so they check nothing:"] + [f"  {problem_line(miss)}" for miss in near_misses]
+
+
 def _warn_if_create_fails(service: DocumentService) -> None:
-    """A loud warning on stderr when ``document_create`` can never succeed on the served schema."""
+    """A loud warning on stderr when ``document_create`` can never succeed on the served schema; another for each
+    near-miss of a keyword in it (``requird``)."""
     from schemadoc.validation import creation_problems
 
+    if service.schema.near_misses:
+        log.warning("\n".join(_near_miss_lines(service.schema.near_misses, lead="")))
     problems = creation_problems(service.schema)
     if not problems:
         return
@@ -250,8 +258,8 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         import uvicorn
 
         from schemadoc.interfaces.app import build_app
-        from schemadoc.interfaces.http_protocol import TransportLimits, bounded_protocol
-        from schemadoc.interfaces.shutdown import STOPPING
+        from schemadoc.interfaces.http.protocol import TransportLimits, bounded_protocol
+        from schemadoc.interfaces.http.shutdown import STOPPING
 
         app = build_app(service, settings)
         # httptools parses HTTP in C, bounded against hostile clients (http_protocol); "auto" takes uvloop
@@ -292,17 +300,17 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def _serve_stdio(settings: Settings) -> int:
     """MCP on stdin/stdout until the end of input, SIGTERM or SIGINT; then lagging snapshots are written."""
-    from schemadoc.interfaces.shutdown import Stopping
+    from schemadoc.interfaces.http.shutdown import Stopping
 
     service = create_service(settings)
     _warn_if_create_fails(service)
     if settings.check_documents_on_start:
         service.start_inventory()
-    from schemadoc.interfaces.mcp import build_mcp_server
-    from schemadoc.interfaces.subscribers import slots_of
+    from schemadoc.interfaces.http.subscribers import slots_of
+    from schemadoc.interfaces.mcp_door.server import build_mcp_server
 
     mcp_server = build_mcp_server(service, subscribers=slots_of(settings), slow_request_ms=settings.slow_request_ms)
-    from schemadoc.interfaces.tracing import tracing_from_environment
+    from schemadoc.interfaces.http.tracing import tracing_from_environment
 
     tracing = mcp_server.tracing = tracing_from_environment(console=sys.stderr,  # stdout carries the protocol
                                                             tokens_file=settings.tokens_file)
@@ -368,10 +376,12 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         problems = creation_problems(schema)
         if args.json:
             print(orjson.dumps({"schema": str(settings.schema_path), "uri": schema.uri, "valid": True,
-                                "document_create": {"succeeds": not problems, "problems": problems}},
-                               option=orjson.OPT_INDENT_2).decode())
+                                "document_create": {"succeeds": not problems, "problems": problems},
+                                "warnings": schema.near_misses}, option=orjson.OPT_INDENT_2).decode())
             return EXIT_OK
         print(f"schema ok: {settings.schema_path} ({schema.uri})")
+        if schema.near_misses:
+            print("\n".join(_near_miss_lines(schema.near_misses)))
         if not problems:
             print("a new document built from the schema's defaults is valid")
             return EXIT_OK
@@ -381,6 +391,8 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             print(f"  {problem_line(problem)}")
         return EXIT_OK
     report = validator.validate(document)
+    if schema.near_misses:  # stdout holds the report
+        print("\n".join(_near_miss_lines(schema.near_misses)), file=sys.stderr)
     if args.json:
         print(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode())
     elif report.valid:
