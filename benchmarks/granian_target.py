@@ -2,7 +2,7 @@
 
 Only for measuring Granian against uvicorn: the settings come from the environment (``SCHEMA_PATH``,
 ``STORAGE_DIR``, ``STORAGE_URL``, ...) as for ``serve``; Granian's own HTTP layer replaces uvicorn's
-bounded httptools protocol (``interfaces/http_protocol.py``), so the header, timeout and connection
+bounded httptools protocol (``interfaces/http/protocol.py``), so the header, timeout and connection
 guards of ``serve`` are not there.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 def app() -> Any:
     from schemadoc.config import load_settings
     from schemadoc.interfaces.app import build_app
-    from schemadoc.interfaces.cli_common import create_service
+    from schemadoc.interfaces.cli.common import create_service
 
     settings = load_settings({}, os.environ)
     service = create_service(settings)  # opened
