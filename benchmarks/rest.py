@@ -121,7 +121,7 @@ class Server:
                  settings: dict[str, str] | None = None, storage: Path | None = None) -> None:
         self.label = label
         self.port = free_port()
-        self.storage = storage if storage is not None else work / f"storage-{label}"
+        self.storage = storage or work / f"storage-{label}"  # a given one may be another server's too
         self.storage.mkdir(parents=True, exist_ok=storage is not None)
         env = {key: value for key, value in os.environ.items() if key not in SERVER_ENV}
         env["MAX_BODY_BYTES"] = str(512 * MIB)  # the 100 MB book is uploaded in one request

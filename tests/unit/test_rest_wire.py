@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.rest import _query_pairs, check_media_type, parse_json
+from schemadoc.interfaces.rest.routes import _query_pairs, check_media_type, parse_json
 
 
 @pytest.mark.parametrize(("number", "reason"), [(b"9" * 4301, "integer too long"),
