@@ -187,7 +187,8 @@ def test_full_text_search_finds_the_same_units_on_every_store(open_service: Fact
     best = service.search("keeper", limit=1).hits[0]  # the short title beats the longer paragraph
     assert (best.pointer, best.label) == ("/chapters/0/title", "Book 04 of the keeper")
     script = service.search("script").hits[0]
-    assert script.snippet == "Tom &amp; Jerry &lt;<mark>script</mark>&gt;alert(1)&lt;/<mark>script</mark>&gt; met the keeper"
+    assert script.snippet == ("Tom &amp; Jerry &lt;<mark>script</mark>&gt;alert(1)&lt;/<mark>script</mark>&gt; met the "
+                              "keeper")
     service.delete_document(by_index[0], 1)
     assert {d for d, _ in _hits(service, "lighthouse")} == {by_index[6]}
     service.update_node(by_index[6], "/chapters/0/title", "Renamed", 1)
