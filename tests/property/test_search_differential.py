@@ -68,7 +68,7 @@ steps = st.lists(st.one_of(
     st.tuples(st.just("crash")),
     st.tuples(st.just("restart")),
 ), min_size=1, max_size=25)
-terms = st.lists(st.tuples(st.sampled_from(MEMBERS + ["version", "valid", "created"]), st.sampled_from(OPS), scalars,
+terms = st.lists(st.tuples(st.sampled_from([*MEMBERS, "version", "valid", "created"]), st.sampled_from(OPS), scalars,
                            st.lists(scalars, min_size=1, max_size=3)), max_size=2)
 SORTS = ["created", "-modified", "version", "-version", "doc_id", "valid", *MEMBERS, *("-" + m for m in MEMBERS)]
 sorts = st.sampled_from(SORTS)
@@ -79,7 +79,7 @@ PROBES = [None, True, False, 0, 1, -1.5, 2.0, "", "a", "ab", "A"]
 
 def _battery() -> list[list[list[Any]]]:
     found = []
-    for key in MEMBERS + ["version", "valid", "created", "doc_id"]:
+    for key in [*MEMBERS, "version", "valid", "created", "doc_id"]:
         for op in OPS:
             for value in PROBES:
                 found.append([_filter(key, op, value, [value, "b"])])
@@ -231,7 +231,8 @@ def test_filters_and_order_agree_with_a_plain_evaluation_through_writes_restarts
                 assert got == expected(docs, [], sort), sort
             for raw_terms, sort in queries:
                 where = [_filter(*term) for term in raw_terms]
-                got = [meta.doc_id for meta in world.service.list_documents(where=where, sort=sort, limit=1000).documents]
+                page = world.service.list_documents(where=where, sort=sort, limit=1000)
+                got = [meta.doc_id for meta in page.documents]
                 assert got == expected(docs, where, sort), (where, sort)
         finally:
             world.service.close()
