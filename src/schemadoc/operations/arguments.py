@@ -117,11 +117,11 @@ class CreateDocumentArgs(Arguments):
 class ListArgs(Arguments):
     limit: Annotated[int, _count("How many documents to return (1-1000).", 1, 1000)] = 100
     offset: Annotated[int, _count("How many documents to skip (for paging).", 0)] = 0
-    valid: Annotated[bool | None, _text("Only those the schema accepts (true) or refuses (false).")] = None
+    valid: Annotated[bool | None, _text("Only valid (true) or invalid (false) ones.")] = None
     where: Annotated[list[Any] | None, Field(description=(
-        "All must hold: [key, op, value] or 'key op value' (value JSON, else text). key: an indexed pointer or "
-        "created|modified|version|doc_id|valid; op: eq ne lt gt le ge in exists prefix contains."))] = None
-    sort: Annotated[str | None, _text("A key of where; '-' first: descending. Default created.")] = None
+        "All must hold: [key, op, value] or 'key op value'. key: indexed pointer|created|modified|version|doc_id|"
+        "valid; op: eq|ne|lt|gt|le|ge|in|exists|prefix|contains."))] = None
+    sort: Annotated[str | None, _text("A where key (default created); -key: descending.")] = None
     cursor: Annotated[str | None, _text("next_cursor of the last page.")] = None
 
 
