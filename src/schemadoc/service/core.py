@@ -30,6 +30,10 @@ from schemadoc.ops.limits import MAX_PATCH_OPERATIONS, MAX_STRING_LENGTH
 from schemadoc.ops.sizes import serialise
 from schemadoc.reading import NodeSchemas, SizeCache
 from schemadoc.schema import LoadedSchema
+from schemadoc.search.extension import IndexExtension
+from schemadoc.search.fields import indexed_members
+from schemadoc.search.index import SearchIndex
+from schemadoc.search.opening import open_index
 from schemadoc.service.checks import check_current
 from schemadoc.service.feed import ChangeFeed
 from schemadoc.service.memory import BYTES_PER_BLOCK, Resident, ResidentSet, default_budget
@@ -66,7 +70,8 @@ class ServiceCore:
                  lock_timeout: float = LOCK_TIMEOUT_SECONDS, snapshot_policy: SnapshotPolicy | None = None,
                  max_json_depth: int = MAX_JSON_DEPTH, max_string_length: int = MAX_STRING_LENGTH,
                  max_patch_operations: int = MAX_PATCH_OPERATIONS, memory_budget: int | None = None,
-                 validation_level: str = "moderate") -> None:
+                 validation_level: str = "moderate", search_fields: Sequence[str] | None = None,
+                 search_field_depth: int = 3) -> None:
         self.schema = schema
         if validation_level not in VALIDATION_LEVELS:
             raise ValueError(f"validation_level must be one of {', '.join(VALIDATION_LEVELS)}")
@@ -99,6 +104,13 @@ class ServiceCore:
         """The values the server made up that each held document still holds (:mod:`.placeholders`)."""
         self.on_cold_load: Callable[[float], None] | None = None
         """Told the seconds each load of a document from the store took (the metrics' histogram), if set."""
+        self.search_members = list(search_fields) if search_fields is not None else indexed_members(
+            schema.dereferenced_root(), search_field_depth)
+        """The members ``document_list`` filters and sorts on (docs/search.md)."""
+        self.search_extensions: list[IndexExtension] = []
+        """Extensions plugged into the search index when it opens (a semantic ranking)."""
+        self._search: SearchIndex | None = None
+        self._search_guard = threading.Lock()
         self.span: Callable[[str], AbstractContextManager[Any]] = _no_span
         """A tracing span around the named step (``validation``, ``journal commit``, an operation); none by default."""
 
@@ -113,11 +125,46 @@ class ServiceCore:
             log.error("document %s is unreadable: %s", doc_id, reason)
         for doc_id, (old, new) in report.rolled_forward.items():
             log.warning("document %s rolled forward from version %d to %d", doc_id, old, new)
+        self._open_search()
         return report
+
+    def _open_search(self) -> SearchIndex:
+        with self._search_guard:
+            if self._search is None:
+                self._search = open_index(self.store, self.search_members, self._valid_now, self.search_extensions,
+                                          self._index_source, self._index_patches)
+            return self._search
+
+    @property
+    def search_index(self) -> SearchIndex:
+        """The index of every document (opened with the service, or on first use)."""
+        return self._search if self._search is not None else self._open_search()
+
+    def rebuild_search_index(self) -> int:
+        """Index every document again; how many were indexed."""
+        return self.search_index.rebuild(self.store.list_metas(), self._index_source, self._index_patches)
+
+    def _valid_now(self, meta: DocumentMeta) -> bool | None:
+        """What the served schema is known to say of a document at its version (None: not checked yet)."""
+        verdict = meta.verdict
+        if verdict is None or verdict.digest != self.schema.digest or verdict.version != meta.version:
+            return None
+        return verdict.valid
+
+    def _index_source(self, doc_id: str) -> tuple[DocumentMeta, Any]:
+        held = self._states.get(doc_id)
+        state = held if held is not None else self._read_stored(doc_id)[0]
+        return state.meta, state.content
+
+    def _index_patches(self, doc_id: str, since: int, until: int) -> list[list[dict[str, Any]]]:
+        return [entry.patch for entry in self.store.read_journal(doc_id, since_version=since, until_version=until)]
 
     def close(self) -> None:
         """Write every lagging snapshot, stop hearing other processes and release the store's connections."""
         self.snapshots.close()
+        if self._search is not None:
+            self._search.close()
+            self._search = None
         if self._unwatch is not None:
             self._unwatch()
             self._unwatch = None
@@ -347,6 +394,8 @@ class ServiceCore:
                     self._forget(doc_id)  # the store may have rolled the document forward
                     raise
             self._states.put(doc_id, DocState(meta, content), None if state is not None else 2 * size)
+            if self._search is not None:
+                self._search.committed(doc_id, meta, content, None if state is None else patch)
             self.made_up.committed(doc_id, meta.version, made_up)
             self._verdict_committed(doc_id, meta, content, report, None if state is None else state.content)
             change = Change(cursor, doc_id, entry.version, op, now, actor)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,19 @@ from typing import Any
 import pytest
 
 from ..readings import id_key, ids_in
-from .doors import BOOK_SCHEMA, UNKNOWN_DOC_ID, Door, book_doc, chapter, door_on_schema, offers, ok, sample_book
+from .doors import (
+    BOOK_SCHEMA,
+    UNKNOWN_DOC_ID,
+    Door,
+    book_doc,
+    chapter,
+    door_on_schema,
+    failed,
+    offers,
+    ok,
+    sample_book,
+    unsupported,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -34,6 +47,33 @@ async def _all_pages(door: Door, limit: int) -> list[dict[str, Any]]:
 
 
 # -- story 7: list -----------------------------------------------------------------------------------
+
+
+async def test_a_list_filtered_on_a_member_sorted_and_paged_by_cursor(door: Door) -> None:
+    """Extension (docs/search.md): filters on indexed members, any order, keyset pages."""
+    if reason := await unsupported(door, ("document_list", "where", "sort", "cursor")):
+        pytest.skip(reason)
+    mark = f"Filtered {datetime.now().timestamp():.6f}"
+    docs = [await book_doc(door) for _ in range(3)]
+    for i, doc in enumerate(docs):
+        ok(await doc.update("/title", f"{mark} {i}"))
+    query = {"where": [["/title", "prefix", mark]], "sort": "-/title", "limit": 2}
+    body = ok(await door.call("document_list", query))
+    assert [id_key(d["doc_id"]) for d in body["documents"]] == [id_key(docs[2].doc_id), id_key(docs[1].doc_id)]
+    assert body["total_documents"] == 3 and body["has_more"] is True
+    rest = ok(await door.call("document_list", {**query, "cursor": body["next_cursor"]}))
+    assert [id_key(d["doc_id"]) for d in rest["documents"]] == [id_key(docs[0].doc_id)]
+    assert rest["has_more"] is False and rest["next_cursor"] is None
+    spelt = ok(await door.call("document_list", {"where": [f"/title eq {json.dumps(mark + ' 1')}"]}))
+    assert [id_key(d["doc_id"]) for d in spelt["documents"]] == [id_key(docs[1].doc_id)]
+
+
+async def test_a_filter_on_a_member_not_indexed_is_filter_not_indexed(door: Door) -> None:
+    if reason := await unsupported(door, ("document_list", "where")):
+        pytest.skip(reason)
+    error = failed(await door.call("document_list", {"where": [["/chapters/0/title", "eq", "x"]]}),
+                   "filter-not-indexed")
+    assert "/title" in error["details"]["indexed"]
 
 
 async def test_a_server_without_documents_lists_none(door_name: str, tmp_path: Path) -> None:
