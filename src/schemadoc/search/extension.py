@@ -1,0 +1,74 @@
+"""What an index extension (for example a semantic ranking) plugs into the search index.
+
+The search index (:mod:`schemadoc.search.index`) keeps, per document, its text units (:mod:`.units`) in its
+own tables: in a SQLite file in the storage directory (files and memory stores) or in the PostgreSQL
+database beside the documents. An extension keeps its own tables next to them, in the same database and
+the same transactions: each hook is given the open :class:`IndexTransaction`.
+
+The index calls, in order:
+
+- :meth:`IndexExtension.create_tables` once when the index opens (``CREATE TABLE IF NOT EXISTS``);
+- :meth:`IndexExtension.on_units_changed` for each write (the units below ``removed`` are gone, ``added``
+  are the new ones there: the edit's cost), and with ``removed=("",)`` and every unit when a document is
+  created or indexed again whole;
+- :meth:`IndexExtension.on_document_removed` when a document is purged (a soft delete keeps its units: the
+  index leaves deleted documents out of every answer itself);
+- :meth:`IndexExtension.on_cleared` before a rebuild, which then feeds every document's units again. The
+  index remembers each extension's ``name`` and ``generation``; when they are new or changed, it clears
+  and refeeds that extension from its own units table (no document is loaded for it);
+- :meth:`IndexExtension.rank` when ``document_search`` asks for the ranking the extension is named for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, Protocol
+
+from schemadoc.search.units import TextUnit
+
+__all__ = ["IndexExtension", "IndexTransaction", "RankedUnit"]
+
+
+class RankedUnit(NamedTuple):
+    doc_id: str
+    pointer: str
+    score: float
+    """Higher is better."""
+
+
+class IndexTransaction(Protocol):
+    """One open transaction on the index's database."""
+
+    dialect: str
+    """``"sqlite"`` (parameters ``?``) or ``"postgres"`` (psycopg, parameters ``%s``)."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement; its rows (empty for a statement without any)."""
+        ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for each row of parameters."""
+        ...
+
+
+class IndexExtension(Protocol):
+    name: str
+    """The ranking's name, as ``document_search`` asks for it (``"semantic"``, ``"hybrid"``)."""
+    generation: str
+    """Changes whenever what the extension stores changes (a model, a format): the index then refeeds it."""
+
+    def create_tables(self, tx: IndexTransaction) -> None: ...
+
+    def on_units_changed(self, tx: IndexTransaction, doc_id: str, removed: Sequence[str],
+                         added: Sequence[TextUnit]) -> None: ...
+
+    def on_document_removed(self, tx: IndexTransaction, doc_id: str) -> None: ...
+
+    def on_cleared(self, tx: IndexTransaction) -> None: ...
+
+    def rank(self, tx: IndexTransaction, query: str, *, doc_id: str | None, below: str, limit: int,
+             text_rank: Callable[[int], list[RankedUnit]]) -> list[RankedUnit]:
+        """The best ``limit`` units for ``query`` (across documents, or in ``doc_id`` at or below ``below``),
+        best first. ``text_rank(n)`` gives the full-text ranking's best ``n`` in the same scope (for a hybrid
+        ranking). Deleted documents may be returned: the index drops them."""
+        ...
