@@ -82,6 +82,12 @@ _ENTRIES: list[ErrorCode] = [
        "Send every required argument with the type the tool or endpoint declares.",
        extension=("the specification's catalog has no code for a malformed request (a missing, wrongly typed or "
                   "unknown argument, a body that is not JSON); FR-070h's 400 Bad Request")),
+    _e("filter-not-indexed", 400, "request", "A filter or sort names a member the search index does not hold.",
+       ["a pointer into the documents that the schema does not make a scalar or an array of scalars",
+        "a member deeper than search_field_depth, or left out of the search_fields setting"],
+       "Filter on one of details.indexed (or a metadata key of details.metadata), or add the member to the "
+       "search_fields setting and restart.",
+       extension="filters on document_list go beyond the specification (docs/search.md)"),
     _e("invalid-doc-id", 400, "request", "The doc_id is not a ULID.",
        ["a doc_id that was not returned by document_create", "a typo or truncated id"],
        "Use a doc_id returned by document_create or document_list (26 Crockford base32 characters)."),

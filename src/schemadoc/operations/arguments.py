@@ -108,6 +108,11 @@ class ListArgs(Arguments):
     offset: Annotated[int, _count("How many documents to skip (for paging).", 0)] = 0
     valid: Annotated[bool | None, _text("Only those the schema accepts (true) or refuses (false); unchecked ones in "
                                         "neither.")] = None
+    where: Annotated[list[str | list[Any]] | None, Field(description=(
+        "Filters, all must hold: [key, op, value] or 'key op value' (value JSON, else text). key: an indexed member's "
+        "pointer or created|modified|version|doc_id|valid; op: eq ne lt gt le ge in exists prefix contains."))] = None
+    sort: Annotated[str | None, _text("Order key as in where, '-' first for descending (default created).")] = None
+    cursor: Annotated[str | None, _text("next_cursor of the previous page (instead of offset).")] = None
 
 
 class RootSchemaArgs(Arguments):
@@ -229,12 +234,13 @@ class NextIncompleteArgs(DocumentArgs):
 
 class SearchArgs(Arguments):
     query: Annotated[str, Field(strict=True, min_length=1,
-                                description="Text to find in string values (case-insensitive).")]
+                                description='Words (all must match, any case), "a phrase", prefix*.')]
     node_path: Annotated[str | None, _text("Only search below this JSON Pointer (in each document that has it).",
                                            pattern=_POINTER)] = None
     doc_ids: Annotated[list[str] | None, Field(description="Only search these documents (default: all).")] = None
     limit: Annotated[int, _count("How many hits to return (1-100).", 1, 100)] = 20
-    cursor: Annotated[int, _count("0 for the first page, else the next_cursor of the previous one.", 0)] = 0
+    cursor: Annotated[str | None, _text("next_cursor of the previous page.")] = None
+    ranking: Annotated[str, _text("text (BM25), or an installed extension's.")] = "text"
 
 
 class RenderArgs(DocumentArgs):

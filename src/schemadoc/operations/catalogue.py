@@ -114,17 +114,19 @@ def _purge_document(call: Call, args: a.DocumentArgs) -> BaseModel:
 
 def _list_documents(call: Call, args: a.ListArgs) -> BaseModel:
     service = call.service
-    listing = service.list_documents(limit=args.limit, offset=args.offset, valid=args.valid)
+    listing = service.list_documents(limit=args.limit, offset=args.offset, valid=args.valid, where=args.where,
+                                     sort=args.sort, cursor=args.cursor)
     documents = []
     for meta in listing.documents:
         verdict = service.current_verdict(meta)
         documents.append(r.DocumentSummary(
-            doc_id=meta.doc_id, label=service.document_label(meta.doc_id), version=meta.version,
+            doc_id=meta.doc_id, label=listing.labels.get(meta.doc_id), version=meta.version,
             created_at=meta.created_at, modified_at=meta.modified_at, tree_size_bytes=meta.content_size_bytes,
             snapshot_version=meta.snapshot_version, valid=None if verdict is None else verdict.valid,
             violation_count=None if verdict is None else verdict.violation_count, schema_digest=meta.schema_digest))
     return r.ListDocumentsResult(schema_uri=service.schema_uri, documents=documents, total_documents=listing.total,
-                                 has_more=listing.has_more, limit=listing.limit, offset=listing.offset)
+                                 has_more=listing.has_more, limit=listing.limit, offset=listing.offset,
+                                 next_cursor=listing.next_cursor)
 
 
 def _root_schema(call: Call, args: a.RootSchemaArgs) -> BaseModel:
@@ -169,7 +171,8 @@ def _next_incomplete(call: Call, args: a.NextIncompleteArgs) -> BaseModel:
 
 
 def _search(call: Call, args: a.SearchArgs) -> BaseModel:
-    page = call.service.search(args.query, args.node_path, args.doc_ids, limit=args.limit, cursor=args.cursor)
+    page = call.service.search(args.query, args.node_path, args.doc_ids, limit=args.limit, cursor=args.cursor,
+                               ranking=args.ranking)
     hits = [r.SearchHitBody.model_validate(hit, from_attributes=True) for hit in page.hits]
     return r.SearchResult(query=args.query, hits=hits, has_more=page.has_more, next_cursor=page.next_cursor)
 
@@ -285,7 +288,7 @@ CATALOGUE: tuple[Operation, ...] = (
         written=("patch",)),
     Operation(
         "document_list", "List documents",
-        "List documents, oldest first, a page at a time (has_more), each with a label from its title-like member.",
+        "List documents, filtered and sorted (docs/search.md), a page at a time (next_cursor), each with its label.",
         a.ListArgs, r.ListDocumentsResult, _list_documents, "read",
         (Route("GET", "/documents", summary="List documents"),), "documents", errors=(400,), etag=False,
         examples=({"limit": 20, "offset": 0},)),
@@ -399,7 +402,8 @@ CATALOGUE: tuple[Operation, ...] = (
         examples=({"doc_id": _ID, "from_path": "/chapters/3", "to_path": "/chapters/0", "version": 7},)),
     Operation(
         "document_search", "Search documents",
-        "Case-insensitive text search over string values: doc_id, pointer and snippet per hit; page with cursor.",
+        "Ranked full-text search of string values, across documents or below node_path: pointer, snippet, label per "
+        "hit.",
         a.SearchArgs, r.SearchResult, _search, "read",
         (Route("GET", "/search", summary="Text search over the string values of documents"),), "navigation",
         etag=False, examples=({"query": "lighthouse", "limit": 10},)),

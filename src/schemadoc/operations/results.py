@@ -117,6 +117,7 @@ class ListDocumentsResult(Result):
     has_more: bool
     limit: int
     offset: int
+    next_cursor: str | None = None
 
 
 class RootSchemaResult(Result):
@@ -297,14 +298,15 @@ class NextIncompleteResult(Result):
 class SearchHitBody(Body):
     doc_id: str
     pointer: str
-    snippet: str
+    snippet: str = Field(description="HTML-escaped, matches in <mark>.")
+    label: str | None = None
 
 
 class SearchResult(Result):
     query: str
     hits: list[SearchHitBody]
     has_more: bool
-    next_cursor: int | None = Field(default=None, description="Pass as cursor for the next page.")
+    next_cursor: str | None = None
 
 
 class StatsResult(Result):

@@ -4,13 +4,13 @@ schema, pointer and error modules, and the service wires them to documents.
 """
 
 from schemadoc.reading.incomplete import Incomplete, next_incomplete
-from schemadoc.reading.inspect import Hit, NodeCounts, count_nodes, search
+from schemadoc.reading.inspect import NodeCounts, count_nodes
 from schemadoc.reading.outline import Outline, outline
 from schemadoc.reading.render import Rendered, render_markdown
 from schemadoc.reading.schemas import NodeSchemas
 from schemadoc.reading.sizes import SizeCache, json_size
 from schemadoc.reading.views import BoundedView, Window, bounded_view, is_stub, stub
 
-__all__ = ["BoundedView", "Hit", "Incomplete", "NodeCounts", "NodeSchemas", "Outline", "Rendered", "SizeCache",
+__all__ = ["BoundedView", "Incomplete", "NodeCounts", "NodeSchemas", "Outline", "Rendered", "SizeCache",
            "Window", "bounded_view", "count_nodes", "is_stub", "json_size", "next_incomplete", "outline",
-           "render_markdown", "search", "stub"]
+           "render_markdown", "stub"]

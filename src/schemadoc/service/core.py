@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar
@@ -30,6 +30,10 @@ from schemadoc.ops.limits import MAX_PATCH_OPERATIONS, MAX_STRING_LENGTH
 from schemadoc.ops.sizes import serialise
 from schemadoc.reading import NodeSchemas, SizeCache
 from schemadoc.schema import LoadedSchema
+from schemadoc.search.extension import IndexExtension
+from schemadoc.search.fields import indexed_members
+from schemadoc.search.index import SearchIndex
+from schemadoc.search.opening import open_index
 from schemadoc.service.checks import check_current
 from schemadoc.service.feed import ChangeFeed
 from schemadoc.service.memory import BYTES_PER_BLOCK, Resident, ResidentSet, default_budget
@@ -66,7 +70,8 @@ class ServiceCore:
                  lock_timeout: float = LOCK_TIMEOUT_SECONDS, snapshot_policy: SnapshotPolicy | None = None,
                  max_json_depth: int = MAX_JSON_DEPTH, max_string_length: int = MAX_STRING_LENGTH,
                  max_patch_operations: int = MAX_PATCH_OPERATIONS, memory_budget: int | None = None,
-                 validation_level: str = "moderate") -> None:
+                 validation_level: str = "moderate", search_fields: Sequence[str] | None = None,
+                 search_field_depth: int = 3) -> None:
         self.schema = schema
         if validation_level not in VALIDATION_LEVELS:
             raise ValueError(f"validation_level must be one of {', '.join(VALIDATION_LEVELS)}")
@@ -97,6 +102,12 @@ class ServiceCore:
         self._node_schemas = NodeSchemas(schema)
         self.on_cold_load: Callable[[float], None] | None = None
         """Told the seconds each load of a document from the store took (the metrics' histogram), if set."""
+        self.search_members = list(search_fields) if search_fields is not None else indexed_members(
+            schema.dereferenced_root(), search_field_depth)
+        """The members ``document_list`` filters and sorts on (docs/search.md)."""
+        self.search_extensions: list[IndexExtension] = []
+        """Extensions plugged into the search index when it opens (a semantic ranking)."""
+        self._search: SearchIndex | None = None
         self.span: Callable[[str], AbstractContextManager[Any]] = _no_span
         """A tracing span around the named step (``validation``, ``journal commit``, an operation); none by default."""
 
@@ -111,11 +122,43 @@ class ServiceCore:
             log.error("document %s is unreadable: %s", doc_id, reason)
         for doc_id, (old, new) in report.rolled_forward.items():
             log.warning("document %s rolled forward from version %d to %d", doc_id, old, new)
+        if self._search is None:
+            self._search = open_index(self.store, self.search_members, self._valid_now, self.search_extensions,
+                                      self._index_source, self._index_patches)
         return report
+
+    @property
+    def search_index(self) -> SearchIndex:
+        """The index of every document (open with the service)."""
+        if self._search is None:
+            raise SchemaDocError("storage-unavailable", "The search index is not open yet.", {})
+        return self._search
+
+    def rebuild_search_index(self) -> int:
+        """Index every document again; how many were indexed."""
+        return self.search_index.rebuild(self.store.list_metas(), self._index_source, self._index_patches)
+
+    def _valid_now(self, meta: DocumentMeta) -> bool | None:
+        """What the served schema is known to say of a document at its version (None: not checked yet)."""
+        verdict = meta.verdict
+        if verdict is None or verdict.digest != self.schema.digest or verdict.version != meta.version:
+            return None
+        return verdict.valid
+
+    def _index_source(self, doc_id: str) -> tuple[DocumentMeta, Any]:
+        held = self._states.get(doc_id)
+        state = held if held is not None else self._read_stored(doc_id)[0]
+        return state.meta, state.content
+
+    def _index_patches(self, doc_id: str, since: int, until: int) -> list[list[dict[str, Any]]]:
+        return [entry.patch for entry in self.store.read_journal(doc_id, since_version=since, until_version=until)]
 
     def close(self) -> None:
         """Write every lagging snapshot, stop hearing other processes and release the store's connections."""
         self.snapshots.close()
+        if self._search is not None:
+            self._search.close()
+            self._search = None
         if self._unwatch is not None:
             self._unwatch()
             self._unwatch = None
@@ -337,6 +380,8 @@ class ServiceCore:
                     self._forget(doc_id)  # the store may have rolled the document forward
                     raise
             self._states.put(doc_id, DocState(meta, content), None if state is not None else 2 * size)
+            if self._search is not None:
+                self._search.committed(doc_id, meta, content, None if state is None else patch)
             self._verdict_committed(doc_id, meta, content, report, None if state is None else state.content)
             change = Change(cursor, doc_id, entry.version, op, now, actor)
             if state is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from ulid import ULID
@@ -14,9 +15,9 @@ from schemadoc.ops.apply import apply_patch, check_patch
 from schemadoc.ops.journal import utc_now
 from schemadoc.ops.limits import check_string_lengths, scan_argument
 from schemadoc.reading.examples import fill_defaults
+from schemadoc.search.fields import Term, parse_query
 from schemadoc.service.checks import check_int, check_version
 from schemadoc.service.core import ServiceCore
-from schemadoc.service.inventory import status_of
 from schemadoc.service.models import ChangeEvent, DocState, DocumentList
 from schemadoc.storage.base import DocumentMeta, check_doc_id
 from schemadoc.validation import ValidationReport
@@ -84,16 +85,30 @@ class Documents(ServiceCore):
             return {"tool": "document_apply_patch", "resolves": False, "arguments": {"patch": fix}}
         return self._suggestion(content, fix, "document_create", {"content": corrected})
 
-    def list_documents(self, limit: int = 100, offset: int = 0, *, valid: bool | None = None) -> DocumentList:
-        """Live documents, by doc_id, a page at a time; ``valid``: only those the served schema is known to accept
-        (``True``) or refuse (``False``); documents not checked yet under it are in neither."""
+    def list_documents(self, limit: int = 100, offset: int = 0, *, valid: bool | None = None,
+                       where: list[Any] | None = None, sort: str | None = None,
+                       cursor: str | None = None) -> DocumentList:
+        """Live documents a page at a time, from the search index: those every filter of ``where`` selects
+        (``[[key, op, value], ...]``: a member's JSON Pointer or a metadata key, docs/search.md), in the order of
+        ``sort`` (default ``created``, oldest first; ``-`` first for descending), after ``cursor`` (the
+        ``next_cursor`` of the page before: keyset paging) or ``offset``. ``valid``: only those the served schema
+        is known to accept (``True``) or refuse (``False``); documents not checked yet under it are in neither."""
         check_int("limit", limit, 1, 1000)
         check_int("offset", offset, 0, None)
-        metas = [meta for meta in self.store.list_metas() if meta.deleted_at is None]
+        if cursor is not None and offset:
+            raise SchemaDocError("invalid-request", "Give cursor or offset, not both.", {"argument": "cursor"})
+        query = parse_query(where, sort, self.search_members)
         if valid is not None:
-            wanted = "valid" if valid else "invalid"
-            metas = [meta for meta in metas if status_of(meta, self.schema.digest) == wanted]
-        return DocumentList(metas[offset: offset + limit], len(metas), offset, limit)
+            query = replace(query, terms=(*query.terms, Term("valid", "eq", valid)))
+        page = self.search_index.find(query, limit=limit, offset=offset, cursor=cursor)
+        metas = []
+        for doc_id in page.doc_ids:
+            try:
+                metas.append(self.store.read_meta(doc_id))
+            except SchemaDocError as error:
+                if error.code != "document-not-found":  # purged since
+                    raise
+        return DocumentList(metas, page.total, offset, limit, page.next_cursor, page.labels)
 
     def delete_document(self, doc_id: str, version: int, *, actor: str | None = None) -> DocumentMeta:
         """Soft-delete a whole document (journaled; reads say document-not-found until undeleted)."""
@@ -120,6 +135,7 @@ class Documents(ServiceCore):
         with self._deleted(doc_id, f"Document {doc_id} must be deleted before it is purged.",
                            "Delete it with document_delete first; purging cannot be undone.") as state:
             self.store.purge(doc_id)
+            self.search_index.purged(doc_id)
             self.snapshots.forget(doc_id)
             self._forget(doc_id)
             log.info("document %s purged at version %d by %s", doc_id, state.meta.version, actor or "an unnamed caller")

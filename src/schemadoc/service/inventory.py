@@ -127,7 +127,10 @@ class Inventory(ServiceCore):
             if self._states.get(doc_id) is None:
                 self.validator.forget(content)
             self.store.record_verdict(doc_id, verdict)  # under the lock: the document is still at meta.version
-            return self.store.read_meta(doc_id), True
+            recorded = self.store.read_meta(doc_id)
+            if self._search is not None:
+                self._search.meta_changed(recorded)
+            return recorded, True
 
     def _content_at(self, doc_id: str, meta: DocumentMeta) -> Any:
         """The content at ``meta.version``: the held one, else loaded and not kept (nothing in use is evicted)."""

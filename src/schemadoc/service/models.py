@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from schemadoc.ops.journal import JournalEntry
 from schemadoc.pointer import json_type
-from schemadoc.reading import BoundedView, Hit, NodeCounts
+from schemadoc.reading import BoundedView, NodeCounts
+from schemadoc.search.index import SearchHit
 from schemadoc.storage.base import DocumentMeta
 from schemadoc.storage.shared import StoredChange
 from schemadoc.validation import Repair, ValidationReport
@@ -44,13 +45,12 @@ class NodeView:
 
 @dataclass(frozen=True)
 class SearchPage:
-    hits: list[Hit]
-    cursor: int
-    has_more: bool
+    hits: list[SearchHit]
+    next_cursor: str | None
 
     @property
-    def next_cursor(self) -> int | None:
-        return self.cursor + len(self.hits) if self.has_more else None
+    def has_more(self) -> bool:
+        return self.next_cursor is not None
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,14 @@ class DocumentList:
     total: int
     offset: int
     limit: int
+    next_cursor: str | None = None
+    """The cursor of the next page (None on the last)."""
+    labels: dict[str, str | None] = field(default_factory=dict)
+    """Each listed document's label, from the index."""
 
     @property
     def has_more(self) -> bool:
-        return self.offset + len(self.documents) < self.total
+        return self.next_cursor is not None
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from schemadoc.errors import SchemaDocError
@@ -16,8 +15,9 @@ from schemadoc.reading import (
     next_incomplete,
     outline,
     render_markdown,
-    search,
 )
+from schemadoc.search.text import parse_text_query
+from schemadoc.search.units import document_label
 from schemadoc.service.checks import check_bounds, check_int, path_arg
 from schemadoc.service.history import History
 from schemadoc.service.models import NodeRead, NodeSchema, NodeView, SearchPage, Stats
@@ -37,7 +37,6 @@ def _fix_call(fix: list[dict[str, Any]] | None) -> tuple[str, str, Any, bool]:
 
 _MAX_OUTLINE_DEPTH = 32
 _MAX_INCOMPLETE = 100
-_LABEL_MEMBERS = ("title", "name", "label", "code")
 _MAX_SEARCH_HITS = 100
 
 
@@ -128,15 +127,9 @@ class Reading(History):
         """Something to recognise a document by: its first title-like root member that is text (``title``,
         ``name``, ``label``, ``code``), at most 80 characters; None when it has none or cannot be read."""
         try:
-            content = self._state(check_doc_id(doc_id)).content
+            return document_label(self._state(check_doc_id(doc_id)).content)
         except SchemaDocError:
             return None
-        if isinstance(content, dict):
-            for member in _LABEL_MEMBERS:
-                value = content.get(member)
-                if isinstance(value, str) and value.strip():
-                    return value if len(value) <= 80 else value[:79] + "…"
-        return None
 
     def next_incomplete(self, doc_id: str, node_path: str = "/", limit: int = 10, *,
                         include_defaults: bool = False) -> tuple[NodeRead, list[Incomplete], bool, int]:
@@ -178,44 +171,27 @@ class Reading(History):
         return found, report.count
 
     def search(self, query: str, node_path: str | None = None, doc_ids: list[str] | None = None, *,
-               limit: int = 20, cursor: int = 0) -> SearchPage:
-        """String leaves containing ``query`` (case-insensitive) across documents, oldest document first."""
+               limit: int = 20, cursor: str | None = None, ranking: str = "text") -> SearchPage:
+        """The string leaves matching ``query`` (words, "phrases", prefix*; docs/search.md) across documents or in
+        ``doc_ids``, at or below ``node_path``, best first, from the search index; a page after ``cursor``."""
         if not isinstance(query, str) or not query:
             raise SchemaDocError("invalid-request", "query must be a non-empty string.", {"argument": "query"})
         check_int("limit", limit, 1, _MAX_SEARCH_HITS)
-        check_int("cursor", cursor, 0, None)
-        tokens = parse_node_path(path_arg(node_path)) if node_path is not None else []
+        text = parse_text_query(query)
+        below = format_pointer(parse_node_path(path_arg(node_path))) if node_path is not None else ""
         if doc_ids is not None:
             if not isinstance(doc_ids, list) or not all(isinstance(d, str) for d in doc_ids):
                 raise SchemaDocError("invalid-request", "doc_ids must be a list of document ids.",
                                      {"argument": "doc_ids"})
-            ids = [check_doc_id(doc_id) for doc_id in doc_ids]
-            for doc_id in ids:  # unknown ids fail up front, as any read of them would
-                self._state(doc_id)
-        else:
-            ids = [meta.doc_id for meta in self.store.list_metas() if meta.deleted_at is None]
-
-        def documents() -> Iterator[tuple[str, Any, str]]:
-            for doc_id in ids:
-                try:
-                    content = self._state(doc_id).content
-                except SchemaDocError as error:
-                    if error.code == "document-not-found":  # deleted since the listing
-                        continue
-                    raise
-                if not tokens:
-                    yield doc_id, content, ""
-                    continue
-                try:
-                    node, concrete = resolve(content, tokens)
-                except SchemaDocError as error:
-                    if error.code == "path-not-found":
-                        continue
-                    raise
-                yield doc_id, node, format_pointer(concrete)
-
-        hits, more = search(documents(), query, skip=cursor, limit=limit)
-        return SearchPage(hits, cursor, more)
+            doc_ids = [check_doc_id(doc_id) for doc_id in doc_ids]
+            for doc_id in doc_ids:  # unknown ids fail up front, as any read of them would
+                self.store.read_meta(doc_id)
+        index = self.search_index
+        if ranking not in index.rankings():
+            raise SchemaDocError("invalid-request", f"Unknown ranking {ranking!r}: this server ranks by "
+                                 f"{', '.join(index.rankings())}.", {"argument": "ranking"})
+        page = index.search(text, doc_ids=doc_ids, below=below, limit=limit, cursor=cursor, ranking=ranking)
+        return SearchPage(page.hits, page.next_cursor)
 
     def stats(self, doc_id: str) -> Stats:
         """Size, node counts by type, depth, version and journal length of a document."""

@@ -1,0 +1,191 @@
+"""Where the index lives: a SQLite file (FTS5, BM25) or tables in the PostgreSQL database (tsvector, GIN).
+
+Both hold the same tables: ``search_docs`` (a row per document: the version indexed, created, modified,
+the verdict, deleted, the label), ``search_fields`` (the indexed members' rows), ``search_units`` (the text
+units) and ``search_state`` (what the index was built with). SQLite runs in WAL mode with
+``synchronous=NORMAL`` and a bounded page cache: a crash of the process loses nothing committed, a crash
+of the machine may lose the last transactions, which the start-up comparison of versions indexed with
+the store's finds and indexes again.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from schemadoc.search.text import TextQuery
+
+__all__ = ["Backend", "PostgresBackend", "SqliteBackend", "SqliteTransaction"]
+
+SQLITE_CACHE_KIB = 16 * 1024
+
+_SQLITE_TABLES = """
+CREATE TABLE IF NOT EXISTS search_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS search_docs (doc_id TEXT PRIMARY KEY, version INTEGER NOT NULL, created TEXT NOT NULL,
+  modified TEXT NOT NULL, valid INTEGER, deleted INTEGER NOT NULL, label TEXT);
+CREATE INDEX IF NOT EXISTS search_docs_created ON search_docs (deleted, created, doc_id);
+CREATE INDEX IF NOT EXISTS search_docs_modified ON search_docs (deleted, modified, doc_id);
+CREATE INDEX IF NOT EXISTS search_docs_version ON search_docs (deleted, version, doc_id);
+CREATE TABLE IF NOT EXISTS search_fields (doc_id TEXT NOT NULL, field TEXT NOT NULL, pos INTEGER NOT NULL,
+  kind TEXT NOT NULL, rank INTEGER NOT NULL, num REAL, txt TEXT, PRIMARY KEY (doc_id, field, pos));
+CREATE INDEX IF NOT EXISTS search_fields_num ON search_fields (field, kind, num);
+CREATE INDEX IF NOT EXISTS search_fields_txt ON search_fields (field, kind, txt);
+CREATE TABLE IF NOT EXISTS search_units (id INTEGER PRIMARY KEY, doc_id TEXT NOT NULL, pointer TEXT NOT NULL,
+  text TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS search_units_doc ON search_units (doc_id, pointer);
+CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(text, content='search_units', content_rowid='id',
+  tokenize='unicode61 remove_diacritics 0');
+CREATE TRIGGER IF NOT EXISTS search_units_in AFTER INSERT ON search_units BEGIN
+  INSERT INTO search_fts (rowid, text) VALUES (new.id, new.text); END;
+CREATE TRIGGER IF NOT EXISTS search_units_out AFTER DELETE ON search_units BEGIN
+  INSERT INTO search_fts (search_fts, rowid, text) VALUES ('delete', old.id, old.text); END;
+"""
+
+_POSTGRES_TABLES = [
+    "CREATE TABLE IF NOT EXISTS search_state (key text PRIMARY KEY, value text NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS search_docs (doc_id text PRIMARY KEY, version bigint NOT NULL, created text "
+    "COLLATE \"C\" NOT NULL, modified text COLLATE \"C\" NOT NULL, valid smallint, deleted smallint NOT NULL, "
+    "label text)",
+    "CREATE INDEX IF NOT EXISTS search_docs_created ON search_docs (deleted, created, doc_id)",
+    "CREATE INDEX IF NOT EXISTS search_docs_modified ON search_docs (deleted, modified, doc_id)",
+    "CREATE INDEX IF NOT EXISTS search_docs_version ON search_docs (deleted, version, doc_id)",
+    "CREATE TABLE IF NOT EXISTS search_fields (doc_id text NOT NULL, field text NOT NULL, pos integer NOT NULL, "
+    "kind text NOT NULL, rank integer NOT NULL, num double precision, txt text COLLATE \"C\", "
+    "PRIMARY KEY (doc_id, field, pos))",
+    "CREATE INDEX IF NOT EXISTS search_fields_num ON search_fields (field, kind, num)",
+    "CREATE INDEX IF NOT EXISTS search_fields_txt ON search_fields (field, kind, txt)",
+    "CREATE TABLE IF NOT EXISTS search_units (id bigserial PRIMARY KEY, doc_id text NOT NULL, pointer text COLLATE "
+    "\"C\" NOT NULL, text text NOT NULL, tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED)",
+    "CREATE INDEX IF NOT EXISTS search_units_doc ON search_units (doc_id, pointer)",
+    "CREATE INDEX IF NOT EXISTS search_units_tsv ON search_units USING gin (tsv)",
+]
+
+
+class Backend:
+    """One database of the index: transactions and the full-text statement."""
+
+    dialect: str
+
+    def transaction(self, *, write: bool = True) -> Any:  # a context manager of an IndexTransaction
+        raise NotImplementedError
+
+    def text_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
+                       limit: int) -> tuple[str, list[Any]]:
+        """Units matching ``query`` within ``scope`` (a condition on ``u``), best first: id, doc_id, pointer,
+        score (higher better), text, label."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class SqliteTransaction:
+    dialect = "sqlite"
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.connection.execute(sql, params).fetchall()
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.connection.executemany(sql, rows)
+
+
+class SqliteBackend(Backend):
+    """The index of the files store (a file in the storage directory) or of the memory store (in memory)."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._connection = sqlite3.connect(":memory:" if path is None else str(path), check_same_thread=False,
+                                           isolation_level=None, timeout=30)
+        self._lock = threading.RLock()
+        with self._lock:
+            if path is not None:
+                self._connection.execute("PRAGMA journal_mode=WAL")
+                self._connection.execute("PRAGMA synchronous=NORMAL")
+            self._connection.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
+            self._connection.executescript(_SQLITE_TABLES)
+
+    @contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[SqliteTransaction]:
+        with self._lock:
+            self._connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield SqliteTransaction(self._connection)
+            except BaseException:
+                self._connection.execute("ROLLBACK")
+                raise
+            self._connection.execute("COMMIT")
+
+    def text_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
+                       limit: int) -> tuple[str, list[Any]]:
+        keyset, params = "", [query.fts5(), *scope_params]
+        if after is not None:
+            keyset = " AND (m.score < ? OR (m.score = ? AND u.id > ?))"
+            params += [after[0], after[0], after[1]]
+        return ("SELECT u.id, u.doc_id, u.pointer, m.score, u.text, d.label FROM "
+                "(SELECT rowid AS id, -bm25(search_fts) AS score FROM search_fts WHERE search_fts MATCH ?) m "
+                "JOIN search_units u ON u.id = m.id JOIN search_docs d ON d.doc_id = u.doc_id "
+                f"WHERE d.deleted = 0 AND {scope}{keyset} ORDER BY m.score DESC, u.id LIMIT ?", [*params, limit])
+
+    def close(self) -> None:
+        with self._lock:
+            self._connection.close()
+
+
+class PostgresTransaction:
+    dialect = "postgres"
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cursor = self.connection.execute(sql.replace("?", "%s"), params)
+        return list(cursor.fetchall()) if cursor.description is not None else []
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self.connection.cursor() as cursor:
+            cursor.executemany(sql.replace("?", "%s"), rows)
+
+
+class PostgresBackend(Backend):
+    """The index of the PostgreSQL store: tables in its schema, shared by every server on the database."""
+
+    dialect = "postgres"
+
+    def __init__(self, store: Any, *, timeout: float = 30.0) -> None:
+        self._store = store
+        self._timeout = timeout
+        with self.transaction() as tx:
+            tx.execute("SELECT pg_advisory_xact_lock(7265636172)")  # servers starting together: one creates
+            for statement in _POSTGRES_TABLES:
+                tx.execute(statement)
+
+    @contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[PostgresTransaction]:
+        with self._store.connections.connection(self._timeout) as connection, connection.transaction():
+            schema = self._store.schema.replace('"', '""')
+            connection.execute(f'SET LOCAL search_path TO "{schema}"')
+            yield PostgresTransaction(connection)
+
+    def text_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
+                       limit: int) -> tuple[str, list[Any]]:
+        keyset, params = "", [query.tsquery(), *scope_params]
+        if after is not None:
+            keyset = " AND (m.score < ? OR (m.score = ? AND m.id > ?))"
+            params += [after[0], after[0], after[1]]
+        return ("SELECT m.id, m.doc_id, m.pointer, m.score, m.text, m.label FROM (SELECT u.id, u.doc_id, u.pointer, "
+                "ts_rank_cd(u.tsv, q)::float8 AS score, u.text, d.label FROM search_units u "
+                "JOIN search_docs d ON d.doc_id = u.doc_id, to_tsquery('simple', ?) q "
+                f"WHERE u.tsv @@ q AND d.deleted = 0 AND {scope}) m WHERE 1 = 1{keyset} "
+                "ORDER BY m.score DESC, m.id LIMIT ?", [*params, limit])
+
+    def close(self) -> None:
+        """The connections are the store's: nothing of its own to release."""

@@ -1,0 +1,363 @@
+"""The search index, kept as the documents change (docs/search.md).
+
+Each commit hands the index the new content and its patch (:meth:`SearchIndex.committed`); a writer thread
+applies what is pending in one transaction per batch, and every query first applies what is still pending
+in its own thread, so a process always finds its own writes. A write costs what its patch reached: the
+units below the patch's paths are replaced (:func:`~schemadoc.search.units.changed_units`) and the indexed
+members read again (a handful of lookups). The index remembers the version it indexed of each document;
+when that is not the version before the commit (another process wrote in between, or a crash lost an
+update), the document is indexed whole from the content in hand.
+
+On :meth:`SearchIndex.open` the versions indexed are compared with the store's: a document behind is brought
+up to date from its journal (the patches since the version indexed name the places to index again), one
+missing is indexed whole, one gone is removed. A change of the indexed members or of the served schema
+(verdicts) is found the same way, from what ``search_state`` recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from schemadoc.search.backends import Backend
+from schemadoc.search.extension import IndexExtension, IndexTransaction, RankedUnit
+from schemadoc.search.fields import KINDS, Query, decode_cursor, encode_cursor, field_rows
+from schemadoc.search.sql import count_statement, list_statement
+from schemadoc.search.text import TextQuery, snippet
+from schemadoc.search.units import TextUnit, UnitChange, changed_units, document_label, text_units
+from schemadoc.storage.base import DocumentMeta
+
+__all__ = ["ListedPage", "SearchHit", "SearchIndex", "TextPage"]
+
+log = logging.getLogger("schemadoc.search")
+
+_BATCH_DELAY_SECONDS = 0.005
+_INTERNAL = ("search_state", "search_docs", "search_fields", "search_units")
+_UNIT_STATEMENT = ("SELECT u.text, d.label FROM search_units u JOIN search_docs d ON d.doc_id = u.doc_id "
+                   "WHERE u.doc_id = ? AND u.pointer = ? AND d.deleted = 0")
+Loader = Callable[[str], tuple[DocumentMeta, Any]]
+"""A document's current meta and content (``SchemaDocError`` when it cannot be read)."""
+Patches = Callable[[str, int, int], list[list[dict[str, Any]]]]
+"""The patches of a document's versions after ``since`` up to ``until``."""
+
+
+@dataclass(frozen=True)
+class _Change:
+    doc_id: str
+    meta: DocumentMeta | None
+    """None: the document was purged."""
+    content: Any = None
+    patch: list[dict[str, Any]] | None = None
+    """None: index the content whole; empty: only the meta changed (delete, undelete, a verdict)."""
+
+
+@dataclass(frozen=True)
+class ListedPage:
+    doc_ids: list[str]
+    labels: dict[str, str | None]
+    total: int
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    doc_id: str
+    pointer: str
+    snippet: str
+    label: str | None
+    score: float
+
+
+@dataclass(frozen=True)
+class TextPage:
+    hits: list[SearchHit]
+    next_cursor: str | None
+
+
+class SearchIndex:
+    """Filters, order and full-text search over every document of one store. Thread-safe."""
+
+    def __init__(self, backend: Backend, members: Sequence[str], status: Callable[[DocumentMeta], bool | None],
+                 *, schema_digest: str = "") -> None:
+        self.backend = backend
+        self.members = list(members)
+        self._status = status
+        self._schema_digest = schema_digest
+        self._extensions: list[IndexExtension] = []
+        self._pending: list[_Change] = []
+        self._pending_lock = threading.Lock()
+        self._apply_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    # -- life cycle ----------------------------------------------------------------------------
+
+    def add_extension(self, extension: IndexExtension) -> None:
+        """Plug an extension in (before :meth:`open`)."""
+        self._extensions.append(extension)
+
+    def open(self, metas: Iterable[DocumentMeta], load: Loader, patches: Patches) -> int:
+        """Bring the index up to date with the store (see the module's text); how many documents it indexed."""
+        with self.backend.transaction() as tx:
+            for extension in self._extensions:
+                extension.create_tables(tx)
+            state = dict(tx.execute("SELECT key, value FROM search_state"))
+            members = orjson.dumps(self.members).decode()
+            whole = state.get("members") != members
+            if whole:
+                log.info("search index: indexed members changed, every document is indexed again")
+            indexed = {row[0]: (row[1], row[2], row[3]) for row in
+                       tx.execute("SELECT doc_id, version, valid, deleted FROM search_docs")}
+            stale_extensions = [e for e in self._extensions if state.get(f"extension:{e.name}") != e.generation]
+        done = 0
+        for meta in metas:
+            known = indexed.pop(meta.doc_id, None)
+            if known is not None and known[0] == meta.version and not whole:
+                if known[1] != _valid_code(self._status(meta)) or known[2] != (meta.deleted_at is not None):
+                    self._apply([_Change(meta.doc_id, meta, None, [])])
+                continue
+            try:
+                meta, content = load(meta.doc_id)
+            except Exception as error:
+                log.warning("search index: document %s cannot be read: %s", meta.doc_id, error)
+                continue
+            patch: list[dict[str, Any]] | None = None
+            base = known[0] if known is not None and 0 < known[0] < meta.version and not whole else None
+            if base is not None:
+                patch = [op for step in patches(meta.doc_id, base, meta.version) for op in step]
+            self._apply([_Change(meta.doc_id, meta, content, patch)], base=base)
+            done += 1
+        if indexed:
+            self._apply([_Change(doc_id, None) for doc_id in indexed])
+        with self.backend.transaction() as tx:
+            for extension in stale_extensions:
+                self._refeed(tx, extension)
+            tx.execute("DELETE FROM search_state WHERE key = 'members'")
+            tx.execute("INSERT INTO search_state (key, value) VALUES ('members', ?)", [members])
+        self._thread = threading.Thread(target=self._run, name="search-index", daemon=True)
+        self._thread.start()
+        return done
+
+    def rebuild(self, metas: Iterable[DocumentMeta], load: Loader, patches: Patches) -> int:
+        """Forget everything and index every document again (on demand)."""
+        self.sync()
+        with self._apply_lock, self.backend.transaction() as tx:
+            for table in _INTERNAL:
+                tx.execute(f"DELETE FROM {table}")
+            for extension in self._extensions:
+                extension.on_cleared(tx)
+        self._close_thread()
+        self._closed = False
+        return self.open(metas, load, patches)
+
+    def close(self) -> None:
+        """Apply what is pending and stop the writer thread."""
+        self._close_thread()
+        self.sync()
+        self.backend.close()
+
+    def _close_thread(self) -> None:
+        self._closed = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def _refeed(self, tx: IndexTransaction, extension: IndexExtension) -> None:
+        extension.on_cleared(tx)
+        current: str | None = None
+        units: list[TextUnit] = []
+        for doc_id, pointer, text in tx.execute("SELECT doc_id, pointer, text FROM search_units ORDER BY doc_id, id"):
+            if doc_id != current and current is not None:
+                extension.on_units_changed(tx, current, ("",), units)
+                units = []
+            current = doc_id
+            units.append(TextUnit(pointer, text))
+        if current is not None:
+            extension.on_units_changed(tx, current, ("",), units)
+        key = f"extension:{extension.name}"
+        tx.execute("DELETE FROM search_state WHERE key = ?", [key])
+        tx.execute("INSERT INTO search_state (key, value) VALUES (?, ?)", [key, extension.generation])
+
+    # -- changes -------------------------------------------------------------------------------
+
+    def committed(self, doc_id: str, meta: DocumentMeta, content: Any, patch: list[dict[str, Any]] | None) -> None:
+        """A new version was committed (``patch``: what made it from the previous one; None: a creation)."""
+        self._queue(_Change(doc_id, meta, content, patch))
+
+    def meta_changed(self, meta: DocumentMeta) -> None:
+        """The meta changed without new content (a verdict recorded)."""
+        self._queue(_Change(meta.doc_id, meta, None, []))
+
+    def purged(self, doc_id: str) -> None:
+        self._queue(_Change(doc_id, None))
+
+    def _queue(self, change: _Change) -> None:
+        with self._pending_lock:
+            self._pending.append(change)
+        self._wake.set()
+
+    def sync(self) -> None:
+        """Apply every pending change now."""
+        with self._pending_lock:
+            if not self._pending:
+                return
+        with self._apply_lock:
+            with self._pending_lock:
+                batch, self._pending = self._pending, []
+            if batch:
+                self._apply_batch(batch)
+
+    def _run(self) -> None:
+        while not self._closed:
+            self._wake.wait()
+            self._wake.clear()
+            if self._closed:
+                return
+            threading.Event().wait(_BATCH_DELAY_SECONDS)
+            try:
+                self.sync()
+            except Exception:  # the next start-up catches up from the journal
+                log.exception("search index: applying changes failed")
+
+    def _apply(self, batch: list[_Change], base: int | None = None) -> None:
+        with self._apply_lock:
+            self._apply_batch(batch, base)
+
+    def _apply_batch(self, batch: list[_Change], base: int | None = None) -> None:
+        with self.backend.transaction() as tx:
+            for change in batch:
+                self._apply_one(tx, change, base)
+
+    def _apply_one(self, tx: IndexTransaction, change: _Change, base: int | None) -> None:
+        doc_id, meta = change.doc_id, change.meta
+        if meta is None:
+            for table in ("search_docs", "search_fields", "search_units"):
+                tx.execute(f"DELETE FROM {table} WHERE doc_id = ?", [doc_id])
+            for extension in self._extensions:
+                extension.on_document_removed(tx, doc_id)
+            return
+        row = tx.execute("SELECT version FROM search_docs WHERE doc_id = ?", [doc_id])
+        indexed = row[0][0] if row else None
+        if indexed is not None and indexed > meta.version:
+            return  # a later version is indexed already (another process)
+        content_changed = change.patch != [] or indexed is None
+        if content_changed and change.content is None:
+            return  # nothing to index it from: the next start-up catches up
+        if content_changed:
+            previous = meta.version - 1 if base is None else base
+            if change.patch is None or indexed != previous:
+                units = UnitChange(("",), tuple(text_units(change.content)), None)
+            else:
+                units = changed_units(change.content, change.patch)
+            self._write_units(tx, doc_id, units)
+            tx.execute("DELETE FROM search_fields WHERE doc_id = ?", [doc_id])
+            tx.executemany("INSERT INTO search_fields (doc_id, field, pos, kind, rank, num, txt) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           [(doc_id, r.field, r.position, r.kind, KINDS[r.kind], r.number, r.text)
+                            for r in field_rows(change.content, self.members)])
+            label = document_label(change.content)
+        else:
+            labels = tx.execute("SELECT label FROM search_docs WHERE doc_id = ?", [doc_id])
+            label = labels[0][0] if labels else None
+        tx.execute("DELETE FROM search_docs WHERE doc_id = ?", [doc_id])
+        tx.execute("INSERT INTO search_docs (doc_id, version, created, modified, valid, deleted, label) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   [doc_id, meta.version, meta.created_at, meta.modified_at, _valid_code(self._status(meta)),
+                    int(meta.deleted_at is not None), label])
+
+    def _write_units(self, tx: IndexTransaction, doc_id: str, units: UnitChange) -> None:
+        for prefix in units.removed:
+            if prefix == "":
+                tx.execute("DELETE FROM search_units WHERE doc_id = ?", [doc_id])
+            else:
+                tx.execute("DELETE FROM search_units WHERE doc_id = ? AND (pointer = ? OR (pointer >= ? AND "
+                           "pointer < ?))", [doc_id, prefix, prefix + "/", prefix + "0"])
+        tx.executemany("INSERT INTO search_units (doc_id, pointer, text) VALUES (?, ?, ?)",
+                       [(doc_id, unit.pointer, unit.text) for unit in units.added])
+        for extension in self._extensions:
+            extension.on_units_changed(tx, doc_id, units.removed, units.added)
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def find(self, query: Query, *, limit: int, offset: int = 0, cursor: str | None = None) -> ListedPage:
+        """A page of the live documents ``query`` selects, in its order, with the total it selects."""
+        self.sync()
+        after = decode_cursor(query, cursor) if cursor else None
+        dialect = self.backend.dialect
+        sql, params = list_statement(query, dialect, after=after, limit=limit + 1, offset=offset)
+        with self.backend.transaction(write=False) as tx:
+            rows = tx.execute(sql, params)
+            total = tx.execute(*count_statement(query, dialect))[0][0]
+        more = len(rows) > limit
+        rows = rows[:limit]
+        next_cursor = encode_cursor(query, list(rows[-1][2:])) if more and rows else None
+        return ListedPage([r[0] for r in rows], {r[0]: r[1] for r in rows}, int(total), next_cursor)
+
+    def search(self, text: TextQuery, *, doc_ids: Sequence[str] | None = None, below: str = "", limit: int = 20,
+               cursor: str | None = None, ranking: str = "text") -> TextPage:
+        """The units matching ``text``, best first (BM25 on SQLite, ``ts_rank_cd`` on PostgreSQL), in
+        ``doc_ids`` (all documents when None) at or below the pointer ``below``."""
+        self.sync()
+        scope, params = _scope(doc_ids, below)
+        binding = Query((), orjson.dumps([text.fts5(), sorted(doc_ids or []), below, ranking]).decode(), False)
+        after = decode_cursor(binding, cursor) if cursor else None
+        if ranking != "text":
+            return self._ranked(ranking, text, binding, doc_ids, below, limit, after)
+        with self.backend.transaction(write=False) as tx:
+            rows = tx.execute(*self.backend.text_statement(text, scope, params, after, limit + 1))
+        hits = [SearchHit(r[1], r[2], snippet(r[4], text), r[5], float(r[3])) for r in rows[:limit]]
+        more = len(rows) > limit
+        return TextPage(hits, encode_cursor(binding, [rows[limit - 1][3], rows[limit - 1][0]]) if more else None)
+
+    def rankings(self) -> list[str]:
+        """The rankings ``search`` takes: ``text`` and each extension's."""
+        return ["text", *(e.name for e in self._extensions)]
+
+    def _ranked(self, ranking: str, text: TextQuery, binding: Query, doc_ids: Sequence[str] | None, below: str,
+                limit: int, after: list[Any] | None) -> TextPage:
+        extension = next(e for e in self._extensions if e.name == ranking)
+        start = int(after[0]) if after else 0
+        scopes = list(doc_ids) if doc_ids is not None else [None]
+        with self.backend.transaction(write=False) as tx:
+            ranked: list[RankedUnit] = []
+            for doc_id in scopes:
+                def text_rank(n: int, doc_id: str | None = doc_id) -> list[RankedUnit]:
+                    scope, params = _scope(None if doc_id is None else [doc_id], below)
+                    rows = tx.execute(*self.backend.text_statement(text, scope, params, None, n))
+                    return [RankedUnit(r[1], r[2], float(r[3])) for r in rows]
+                ranked += extension.rank(tx, " ".join(" ".join(p.words) for p in text.parts), doc_id=doc_id,
+                                         below=below, limit=start + limit + 1, text_rank=text_rank)
+            ranked.sort(key=lambda r: -r.score)
+            hits: list[SearchHit] = []
+            for unit in ranked[start:]:
+                found = tx.execute(_UNIT_STATEMENT, [unit.doc_id, unit.pointer])
+                if found:
+                    hits.append(SearchHit(unit.doc_id, unit.pointer, snippet(found[0][0], text), found[0][1],
+                                          unit.score))
+                if len(hits) > limit:
+                    break
+        more = len(hits) > limit
+        return TextPage(hits[:limit], encode_cursor(binding, [start + limit]) if more else None)
+
+
+def _scope(doc_ids: Sequence[str] | None, below: str) -> tuple[str, list[Any]]:
+    """The condition on a unit ``u`` of being in ``doc_ids`` (all when None) at or below ``below``."""
+    scope, params = "1 = 1", []
+    if doc_ids is not None:
+        scope += f" AND u.doc_id IN ({', '.join('?' * len(doc_ids))})" if doc_ids else " AND 1 = 0"
+        params += list(doc_ids)
+    if below:
+        scope += " AND (u.pointer = ? OR (u.pointer >= ? AND u.pointer < ?))"
+        params += [below, below + "/", below + "0"]
+    return scope, params
+
+
+def _valid_code(valid: bool | None) -> int | None:
+    return None if valid is None else int(valid)

@@ -1,0 +1,150 @@
+"""The statements of the index, one text for SQLite and PostgreSQL (``?`` parameters; PostgreSQL's backend
+turns them into ``%s``). Every value of a request travels as a parameter, never in the text.
+
+A filter term is one condition on ``search_docs d``; a member's is ``d.doc_id [NOT] IN`` the documents
+having a matching row in ``search_fields``. The order is a list of (expression, descending) ending with
+``d.doc_id``, and the cursor's keyset condition is the expanded "after this row" on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from schemadoc.search.fields import KINDS, Query, Term, value_kind
+
+__all__ = ["Built", "count_statement", "list_statement", "sort_columns"]
+
+_META_COLUMN = {"created": "d.created", "modified": "d.modified", "version": "d.version", "doc_id": "d.doc_id"}
+_COMPARE = {"eq": "=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
+_NEVER = "1 = 0"
+
+Built = tuple[str, list[Any]]
+
+
+def _value_condition(op: str, value: Any, dialect: str) -> Built:
+    """A ``search_fields`` row condition for one operator and value (columns kind, num, txt)."""
+    if op == "in":
+        conditions, params = [], []
+        for item in value:
+            sql, more = _value_condition("eq", item, dialect)
+            conditions.append(sql)
+            params += more
+        return "(" + " OR ".join(conditions) + ")", params
+    if op == "exists":
+        return "1 = 1", []
+    if op == "prefix":
+        return "(kind = 's' AND txt >= ? AND " + ("left(txt, ?) = ?)" if dialect == "postgres"
+                                                    else "substr(txt, 1, ?) = ?)"), [value, len(value), value]
+    if op == "contains":
+        return ("(kind = 's' AND " + ("strpos(txt, ?) > 0)" if dialect == "postgres" else "instr(txt, ?) > 0)"),
+                [value])
+    kind = value_kind(value)
+    if kind == "z":
+        return "kind = 'z'", []
+    if kind in ("n", "b"):
+        return f"(kind = ? AND num {_COMPARE[op]} ?)", [kind, float(value)]
+    return f"(kind = 's' AND txt {_COMPARE[op]} ?)", [value]
+
+
+def _meta_condition(term: Term, dialect: str) -> Built:
+    op, value = term.op, term.value
+    if term.key == "valid":
+        if op == "exists":
+            return ("d.valid IS NOT NULL" if value else "d.valid IS NULL"), []
+        wanted = None if value is None else (1 if value is True else 0 if value is False else 9)
+        if op == "eq":
+            return ("d.valid IS NULL", []) if wanted is None else ("d.valid = ?", [wanted])
+        distinct = "IS DISTINCT FROM" if dialect == "postgres" else "IS NOT"
+        return f"d.valid {distinct} ?", [wanted]
+    column = _META_COLUMN[term.key]
+    numeric = term.key == "version"
+    if op == "exists":
+        return ("1 = 1" if value else _NEVER), []
+    if op == "in":
+        fitting = [v for v in value if value_kind(v) == ("n" if numeric else "s")]
+        if not fitting:
+            return _NEVER, []
+        return f"{column} IN ({', '.join('?' * len(fitting))})", fitting
+    if op in ("prefix", "contains"):
+        if numeric:
+            return _NEVER, []
+        if op == "prefix":
+            return f"({column} >= ? AND substr({column}, 1, ?) = ?)", [value, len(value), value]
+        return ("strpos" if dialect == "postgres" else "instr") + f"({column}, ?) > 0", [value]
+    if value_kind(value) != ("n" if numeric else "s"):
+        return ("1 = 1" if op == "ne" else _NEVER), []
+    return f"{column} {_COMPARE.get(op, '<>')} ?", [value]
+
+
+def _term(term: Term, dialect: str) -> Built:
+    if not term.key.startswith("/"):
+        return _meta_condition(term, dialect)
+    negate = term.op == "ne" or (term.op == "exists" and term.value is False)
+    op = "eq" if term.op == "ne" else term.op
+    condition, params = _value_condition(op, term.value, dialect)
+    sql = f"d.doc_id {'NOT IN' if negate else 'IN'} (SELECT doc_id FROM search_fields WHERE field = ? AND {condition})"
+    return sql, [term.key, *params]
+
+
+def sort_columns(query: Query) -> list[tuple[str, bool]]:
+    """The ORDER BY expressions and whether each is descending, ``d.doc_id`` last."""
+    down = query.descending
+    if query.sort == "valid":
+        return [("COALESCE(d.valid, 2)", down), ("d.doc_id", down)]
+    if query.sort in _META_COLUMN:
+        column = _META_COLUMN[query.sort]
+        return [(column, down)] + ([] if column == "d.doc_id" else [("d.doc_id", down)])
+    # a member: its first row; documents without one last, whichever the direction
+    return [(f"COALESCE(s.rank, {max(KINDS.values()) + 1})", False), ("COALESCE(s.num, 0)", down),
+            ("COALESCE(s.txt, '')", down), ("d.doc_id", down)]
+
+
+def _after(columns: Sequence[tuple[str, bool]], values: Sequence[Any]) -> Built:
+    """Rows after the one whose sort values are ``values``, in the order of ``columns``."""
+    ors: list[str] = []
+    params: list[Any] = []
+    for i, (column, down) in enumerate(columns):
+        ands = [f"{c} = ?" for c, _ in columns[:i]] + [f"{column} {'<' if down else '>'} ?"]
+        ors.append("(" + " AND ".join(ands) + ")")
+        params += list(values[:i + 1])
+    return "(" + " OR ".join(ors) + ")", params
+
+
+def _where(query: Query, dialect: str) -> Built:
+    conditions, params = ["d.deleted = 0"], []
+    for term in query.terms:
+        sql, more = _term(term, dialect)
+        conditions.append(sql)
+        params += more
+    return " AND ".join(conditions), params
+
+
+def _from(query: Query) -> Built:
+    if query.sort.startswith("/"):
+        return ("search_docs d LEFT JOIN search_fields s ON s.doc_id = d.doc_id AND s.field = ? AND s.pos = 0",
+                [query.sort])
+    return "search_docs d", []
+
+
+def list_statement(query: Query, dialect: str, *, after: Sequence[Any] | None, limit: int, offset: int) -> Built:
+    """The page's documents (doc_id, then each sort value)."""
+    columns = sort_columns(query)
+    source, params = _from(query)
+    where, more = _where(query, dialect)
+    params += more
+    if after is not None:
+        if len(after) != len(columns):
+            raise ValueError("cursor")
+        keyset, more = _after(columns, after)
+        where += " AND " + keyset
+        params += more
+    order = ", ".join(f"{c} {'DESC' if down else 'ASC'}" for c, down in columns)
+    selected = ", ".join(c for c, _ in columns)
+    return (f"SELECT d.doc_id, d.label, {selected} FROM {source} WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
+            [*params, limit, offset])
+
+
+def count_statement(query: Query, dialect: str) -> Built:
+    where, params = _where(query, dialect)
+    return f"SELECT count(*) FROM search_docs d WHERE {where}", params
