@@ -77,18 +77,30 @@ def test_units_are_ranked_by_meaning(ranking: tuple[semantic.SemanticRanking, Sq
     assert bread[0].pointer == "/chapters/1/sections/0/paragraphs/0/text"
 
 
+def embedded(node: Any) -> list[str]:
+    """The pointers of the units of ``node`` the extension embeds (two words or more)."""
+    return [unit.pointer for unit in text_units(node) if semantic.meaningful(unit.text)]
+
+
+def test_only_units_of_two_words_or_more_are_embedded() -> None:
+    assert semantic.meaningful("The harbour") and semantic.meaningful("It snowed.")
+    assert not any(map(semantic.meaningful, ["Tides", "draft", "ch-1", "9780000000001", "en", "a b c", "x1 y2"]))
+    assert embedded(BOOK) == ["/chapters/0/title", "/chapters/0/sections/0/paragraphs/0/text",
+                              "/chapters/0/sections/1/paragraphs/0/text", "/chapters/1/sections/0/paragraphs/0/text"]
+
+
 def test_a_write_embeds_only_the_units_it_changed(ranking: tuple[semantic.SemanticRanking, SqliteTx]) -> None:
     extension, tx = ranking
-    assert extension.units_embedded == len(list(text_units(BOOK))) == 9
+    assert extension.units_embedded == len(embedded(BOOK)) == 4
     before = stored(tx)
     book = {**BOOK, "chapters": [BOOK["chapters"][0], {**BOOK["chapters"][1], "title": "Up the hill"}]}
     patch = [{"op": "replace", "path": "/chapters/1/title", "value": "Up the hill"}]
     change = changed_units(book, patch)
     extension.on_units_changed(tx, "doc", change.removed, change.added)
-    assert extension.units_embedded == 9 + 1
+    assert extension.units_embedded == 4 + 1
     after = stored(tx)
-    assert after.keys() == before.keys()
-    assert [p for p in after if after[p] != before[p]] == ["/chapters/1/title"]
+    assert after.keys() == before.keys() | {"/chapters/1/title"}
+    assert all(after[p] == before[p] for p in before)
 
 
 def test_a_shifted_unit_keeps_its_vector(ranking: tuple[semantic.SemanticRanking, SqliteTx]) -> None:
@@ -100,11 +112,11 @@ def test_a_shifted_unit_keeps_its_vector(ranking: tuple[semantic.SemanticRanking
     change = changed_units(book, [{"op": "add", "path": "/chapters/0", "value": new_chapter}])
     assert change.removed == ("/chapters",)
     extension.on_units_changed(tx, "doc", change.removed, change.added)
-    assert extension.units_embedded == 9 + 3  # the prologue's title, section title and paragraph
-    assert extension.units_kept == 8  # every unit of the chapters that shifted
+    assert extension.units_embedded == 4 + 1  # the prologue's paragraph
+    assert extension.units_kept == 4  # every embedded unit of the chapters that shifted
     after = stored(tx)
     assert after["/chapters/1/sections/0/paragraphs/0/text"] == before["/chapters/0/sections/0/paragraphs/0/text"]
-    assert len(after) == 12
+    assert set(after) == set(embedded(book))
 
 
 def test_removed_units_and_documents_leave_the_ranking(ranking: tuple[semantic.SemanticRanking, SqliteTx]) -> None:
@@ -113,7 +125,7 @@ def test_removed_units_and_documents_leave_the_ranking(ranking: tuple[semantic.S
     book = {**BOOK, "chapters": [BOOK["chapters"][1]]}
     change = changed_units(book, [{"op": "remove", "path": "/chapters/0"}])
     extension.on_units_changed(tx, "doc", change.removed, change.added)
-    assert set(stored(tx)) == {unit.pointer for unit in text_units(book)} | {"/title"}
+    assert set(stored(tx)) == set(embedded(book)) | {"/title"}
     found = extension.rank(tx, "keeping a lighthouse lit", doc_id=None, below="", limit=20, text_rank=no_text)
     assert found[0][:2] == ("other", "/title")  # the lamp keeper's paragraph is gone
     extension.on_document_removed(tx, "other")
@@ -126,11 +138,12 @@ def test_removed_units_and_documents_leave_the_ranking(ranking: tuple[semantic.S
 def test_a_scope_ranks_only_the_units_below_it(ranking: tuple[semantic.SemanticRanking, SqliteTx]) -> None:
     extension, tx = ranking
     extension.on_units_changed(tx, "other", ("",), [TextUnit("/title", "The lamp keeper's log")])
-    found = extension.rank(tx, "lighthouse lamp", doc_id="doc", below="/chapters/1", limit=20, text_rank=no_text)
+    found = extension.rank(tx, "a recipe for baking", doc_id="doc", below="/chapters/1", limit=20,
+                           text_rank=no_text)
     assert found and all(u.doc_id == "doc" and u.pointer.startswith("/chapters/1/") for u in found)
     # a sibling whose name extends the prefix is not below it
-    extension.on_units_changed(tx, "doc", (), [TextUnit("/chapters/10", "A lighthouse keeper's lamp")])
-    found = extension.rank(tx, "lighthouse lamp", doc_id="doc", below="/chapters/1", limit=20, text_rank=no_text)
+    extension.on_units_changed(tx, "doc", (), [TextUnit("/chapters/10", "A recipe for baking bread")])
+    found = extension.rank(tx, "a recipe for baking", doc_id="doc", below="/chapters/1", limit=20, text_rank=no_text)
     assert "/chapters/10" not in [u.pointer for u in found]
 
 
@@ -187,3 +200,54 @@ def test_without_the_extra_a_ranking_by_meaning_is_refused(monkeypatch: pytest.M
 def test_with_the_extra_both_rankings_are_registered() -> None:
     names = [extension.name for extension in semantic.default_extensions()]
     assert names == ["semantic", "hybrid"]
+
+
+def _sentences() -> list[str]:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import search_quality
+
+    return [t.text for t in search_quality.TARGETS] + [text for _, text in search_quality.DISTRACTORS]
+
+
+def cell_counts(tx: SqliteTx) -> tuple[dict[int, int], dict[int, int]]:
+    kept = dict(tx.execute("SELECT cell, units FROM semantic_cells WHERE units != 0"))
+    actual = dict(tx.execute("SELECT cell, count(*) FROM semantic_vectors GROUP BY cell"))
+    return kept, actual
+
+
+def test_cells_are_made_once_the_table_is_large_enough_and_kept_by_every_write(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(semantic, "TRAIN_AT", 30)
+    monkeypatch.setattr(semantic, "CELLS", 4)
+    monkeypatch.setattr(semantic, "SCAN_MIN", 10**9)  # every cell probed: exact
+    extension, tx = semantic.SemanticRanking(), SqliteTx()
+    extension.create_tables(tx)
+    sentences = _sentences()
+    query = "keeping a lighthouse lit"
+    for i, text in enumerate(sentences[:29]):
+        extension.on_units_changed(tx, f"d{i:02}", ("",), [TextUnit("/text", text)])
+    assert tx.execute("SELECT count(*) FROM semantic_cells WHERE cell >= 0") == [(0,)]
+    exact = extension.rank(tx, query, doc_id=None, below="", limit=5, text_rank=no_text)
+    for i, text in enumerate(sentences[29:], start=29):  # the 30th vector makes the cells
+        extension.on_units_changed(tx, f"d{i:02}", ("",), [TextUnit("/text", text)])
+    assert tx.execute("SELECT count(*) FROM semantic_cells WHERE cell >= 0") == [(4,)]
+    kept, actual = cell_counts(tx)
+    assert kept == actual and -1 not in actual and sum(actual.values()) == len(sentences)
+    probed = extension.rank(tx, query, doc_id=None, below="", limit=5, text_rank=no_text)
+    assert probed[0] == exact[0]
+    # a write and a purge keep the counts; another writer (a second extension object) uses the same cells
+    other = semantic.SemanticRanking()
+    other.on_units_changed(tx, "d00", ("",), [TextUnit("/text", "A new paragraph about tides and moons.")])
+    extension.on_document_removed(tx, "d01")
+    kept, actual = cell_counts(tx)
+    assert kept == actual and -1 not in actual and sum(actual.values()) == len(sentences) - 1
+    # a small budget scores only the nearest cells, still finding the nearest vector here
+    monkeypatch.setattr(semantic, "SCAN_MIN", 1)
+    monkeypatch.setattr(semantic, "SCAN_SHARE", 0.0)
+    assert extension.rank(tx, query, doc_id=None, below="", limit=1, text_rank=no_text)[0] == exact[0]
+    assert extension.scored < len(sentences) - 1
+    extension.on_cleared(tx)
+    assert cell_counts(tx) == ({}, {}) and tx.execute("SELECT count(*) FROM semantic_state") == [(0,)]

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DIMENSIONS", "Embedder", "Nearest", "digest", "embedder", "pack", "unpack"]
+__all__ = ["DIMENSIONS", "Embedder", "Nearest", "digest", "embedder", "nearest_cells", "pack", "train_cells", "unpack"]
 
 DIMENSIONS = 256
 VECTOR_BYTES = DIMENSIONS * 4
@@ -129,3 +129,27 @@ class Nearest:
     def best(self) -> list[tuple[float, Any]]:
         """Highest score first; ties in the order fed."""
         return [(score, key) for score, _, key in sorted(self._heap, key=lambda item: item[:2], reverse=True)]
+
+
+def train_cells(vectors: Vectors, cells: int, *, rounds: int = 8, seed: int = 30) -> Vectors:
+    """``cells`` unit-length centroids of ``vectors`` (spherical k-means, seeded: the same vectors give the same
+    cells), for the coarse stage of a query: only the units of the cells nearest the query are scored."""
+    rng = np.random.default_rng(seed)
+    cells = max(1, min(cells, len(vectors)))
+    centroids: Vectors = vectors[rng.choice(len(vectors), cells, replace=False)].copy()
+    for _ in range(rounds):
+        assigned = nearest_cells(vectors, centroids)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, assigned, vectors)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        filled = norms[:, 0] > 0
+        centroids[filled] = sums[filled] / norms[filled]  # an empty cell keeps its centroid
+    return centroids
+
+
+def nearest_cells(vectors: Vectors, centroids: Vectors, block: int = 8_192) -> npt.NDArray[np.int64]:
+    """The cell of each vector: its most similar centroid."""
+    found = np.empty(len(vectors), dtype=np.int64)
+    for start in range(0, len(vectors), block):
+        found[start:start + block] = np.argmax(vectors[start:start + block] @ centroids.T, axis=1)
+    return found

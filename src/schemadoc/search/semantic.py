@@ -19,6 +19,8 @@ how to install it. This module imports ``numpy`` and ``wordllama`` only when the
 from __future__ import annotations
 
 import importlib.util
+import re
+import secrets
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -39,8 +41,20 @@ RRF_K = 60
 """Reciprocal rank fusion's constant (Cormack et al., 2009): a unit at rank r adds 1 / (60 + r)."""
 FUSION_DEPTH = 50
 """How many units of each ranking a hybrid query fuses (at least the page asked for)."""
+CELLS = 1_024
+"""How many cells the vectors are grouped into."""
+TRAIN_AT = 32_768
+"""The vectors the cells are made from, once the table holds that many (until then every query is exact)."""
+SCAN_MIN = 32_768
+"""A query across documents scores at least this many vectors (all of them in a smaller store)."""
+SCAN_SHARE = 0.02
+"""... or this share of them, whichever is more."""
 _BLOCK = 4_096
 _TABLE = "semantic_vectors"
+_CELLS = "semantic_cells"
+_STATE = "semantic_state"
+_UNSORTED = -1
+"""The cell of a vector stored before there are cells."""
 
 
 def installed() -> bool:
@@ -75,16 +89,32 @@ def _below(dialect: str, prefix: str) -> tuple[str, list[Any]]:
     if prefix == "":
         return "", []
     collate = ' COLLATE "C"' if dialect == "postgres" else ""
-    mark = "%s" if dialect == "postgres" else "?"
-    return (f" AND (pointer{collate} = {mark} OR (pointer{collate} >= {mark} AND pointer{collate} < {mark}))",
+    return (f" AND (pointer{collate} = ? OR (pointer{collate} >= ? AND pointer{collate} < ?))",
             [prefix, prefix + "/", prefix + "0"])
 
 
+def meaningful(text: str) -> bool:
+    """Whether a unit is embedded: it has at least two words. A single word (an enum value such as ``draft``,
+    a code, a one-word title) carries little meaning a static model can place; full text finds it."""
+    return len(_WORD.findall(text, 0, 400)) >= 2
+
+
+_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
 class SemanticRanking:
-    """The ``semantic`` index extension: a vector per text unit, kept from each write's changed units."""
+    """The ``semantic`` index extension: a vector per text unit, kept from each write's changed units.
+
+    The coarse stage: once the table holds :data:`TRAIN_AT` vectors, they are grouped into :data:`CELLS` cells
+    (spherical k-means, centroids stored in ``semantic_cells`` with the count of each cell, kept by every
+    write); a new vector joins its nearest cell. A query across documents scores the vectors of the cells
+    nearest to it until it has scored :data:`SCAN_MIN` vectors or :data:`SCAN_SHARE` of them, whichever is
+    more: every vector below that size (exact), a bounded share above it. A query in one document scores
+    all of that document's vectors.
+    """
 
     name = "semantic"
-    generation = "wordllama-0.4/l2_supercat_256/float32-1"
+    generation = "wordllama-0.4/l2_supercat_256/float32-cells-1"
     """The model and the stored format: a change makes the index clear and refeed this extension."""
 
     def __init__(self, embedder: Embedder | None = None) -> None:
@@ -95,51 +125,75 @@ class SemanticRanking:
         """Units this extension embedded for writes (not queries): what the writes cost."""
         self.units_kept = 0
         """Units whose vector was kept because their text did not change (moved or shifted)."""
+        self.scored = 0
+        """Vectors the last query scored."""
+        self._cells: tuple[str, Any] | None = None  # (the cells' token, their centroids), as last read
 
     # -- the index's hooks ------------------------------------------------------------------------------
     def create_tables(self, tx: IndexTransaction) -> None:
-        if tx.dialect == "postgres":
-            tx.execute(f"CREATE TABLE IF NOT EXISTS {_TABLE} (id BIGSERIAL PRIMARY KEY, doc_id TEXT NOT NULL, "
-                       "pointer TEXT NOT NULL, digest BYTEA NOT NULL, vector BYTEA NOT NULL)")
-            tx.execute(f'CREATE UNIQUE INDEX IF NOT EXISTS {_TABLE}_unit ON {_TABLE} (doc_id, pointer COLLATE "C")')
-        else:
-            tx.execute(f"CREATE TABLE IF NOT EXISTS {_TABLE} (id INTEGER PRIMARY KEY, doc_id TEXT NOT NULL, "
-                       "pointer TEXT NOT NULL, digest BLOB NOT NULL, vector BLOB NOT NULL)")
-            tx.execute(f"CREATE UNIQUE INDEX IF NOT EXISTS {_TABLE}_unit ON {_TABLE} (doc_id, pointer)")
+        blob, key = ("BYTEA", "BIGSERIAL") if tx.dialect == "postgres" else ("BLOB", "INTEGER")
+        collate = ' COLLATE "C"' if tx.dialect == "postgres" else ""
+        tx.execute(f"CREATE TABLE IF NOT EXISTS {_TABLE} (id {key} PRIMARY KEY, doc_id TEXT NOT NULL, "
+                   f"pointer TEXT{collate} NOT NULL, digest {blob} NOT NULL, cell INTEGER NOT NULL, "
+                   f"vector {blob} NOT NULL)")
+        tx.execute(f"CREATE UNIQUE INDEX IF NOT EXISTS {_TABLE}_unit ON {_TABLE} (doc_id, pointer)")
+        tx.execute(f"CREATE INDEX IF NOT EXISTS {_TABLE}_cell ON {_TABLE} (cell, id)")
+        tx.execute(f"CREATE TABLE IF NOT EXISTS {_CELLS} (cell INTEGER PRIMARY KEY, units BIGINT NOT NULL, "
+                   f"centroid {blob})")
+        tx.execute(f"CREATE TABLE IF NOT EXISTS {_STATE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
     def on_units_changed(self, tx: IndexTransaction, doc_id: str, removed: Sequence[str],
                          added: Sequence[TextUnit]) -> None:
-        from schemadoc.search.embeddings import digest, pack
+        from schemadoc.search.embeddings import digest, nearest_cells, pack
 
-        mark = "%s" if tx.dialect == "postgres" else "?"
+        counts: dict[int, int] = {}
         kept: dict[bytes, bytes] = {}  # a removed unit's text digest -> its vector, for a unit that only moved
         for prefix in removed:
             scope, params = _below(tx.dialect, prefix)
-            where = f"doc_id = {mark}{scope}"
-            if added:
-                for old_digest, vector in tx.execute(f"SELECT digest, vector FROM {_TABLE} WHERE {where}",
-                                                     [doc_id, *params]):
-                    kept[bytes(old_digest)] = bytes(vector)
-            tx.execute(f"DELETE FROM {_TABLE} WHERE {where}", [doc_id, *params])
-        if not added:
-            return
-        digests = [digest(unit.text) for unit in added]
-        fresh = [i for i, d in enumerate(digests) if d not in kept]
-        vectors = self.embedder.embed([added[i].text for i in fresh])
-        made = dict(zip(fresh, (pack(vector) for vector in vectors), strict=True))
-        self.units_embedded += len(fresh)
-        self.units_kept += len(added) - len(fresh)
-        tx.executemany(f"INSERT INTO {_TABLE} (doc_id, pointer, digest, vector) VALUES ({mark}, {mark}, {mark}, "
-                       f"{mark})",
-                       [(doc_id, unit.pointer, digests[i], made[i] if i in made else kept[digests[i]])
-                        for i, unit in enumerate(added)])
+            for cell, old_digest, vector in tx.execute(
+                    f"SELECT cell, digest, vector FROM {_TABLE} WHERE doc_id = ?{scope}", [doc_id, *params]):
+                counts[cell] = counts.get(cell, 0) - 1
+                kept[bytes(old_digest)] = bytes(vector)
+            tx.execute(f"DELETE FROM {_TABLE} WHERE doc_id = ?{scope}", [doc_id, *params])
+        units = [unit for unit in added if meaningful(unit.text)]
+        if units:
+            digests = [digest(unit.text) for unit in units]
+            fresh = [i for i, d in enumerate(digests) if d not in kept]
+            made = self.embedder.embed([units[i].text for i in fresh])
+            self.units_embedded += len(fresh)
+            self.units_kept += len(units) - len(fresh)
+            blobs = [kept.get(d, b"") for d in digests]
+            for i, vector in zip(fresh, made, strict=True):
+                blobs[i] = pack(vector)
+            centroids = self._centroids(tx)
+            if centroids is None:
+                cells = [_UNSORTED] * len(units)
+            else:
+                from schemadoc.search.embeddings import unpack
+
+                cells = [int(cell) for cell in nearest_cells(unpack(blobs), centroids)]
+            for cell in cells:
+                counts[cell] = counts.get(cell, 0) + 1
+            tx.executemany(f"INSERT INTO {_TABLE} (doc_id, pointer, digest, cell, vector) VALUES (?, ?, ?, ?, ?)",
+                           [(doc_id, unit.pointer, d, cell, blob)
+                            for unit, d, cell, blob in zip(units, digests, cells, blobs, strict=True)])
+        self._count(tx, counts)
+        if counts.get(_UNSORTED, 0) > 0 and self._cells is not None and self._cells[1] is None:
+            unsorted = tx.execute(f"SELECT units FROM {_CELLS} WHERE cell = ?", [_UNSORTED])
+            if unsorted and unsorted[0][0] >= TRAIN_AT:
+                self._train(tx)
 
     def on_document_removed(self, tx: IndexTransaction, doc_id: str) -> None:
-        mark = "%s" if tx.dialect == "postgres" else "?"
-        tx.execute(f"DELETE FROM {_TABLE} WHERE doc_id = {mark}", [doc_id])
+        counts: dict[int, int] = {}
+        for (cell,) in tx.execute(f"SELECT cell FROM {_TABLE} WHERE doc_id = ?", [doc_id]):
+            counts[cell] = counts.get(cell, 0) - 1
+        tx.execute(f"DELETE FROM {_TABLE} WHERE doc_id = ?", [doc_id])
+        self._count(tx, counts)
 
     def on_cleared(self, tx: IndexTransaction) -> None:
-        tx.execute(f"DELETE FROM {_TABLE}")
+        for table in (_TABLE, _CELLS, _STATE):
+            tx.execute(f"DELETE FROM {table}")
+        self._cells = None
 
     def rank(self, tx: IndexTransaction, query: str, *, doc_id: str | None, below: str, limit: int,
              text_rank: Callable[[int], list[RankedUnit]]) -> list[RankedUnit]:
@@ -149,20 +203,89 @@ class SemanticRanking:
         if not vector.any():  # no word of the query is known to the model: nothing is near it
             return []
         nearest = Nearest(vector, limit)
-        nearest.feed_rows(self._rows(tx, doc_id, below), _BLOCK)
+        if doc_id is not None:
+            scope, params = _below(tx.dialect, below)
+            nearest.feed_rows(self._rows(tx, f"doc_id = ?{scope}", [doc_id, *params]), _BLOCK)
+        else:
+            for cell in self._probed(tx, vector):
+                nearest.feed_rows(self._rows(tx, "1 = 1" if cell is None else "cell = ?",
+                                             [] if cell is None else [cell]), _BLOCK)
+        self.scored = nearest.scored
         return [RankedUnit(unit_doc, pointer, score) for score, (unit_doc, pointer) in nearest.best() if score > 0]
 
-    def _rows(self, tx: IndexTransaction, doc_id: str | None, below: str) -> Iterable[tuple[Any, bytes]]:
-        """Every vector in scope, read in blocks by id (keyset: each block costs the same)."""
-        mark = "%s" if tx.dialect == "postgres" else "?"
-        where, params = "", []
-        if doc_id is not None:
-            scope, scope_params = _below(tx.dialect, below)
-            where, params = f" AND doc_id = {mark}{scope}", [doc_id, *scope_params]
+    # -- the cells ------------------------------------------------------------------------------------
+    def _centroids(self, tx: IndexTransaction) -> Any:
+        """The cells' centroids (None before there are any), read again only when another writer changed them."""
+        found = tx.execute(f"SELECT value FROM {_STATE} WHERE key = 'cells'")
+        token = found[0][0] if found else ""
+        if self._cells is None or self._cells[0] != token:
+            centroids = None
+            if token:
+                from schemadoc.search.embeddings import unpack
+
+                rows = tx.execute(f"SELECT centroid FROM {_CELLS} WHERE cell >= 0 ORDER BY cell")
+                centroids = unpack([bytes(row[0]) for row in rows])
+            self._cells = (token, centroids)
+        return self._cells[1]
+
+    def _count(self, tx: IndexTransaction, counts: dict[int, int]) -> None:
+        changed = [(cell, delta) for cell, delta in counts.items() if delta]
+        if changed:
+            tx.executemany(f"INSERT INTO {_CELLS} (cell, units) VALUES (?, ?) ON CONFLICT (cell) DO UPDATE SET "
+                           f"units = {_CELLS}.units + excluded.units", changed)
+
+    def _train(self, tx: IndexTransaction) -> None:
+        """Group the vectors into cells, once (other writers see the token and use the same cells)."""
+        from schemadoc.search.embeddings import nearest_cells, train_cells, unpack
+
+        if tx.dialect == "postgres":  # two servers reaching the size together: one trains
+            tx.execute(f"LOCK TABLE {_CELLS} IN EXCLUSIVE MODE")
+        if tx.execute(f"SELECT value FROM {_STATE} WHERE key = 'cells'"):
+            self._cells = None
+            return
+        rows = tx.execute(f"SELECT vector FROM {_TABLE} ORDER BY id LIMIT {TRAIN_AT}")
+        centroids = train_cells(unpack([bytes(row[0]) for row in rows]), CELLS)
+        tx.executemany(f"INSERT INTO {_CELLS} (cell, units, centroid) VALUES (?, 0, ?)",
+                       [(cell, pack_centroid) for cell, pack_centroid in enumerate(c.tobytes() for c in centroids)])
+        counts: dict[int, int] = {}
+        last = -1
+        while rows := tx.execute(f"SELECT id, vector FROM {_TABLE} WHERE id > ? ORDER BY id LIMIT {_BLOCK}",
+                                 [last]):
+            cells = nearest_cells(unpack([bytes(row[1]) for row in rows]), centroids)
+            tx.executemany(f"UPDATE {_TABLE} SET cell = ? WHERE id = ?",
+                           [(int(cell), row[0]) for cell, row in zip(cells, rows, strict=True)])
+            for cell in cells:
+                counts[int(cell)] = counts.get(int(cell), 0) + 1
+            last = rows[-1][0]
+        tx.execute(f"UPDATE {_CELLS} SET units = 0 WHERE cell = ?", [_UNSORTED])
+        self._count(tx, counts)
+        token = secrets.token_hex(8)
+        tx.execute(f"INSERT INTO {_STATE} (key, value) VALUES ('cells', ?)", [token])
+        self._cells = (token, centroids)
+
+    def _probed(self, tx: IndexTransaction, vector: Any) -> list[int | None]:
+        """The cells a query scores, nearest first (``[None]``: every vector, before there are cells)."""
+        centroids = self._centroids(tx)
+        if centroids is None:
+            return [None]
+        sizes = dict(tx.execute(f"SELECT cell, units FROM {_CELLS} WHERE units > 0"))
+        budget = max(SCAN_MIN, SCAN_SHARE * sum(sizes.values()))
+        probed: list[int | None] = [_UNSORTED] if sizes.get(_UNSORTED) else []
+        scanned = sizes.get(_UNSORTED, 0)
+        for cell in (centroids @ vector).argsort()[::-1]:
+            if scanned >= budget:
+                break
+            if sizes.get(int(cell)):
+                probed.append(int(cell))
+                scanned += sizes[int(cell)]
+        return probed
+
+    def _rows(self, tx: IndexTransaction, where: str, params: list[Any]) -> Iterable[tuple[Any, bytes]]:
+        """The vectors ``where`` selects, read in blocks by id (keyset: each block costs the same)."""
         last = -1
         while True:
-            rows = tx.execute(f"SELECT id, doc_id, pointer, vector FROM {_TABLE} WHERE id > {mark}{where} "
-                              f"ORDER BY id LIMIT {_BLOCK}", [last, *params])
+            rows = tx.execute(f"SELECT id, doc_id, pointer, vector FROM {_TABLE} WHERE {where} AND id > ? "
+                              f"ORDER BY id LIMIT {_BLOCK}", [*params, last])
             for _, unit_doc, pointer, vector in rows:
                 yield (unit_doc, pointer), bytes(vector)
             if len(rows) < _BLOCK:
