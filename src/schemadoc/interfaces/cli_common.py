@@ -133,6 +133,10 @@ def create_service(settings: Settings) -> DocumentService:
                               max_json_depth=settings.max_json_depth, max_string_length=settings.max_string_length,
                               max_patch_operations=settings.max_patch_operations,
                               memory_budget=settings.memory_budget, validation_level=settings.validation_level)
+    if settings.semantic_search:  # the rankings by meaning, when the semantic extra is installed
+        from schemadoc.search.semantic import default_extensions
+
+        service.search_extensions.extend(default_extensions())
     service.open()
     return service
 
