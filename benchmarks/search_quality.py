@@ -291,19 +291,21 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - a script
     from common import BOOK_SCHEMA
 
     from schemadoc.schema import load_schema
-    from schemadoc.search.semantic import installed
+    from schemadoc.search.semantic import default_extensions, installed
     from schemadoc.service import DocumentService
-    from schemadoc.storage.files import FileStore
+    from schemadoc.storage.files import FileDocumentStore
 
     corpus = make_corpus(args.books, args.seed)
-    modes = ["fulltext", "semantic", "hybrid"] if installed() else ["fulltext"]
+    modes = ["text", "semantic", "hybrid"] if installed() else ["text"]
     with tempfile.TemporaryDirectory() as directory:
-        service = DocumentService(load_schema(Path(BOOK_SCHEMA)), FileStore(Path(directory)))
+        service = DocumentService(load_schema(Path(BOOK_SCHEMA)), FileDocumentStore(Path(directory)))
+        service.search_extensions.extend(default_extensions())
+        service.open()
         try:
-            doc_ids = [service.create_document(book).doc_id for book in corpus.books]
+            doc_ids = [service.create_document(book)[0] for book in corpus.books]
 
             def search(query: str, mode: str) -> list[tuple[str, str]]:
-                page = service.search(query, limit=20, mode=mode)
+                page = service.search(query, limit=20, ranking=mode)
                 return [(hit.doc_id, hit.pointer) for hit in page.hits]
 
             results = measure(search, doc_ids, corpus, modes)
