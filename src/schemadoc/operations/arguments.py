@@ -98,21 +98,19 @@ class CreateDocumentArgs(Arguments):
     extension): the document to start from; absent members get their defaults, then it is validated whole."""
 
     content: Annotated[Any, Field(
-        description="Optional (extension): the initial document. Absent members get the schema's defaults; the "
-                    "result is validated whole and refused with every violation at once. Leave it out to "
-                    "build the document from defaults alone.")] = None
+        description="Optional (extension): the initial document; absent members get the schema's defaults, then "
+                    "every violation is refused at once.")] = None
 
 
 class ListArgs(Arguments):
     limit: Annotated[int, _count("How many documents to return (1-1000).", 1, 1000)] = 100
     offset: Annotated[int, _count("How many documents to skip (for paging).", 0)] = 0
-    valid: Annotated[bool | None, _text("Only those the schema accepts (true) or refuses (false); unchecked ones in "
-                                        "neither.")] = None
-    where: Annotated[list[str | list[Any]] | None, Field(description=(
-        "Filters, all must hold: [key, op, value] or 'key op value' (value JSON, else text). key: an indexed member's "
-        "pointer or created|modified|version|doc_id|valid; op: eq ne lt gt le ge in exists prefix contains."))] = None
-    sort: Annotated[str | None, _text("Order key as in where, '-' first for descending (default created).")] = None
-    cursor: Annotated[str | None, _text("next_cursor of the previous page (instead of offset).")] = None
+    valid: Annotated[bool | None, _text("Only those the schema accepts (true) or refuses (false).")] = None
+    where: Annotated[list[Any] | None, Field(description=(
+        "All must hold: [key, op, value] or 'key op value' (value JSON, else text). key: an indexed pointer or "
+        "created|modified|version|doc_id|valid; op: eq ne lt gt le ge in exists prefix contains."))] = None
+    sort: Annotated[str | None, _text("A key of where; '-' first: descending. Default created.")] = None
+    cursor: Annotated[str | None, _text("next_cursor of the last page.")] = None
 
 
 class RootSchemaArgs(Arguments):
@@ -237,9 +235,9 @@ class SearchArgs(Arguments):
                                 description='Words (all must match, any case), "a phrase", prefix*.')]
     node_path: Annotated[str | None, _text("Only search below this JSON Pointer (in each document that has it).",
                                            pattern=_POINTER)] = None
-    doc_ids: Annotated[list[str] | None, Field(description="Only search these documents (default: all).")] = None
+    doc_ids: Annotated[list[str] | None, Field(description="Only these documents.")] = None
     limit: Annotated[int, _count("How many hits to return (1-100).", 1, 100)] = 20
-    cursor: Annotated[str | None, _text("next_cursor of the previous page.")] = None
+    cursor: Annotated[str | None, _text("next_cursor of the last page.")] = None
     ranking: Annotated[str | None, _text("text (BM25), semantic or hybrid (default if installed).")] = None
 
 

@@ -225,8 +225,8 @@ def _schema_locally(service: DocumentService, args: a.NodeSchemaArgs) -> bool:
 
 _ID = a.EXAMPLE_ID
 _WRITE_ERRORS = (400, 404, 408, 409, 413, 422)
-_VERSION_NOTE = " Needs the current `version` (a refusal carries details.suggested_call)."
-_BUDGET_NOTE = " Over 40,000 bytes (text and structured content together): stubs or a next page (truncated: true)."
+_VERSION_NOTE = " Needs the current `version` (refusals: details.suggested_call)."
+_BUDGET_NOTE = " Over 40,000 bytes (text and structured content): stubs or a next page (truncated: true)."
 _DOCUMENT = "/documents/{doc_id}"
 
 CATALOGUE: tuple[Operation, ...] = (
@@ -288,10 +288,10 @@ CATALOGUE: tuple[Operation, ...] = (
         written=("patch",)),
     Operation(
         "document_list", "List documents",
-        "List documents, filtered and sorted (docs/search.md), a page at a time (next_cursor), each with its label.",
+        "List documents, filtered and sorted (docs/search.md), a page at a time, each with its label.",
         a.ListArgs, r.ListDocumentsResult, _list_documents, "read",
         (Route("GET", "/documents", summary="List documents"),), "documents", errors=(400,), etag=False,
-        examples=({"limit": 20, "offset": 0},)),
+        examples=({"where": ["/metadata/status eq draft"], "limit": 20},)),
     Operation(
         "schema_get_root", "Get the schema",
         "The JSON Schema every document satisfies (also the resource schema://schema).",
@@ -402,8 +402,7 @@ CATALOGUE: tuple[Operation, ...] = (
         examples=({"doc_id": _ID, "from_path": "/chapters/3", "to_path": "/chapters/0", "version": 7},)),
     Operation(
         "document_search", "Search documents",
-        "Ranked full-text search of string values, across documents or below node_path: pointer, snippet, label per "
-        "hit.",
+        "Ranked full-text search of string values (all documents, or below node_path): pointer, snippet, label.",
         a.SearchArgs, r.SearchResult, _search, "read",
         (Route("GET", "/search", summary="Text search over the string values of documents"),), "navigation",
         etag=False, examples=({"query": "lighthouse", "limit": 10},)),

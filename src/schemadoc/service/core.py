@@ -108,6 +108,7 @@ class ServiceCore:
         self.search_extensions: list[IndexExtension] = []
         """Extensions plugged into the search index when it opens (a semantic ranking)."""
         self._search: SearchIndex | None = None
+        self._search_guard = threading.Lock()
         self.span: Callable[[str], AbstractContextManager[Any]] = _no_span
         """A tracing span around the named step (``validation``, ``journal commit``, an operation); none by default."""
 
@@ -122,17 +123,20 @@ class ServiceCore:
             log.error("document %s is unreadable: %s", doc_id, reason)
         for doc_id, (old, new) in report.rolled_forward.items():
             log.warning("document %s rolled forward from version %d to %d", doc_id, old, new)
-        if self._search is None:
-            self._search = open_index(self.store, self.search_members, self._valid_now, self.search_extensions,
-                                      self._index_source, self._index_patches)
+        self._open_search()
         return report
+
+    def _open_search(self) -> SearchIndex:
+        with self._search_guard:
+            if self._search is None:
+                self._search = open_index(self.store, self.search_members, self._valid_now, self.search_extensions,
+                                          self._index_source, self._index_patches)
+            return self._search
 
     @property
     def search_index(self) -> SearchIndex:
-        """The index of every document (open with the service)."""
-        if self._search is None:
-            raise SchemaDocError("storage-unavailable", "The search index is not open yet.", {})
-        return self._search
+        """The index of every document (opened with the service, or on first use)."""
+        return self._search if self._search is not None else self._open_search()
 
     def rebuild_search_index(self) -> int:
         """Index every document again; how many were indexed."""
