@@ -211,7 +211,17 @@ class SemanticRanking:
                 nearest.feed_rows(self._rows(tx, "1 = 1" if cell is None else "cell = ?",
                                              [] if cell is None else [cell]), _BLOCK)
         self.scored = nearest.scored
-        return [RankedUnit(unit_doc, pointer, score) for score, (unit_doc, pointer) in nearest.best() if score > 0]
+        best = [(score, row_id) for score, row_id in nearest.best() if score > 0]
+        units = dict(self._units(tx, [row_id for _, row_id in best]))
+        return [RankedUnit(*units[row_id], score) for score, row_id in best if row_id in units]
+
+    def _units(self, tx: IndexTransaction, ids: list[int]) -> list[tuple[int, tuple[str, str]]]:
+        """(doc_id, pointer) of the vectors ``ids`` (the scan reads ids and vectors only)."""
+        if not ids:
+            return []
+        marks = ", ".join("?" * len(ids))
+        return [(row_id, (doc_id, pointer)) for row_id, doc_id, pointer in
+                tx.execute(f"SELECT id, doc_id, pointer FROM {_TABLE} WHERE id IN ({marks})", ids)]
 
     # -- the cells ------------------------------------------------------------------------------------
     def _centroids(self, tx: IndexTransaction) -> Any:
@@ -281,13 +291,13 @@ class SemanticRanking:
         return probed
 
     def _rows(self, tx: IndexTransaction, where: str, params: list[Any]) -> Iterable[tuple[Any, bytes]]:
-        """The vectors ``where`` selects, read in blocks by id (keyset: each block costs the same)."""
+        """(id, vector) of the vectors ``where`` selects, read in blocks by id (keyset: each block costs the same)."""
         last = -1
         while True:
-            rows = tx.execute(f"SELECT id, doc_id, pointer, vector FROM {_TABLE} WHERE {where} AND id > ? "
-                              f"ORDER BY id LIMIT {_BLOCK}", [*params, last])
-            for _, unit_doc, pointer, vector in rows:
-                yield (unit_doc, pointer), bytes(vector)
+            rows = tx.execute(f"SELECT id, vector FROM {_TABLE} WHERE {where} AND id > ? ORDER BY id LIMIT {_BLOCK}",
+                              [*params, last])
+            for row_id, vector in rows:
+                yield row_id, bytes(vector)
             if len(rows) < _BLOCK:
                 return
             last = rows[-1][0]
