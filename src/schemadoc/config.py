@@ -108,6 +108,11 @@ class Settings:
     snapshot_lag_versions: int = 1000
     snapshot_lag_bytes: int = 64 << 20
     snapshot_interval_seconds: int = 5
+    search_fields: tuple[str, ...] | None = None
+    """The members ``document_list`` filters and sorts on (JSON Pointers); None: decided from the schema
+    (docs/search.md)."""
+    search_field_depth: int = 3
+    """How many members down the schema's scalars are indexed when ``search_fields`` is not set."""
     memory_budget: int | None = None
     """Bytes the service keeps resident (documents and their caches); ``None``: a quarter of the machine's memory."""
     config_file: Path = Path(DEFAULT_CONFIG_FILE)
@@ -231,6 +236,14 @@ def _as_hosts(name: str, source: str, value: Any) -> tuple[str, ...]:
     return tuple(host.strip().lower() for host in hosts)
 
 
+def _as_pointers(name: str, source: str, value: Any) -> tuple[str, ...]:
+    pointers = _as_origins(name, source, value)
+    for pointer in pointers:
+        if not pointer.startswith("/"):
+            raise _invalid(name, source, f"must be JSON Pointers into the documents, got {pointer!r}", pointer)
+    return pointers
+
+
 def _as_origins(name: str, source: str, value: Any) -> tuple[str, ...]:
     items: Any = value
     if isinstance(value, str):
@@ -309,6 +322,8 @@ _SETTINGS: dict[str, tuple[_Convert, str | None]] = {
     "tokens_file": (_as_path, "--tokens-file"),
     "unsafe_no_auth": (_as_bool, "--unsafe-no-auth"),
     "memory_budget": (_as_size, "--memory-budget"),
+    "search_fields": (_as_pointers, None),
+    "search_field_depth": (_int(1), None),
 }
 """Every setting (a field of :class:`Settings`): how its value is read, and its command-line flag if it has one.
 Its environment variable is its name in capitals."""

@@ -12,6 +12,7 @@ write is based on) and the rest into the JSON body. The answer is parsed with th
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
@@ -122,9 +123,14 @@ class Operations:
         return request("document_create")
 
     @Endpoint
-    def list_documents(self, *, limit: int | None = None,
-                       offset: int | None = None) -> Request[m.ListDocumentsResult]:
-        return request("document_list", limit=limit, offset=offset)
+    def list_documents(self, *, limit: int | None = None, offset: int | None = None,
+                       where: Sequence[str | Sequence[Any]] | None = None, sort: str | None = None,
+                       cursor: str | None = None) -> Request[m.ListDocumentsResult]:
+        """Documents a page at a time: ``where`` filters (``"key op value"`` or ``[key, op, value]``), ``sort`` a key
+        (``-`` first: descending), ``cursor`` the ``next_cursor`` of the page before (docs/search.md)."""
+        spelled = [item if isinstance(item, str) else f"{item[0]} {item[1]} {json.dumps(item[2])}" if len(item) == 3
+                   else f"{item[0]} {item[1]}" for item in where or ()]
+        return request("document_list", limit=limit, offset=offset, where=spelled, sort=sort, cursor=cursor)
 
     @Endpoint
     def read_node(self, doc_id: str, path: str = "/", *, at_version: int | None = None, max_depth: int | None = None,
@@ -247,7 +253,7 @@ class Operations:
 
     @Endpoint
     def search(self, query: str, *, path: str | None = None, doc_ids: Sequence[str] | None = None,
-               limit: int | None = None, cursor: int | None = None) -> Request[m.SearchResult]:
+               limit: int | None = None, cursor: str | None = None) -> Request[m.SearchResult]:
         return request("document_search", query=query, path=path, doc_ids=list(doc_ids or ()), limit=limit,
                        cursor=cursor)
 

@@ -132,7 +132,8 @@ def create_service(settings: Settings) -> DocumentService:
                               snapshot_policy=SnapshotPolicy.from_settings(settings),
                               max_json_depth=settings.max_json_depth, max_string_length=settings.max_string_length,
                               max_patch_operations=settings.max_patch_operations,
-                              memory_budget=settings.memory_budget, validation_level=settings.validation_level)
+                              memory_budget=settings.memory_budget, validation_level=settings.validation_level,
+                              search_fields=settings.search_fields, search_field_depth=settings.search_field_depth)
     if settings.semantic_search:  # the rankings by meaning, when the semantic extra is installed
         from schemadoc.search.semantic import default_extensions
 

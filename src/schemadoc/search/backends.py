@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from schemadoc.search.text import TextQuery
+from schemadoc.search.text import TextQuery, words_of
+from schemadoc.search.units import TextUnit
 
 __all__ = ["Backend", "PostgresBackend", "SqliteBackend", "SqliteTransaction"]
 
@@ -59,7 +60,8 @@ _POSTGRES_TABLES = [
     "CREATE INDEX IF NOT EXISTS search_fields_num ON search_fields (field, kind, num)",
     "CREATE INDEX IF NOT EXISTS search_fields_txt ON search_fields (field, kind, txt)",
     "CREATE TABLE IF NOT EXISTS search_units (id bigserial PRIMARY KEY, doc_id text NOT NULL, pointer text COLLATE "
-    "\"C\" NOT NULL, text text NOT NULL, tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED)",
+    "\"C\" NOT NULL, text text NOT NULL, words text NOT NULL, "
+    "tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', words)) STORED)",
     "CREATE INDEX IF NOT EXISTS search_units_doc ON search_units (doc_id, pointer)",
     "CREATE INDEX IF NOT EXISTS search_units_tsv ON search_units USING gin (tsv)",
 ]
@@ -78,6 +80,10 @@ class Backend:
         """Units matching ``query`` within ``scope`` (a condition on ``u``), best first: id, doc_id, pointer,
         score (higher better), text, label."""
         raise NotImplementedError
+
+    def insert_units(self, tx: Any, doc_id: str, units: Sequence[TextUnit]) -> None:
+        tx.executemany("INSERT INTO search_units (doc_id, pointer, text) VALUES (?, ?, ?)",
+                       [(doc_id, unit.pointer, unit.text) for unit in units])
 
     def close(self) -> None:
         raise NotImplementedError
@@ -147,12 +153,17 @@ class PostgresTransaction:
         self.connection = connection
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        cursor = self.connection.execute(sql.replace("?", "%s"), params)
+        cursor = self.connection.execute(sql.replace("?", "%s"), _no_nul(params))
         return list(cursor.fetchall()) if cursor.description is not None else []
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self.connection.cursor() as cursor:
-            cursor.executemany(sql.replace("?", "%s"), rows)
+            cursor.executemany(sql.replace("?", "%s"), [_no_nul(row) for row in rows])
+
+
+def _no_nul(params: Sequence[Any]) -> list[Any]:
+    """PostgreSQL's text holds no NUL character: one in a document's string is indexed as U+FFFD."""
+    return [p.replace("\x00", "\ufffd") if isinstance(p, str) and "\x00" in p else p for p in params]
 
 
 class PostgresBackend(Backend):
@@ -182,10 +193,16 @@ class PostgresBackend(Backend):
             keyset = " AND (m.score < ? OR (m.score = ? AND m.id > ?))"
             params += [after[0], after[0], after[1]]
         return ("SELECT m.id, m.doc_id, m.pointer, m.score, m.text, m.label FROM (SELECT u.id, u.doc_id, u.pointer, "
-                "ts_rank_cd(u.tsv, q)::float8 AS score, u.text, d.label FROM search_units u "
+                "ts_rank_cd(u.tsv, q, 1)::float8 AS score, u.text, d.label FROM search_units u "
                 "JOIN search_docs d ON d.doc_id = u.doc_id, to_tsquery('simple', ?) q "
                 f"WHERE u.tsv @@ q AND d.deleted = 0 AND {scope}) m WHERE 1 = 1{keyset} "
                 "ORDER BY m.score DESC, m.id LIMIT ?", [*params, limit])
+
+    def insert_units(self, tx: Any, doc_id: str, units: Sequence[TextUnit]) -> None:
+        """With the words as this module finds them (PostgreSQL's own parser would read ``<b>`` as a tag, an
+        e-mail address as one token): both databases index the same words."""
+        tx.executemany("INSERT INTO search_units (doc_id, pointer, text, words) VALUES (?, ?, ?, ?)",
+                       [(doc_id, unit.pointer, unit.text, " ".join(words_of(unit.text))) for unit in units])
 
     def close(self) -> None:
         """The connections are the store's: nothing of its own to release."""

@@ -279,8 +279,7 @@ class SearchIndex:
             else:
                 tx.execute("DELETE FROM search_units WHERE doc_id = ? AND (pointer = ? OR (pointer >= ? AND "
                            "pointer < ?))", [doc_id, prefix, prefix + "/", prefix + "0"])
-        tx.executemany("INSERT INTO search_units (doc_id, pointer, text) VALUES (?, ?, ?)",
-                       [(doc_id, unit.pointer, unit.text) for unit in units.added])
+        self.backend.insert_units(tx, doc_id, units.added)
         for extension in self._extensions:
             extension.on_units_changed(tx, doc_id, units.removed, units.added)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from schemadoc.errors import SchemaDocError
 
-__all__ = ["Part", "TextQuery", "parse_text_query", "snippet"]
+__all__ = ["Part", "TextQuery", "parse_text_query", "snippet", "words_of"]
 
 _WORD = re.compile(r"[^\W_]+")
 _PART = re.compile(r'"([^"]*)"(\*?)|(\S+)')

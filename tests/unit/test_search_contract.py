@@ -1,0 +1,199 @@
+"""Every store answers the same filters, sorts, pages and searches alike (docs/search.md): the memory store
+(SQLite in memory), the files store (a SQLite file beside the documents) and PostgreSQL (tables beside its
+documents; skipped with the reason when no server answers). Each answer is compared with a plain in-memory
+evaluation of the same documents (tests/search_reference.py), so "alike" means "right" on every store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pg_support import throwaway_schema
+from search_reference import Doc, expected
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.schema import LoadedSchema, load_schema
+from schemadoc.service import DocumentService
+from schemadoc.storage import store_for
+from schemadoc.storage.memory import MemoryDocumentStore
+
+BOOK = Path(__file__).resolve().parents[2] / "src" / "schemadoc" / "examples" / "book.schema.json"
+STATUSES = ("draft", "review", "published")
+WORDS = ("lighthouse", "harbour", "storm", "lantern", "keeper", "island")
+
+Factory = Callable[[], DocumentService]
+
+
+@pytest.fixture(scope="module")
+def schema() -> LoadedSchema:
+    return load_schema(BOOK)
+
+
+@pytest.fixture(params=["memory", "files", "postgres"])
+def open_service(request: pytest.FixtureRequest, schema: LoadedSchema, tmp_path: Path) -> Iterator[Factory]:
+    """Opens a service on one store; called again, another service on the same documents (a restart)."""
+    opened: list[DocumentService] = []
+    memory_store: list[Any] = []
+
+    def factory_for(url: str | None) -> Factory:
+        def make() -> DocumentService:
+            if request.param == "memory":
+                if not memory_store:
+                    memory_store.append(MemoryDocumentStore())
+                store = memory_store[0]
+            else:
+                store = store_for(tmp_path / "docs", url)
+            service = DocumentService(schema, store, memory_budget=1 << 20)
+            service.open()
+            opened.append(service)
+            return service
+        return make
+
+    if request.param == "postgres":
+        with throwaway_schema() as url:
+            yield factory_for(url)
+            for service in opened:
+                service.close()
+        return
+    yield factory_for(None)
+    for service in opened:
+        service.close()
+
+
+def book(i: int) -> dict[str, Any]:
+    word = WORDS[i % len(WORDS)]
+    chapter = {"id": "ch-1", "title": f"The {word} chapter",
+               "sections": [{"title": "Opening", "paragraphs": [
+                   {"text": f"Keeping a {word} lit through the night, part {i}."},
+                   {"text": "Tom & Jerry <script>alert(1)</script> met the keeper" if i == 4 else "Nothing else."}]}]}
+    metadata: dict[str, Any] = {"language": "en" if i % 3 else "fr", "status": STATUSES[i % 3], "edition": i % 4 + 1}
+    if i % 2:
+        metadata["keywords"] = [word, f"k{i % 3}"]
+    if i % 5 == 0:
+        metadata["isbn"] = f"978{i:010d}"
+    return {"title": f"Book {i:02d} of the {word}", "metadata": metadata, "chapters": [chapter],
+            "tags": [f"t{i % 4}"] if i % 4 else []}
+
+
+def corpus(service: DocumentService, count: int = 12) -> dict[str, dict[str, Any]]:
+    created = {}
+    for i in range(count):
+        doc_id = service.create_document(book(i))[0]
+        created[doc_id] = book(i)
+    return created
+
+
+def reference(service: DocumentService) -> list[Doc]:
+    """The live documents as stored (defaults filled in), read without the index."""
+    docs = []
+    for meta in service.store.list_metas():
+        if meta.deleted_at is None:
+            content = service.read_document(meta.doc_id)[0]
+            docs.append(Doc(meta.doc_id, content, meta.created_at, meta.modified_at, meta.version,
+                            service._valid_now(meta)))
+    return docs
+
+
+QUERIES: list[tuple[list[list[Any]], str]] = [
+    ([], "created"),
+    ([], "-created"),
+    ([["/metadata/status", "eq", "draft"]], "created"),
+    ([["/metadata/status", "ne", "draft"]], "-modified"),
+    ([["/metadata/edition", "ge", 2], ["/metadata/edition", "lt", 4]], "/metadata/edition"),
+    ([["/metadata/edition", "in", [1, 4]]], "-/metadata/edition"),
+    ([["/metadata/keywords", "eq", "storm"]], "doc_id"),
+    ([["/metadata/keywords", "exists", True]], "/metadata/keywords"),
+    ([["/metadata/isbn", "exists", False]], "-/metadata/isbn"),
+    ([["/title", "prefix", "Book 1"]], "/title"),
+    ([["/title", "contains", "light"]], "-version"),
+    ([["/tags", "eq", "t1"]], "-/tags"),
+    ([["version", "ge", 2]], "version"),
+    ([["valid", "eq", True], ["/metadata/language", "eq", "fr"]], "valid"),
+    ([["doc_id", "prefix", "0"]], "-doc_id"),
+    ([["/metadata/status", "eq", 3]], "created"),
+]
+
+
+def test_filters_sorts_and_pages_match_the_plain_evaluation(open_service: Factory) -> None:
+    service = open_service()
+    contents = corpus(service)
+    ids = list(contents)
+    service.update_node(ids[1], "/metadata/status", "published", 1)
+    service.update_node(ids[2], "/title", "Zz renamed", 1)
+    service.delete_document(ids[3], 1)
+    for restart in (False, True):
+        if restart:
+            service = open_service()
+        docs = reference(service)
+        for where, sort in QUERIES:
+            want = expected(docs, where, sort)
+            assert [m.doc_id for m in service.list_documents(where=where, sort=sort, limit=1000).documents] == want, (
+                where, sort)
+            walked, cursor = [], None
+            while True:  # pages of 5 by cursor: every document once, in order
+                page = service.list_documents(where=where, sort=sort, limit=5, cursor=cursor)
+                assert page.total == len(want)
+                walked += [m.doc_id for m in page.documents]
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            assert walked == want, (where, sort)
+            offset_page = service.list_documents(where=where, sort=sort, limit=3, offset=2)
+            assert [m.doc_id for m in offset_page.documents] == want[2:5]
+
+
+def test_a_filter_on_a_member_not_indexed_is_refused_with_the_indexed_ones(open_service: Factory) -> None:
+    service = open_service()
+    with pytest.raises(SchemaDocError) as refused:
+        service.list_documents(where=[["/chapters/0/title", "eq", "x"]])
+    assert refused.value.code == "filter-not-indexed"
+    assert "/metadata/status" in refused.value.details["indexed"]
+    with pytest.raises(SchemaDocError) as bad_cursor:
+        service.list_documents(cursor="not-a-cursor")
+    assert bad_cursor.value.code == "invalid-request"
+    page = service.list_documents(where=["/metadata/status eq draft"], limit=1)
+    if page.next_cursor:
+        with pytest.raises(SchemaDocError):  # a cursor is bound to its query
+            service.list_documents(where=["/metadata/status eq review"], cursor=page.next_cursor)
+
+
+def _hits(service: DocumentService, query: str, **options: Any) -> list[tuple[str, str]]:
+    found, cursor = [], None
+    while True:
+        page = service.search(query, limit=3, cursor=cursor, **options)
+        found += [(hit.doc_id, hit.pointer) for hit in page.hits]
+        cursor = page.next_cursor
+        if cursor is None:
+            return found
+
+
+def test_full_text_search_finds_the_same_units_on_every_store(open_service: Factory) -> None:
+    service = open_service()
+    contents = corpus(service)
+    by_index = list(contents)
+    lighthouse = {(by_index[i], p) for i in (0, 6)
+                  for p in ("/title", "/chapters/0/title", "/chapters/0/sections/0/paragraphs/0/text")}
+    assert set(_hits(service, "lighthouse")) == lighthouse
+    assert len(_hits(service, "lighthouse")) == len(lighthouse)  # paging repeats nothing
+    assert set(_hits(service, "LIGHT*")) == lighthouse
+    assert {d for d, _ in _hits(service, '"keeping a storm"')} == {by_index[2], by_index[8]}
+    assert _hits(service, '"storm a keeping"') == []
+    assert set(_hits(service, "storm night", node_path="/chapters/0/sections")) == {
+        (by_index[i], "/chapters/0/sections/0/paragraphs/0/text") for i in (2, 8)}
+    assert set(_hits(service, "storm", doc_ids=[by_index[2]])) == {
+        (by_index[2], p) for p in ("/title", "/chapters/0/title", "/chapters/0/sections/0/paragraphs/0/text")}
+    best = service.search("keeper", limit=1).hits[0]  # the short title beats the longer paragraph
+    assert (best.pointer, best.label) == ("/chapters/0/title", "Book 04 of the keeper")
+    script = service.search("script").hits[0]
+    assert script.snippet == ("Tom &amp; Jerry &lt;<mark>script</mark>&gt;alert(1)&lt;/<mark>script</mark>&gt; met the "
+                              "keeper")
+    service.delete_document(by_index[0], 1)
+    assert {d for d, _ in _hits(service, "lighthouse")} == {by_index[6]}
+    service.update_node(by_index[6], "/chapters/0/title", "Renamed", 1)
+    assert (by_index[6], "/chapters/0/title") not in _hits(service, "lighthouse")
+    assert (by_index[6], "/chapters/0/title") in _hits(service, "renamed")
+    service = open_service()  # a restart finds the same
+    assert (by_index[6], "/chapters/0/title") in _hits(service, "renamed")
+    assert {d for d, _ in _hits(service, "lighthouse")} == {by_index[6]}
