@@ -23,7 +23,7 @@ from schemadoc.storage.memory import MemoryDocumentStore
 pytest.importorskip("wordllama", reason="the semantic extra is not installed (pip install 'schemadoc[semantic]')")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import search_quality  # noqa: E402
+import search_quality
 
 BOOK_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
 Opened = tuple[DocumentService, semantic.SemanticRanking]
