@@ -7,8 +7,10 @@ CPU, the model inside its wheel). With it, two index extensions (:mod:`.extensio
   document, the unit's pointer, an 8-byte digest of its text, 256 float32 as a blob; ``bytea`` on
   PostgreSQL, no pgvector needed). A write embeds only the units it changed: the index hands over the
   units below the places the patch reached, and among those a unit whose text is unchanged (an array
-  item that only shifted) keeps its vector. A query is embedded and scored by cosine against every
-  vector in scope, read block by block (bounded memory, cost linear in the units in scope);
+  item that only shifted) keeps its vector. Only units of two words or more are embedded. A query is
+  embedded and scored by cosine against the vectors in scope, read block by block (bounded memory): within
+  one document all of them; across documents all of them until the table is large, then those of the cells
+  nearest the query (:class:`SemanticRanking`);
 - ``hybrid`` (the default ranking when the extra is installed): reciprocal rank fusion of the full-text
   ranking's and the semantic ranking's best units (each unit scores ``sum 1 / (60 + rank)``).
 
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
     from schemadoc.search.embeddings import Embedder
 
 __all__ = ["EXTRA", "RANKINGS", "HybridRanking", "SemanticRanking", "default_extensions", "fuse", "installed",
-           "unavailable"]
+           "meaningful", "unavailable"]
 
 EXTRA = "pip install 'schemadoc[semantic]'"
 RANKINGS = ("semantic", "hybrid")
