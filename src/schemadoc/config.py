@@ -99,10 +99,10 @@ class Settings:
     accepted when it adds no violation; ``strict``: every write must leave the document valid
     (docs/schema-changes.md)."""
     check_documents_on_start: bool = True
+    """After start-up, check in the background every document last validated against another schema."""
     semantic_search: bool = True
     """With the semantic extra installed, keep a vector per text unit and rank searches by meaning (``semantic``)
     and by meaning with full text (``hybrid``, then the default ranking); false: neither (docs/search.md)."""
-    """After start-up, check in the background every document last validated against another schema."""
     snapshot_policy: str = "lazy"
     snapshot_inline_below_bytes: int = 0
     snapshot_lag_versions: int = 1000
