@@ -24,7 +24,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import make_book
 
-from schemadoc.interfaces.mcp import build_mcp_server
+from schemadoc.interfaces.mcp_door.server import build_mcp_server
 from schemadoc.operations.budget import MCP_RESULT_BUDGET_BYTES
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService

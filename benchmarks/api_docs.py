@@ -36,7 +36,7 @@ import httpx  # noqa: E402
 from browser import chromium, render  # noqa: E402
 from http_server import Server  # noqa: E402
 
-from schemadoc.interfaces.apidocs import ASSETS, ASSETS_PATH  # noqa: E402
+from schemadoc.interfaces.http.apidocs import ASSETS, ASSETS_PATH  # noqa: E402
 
 DEFAULT_OUT = HERE / "results" / "api_docs.md"
 _MARKERS = {"/docs": "operations-{tag}-{id}", "/redoc": "tag/{tag}/operation/{id}"}

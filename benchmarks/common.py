@@ -71,7 +71,7 @@ def pg_schema(prefix: str) -> Iterator[str]:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
-_PEAK = ("import resource, sys\nfrom schemadoc.interfaces.cli import main\ncode = main(sys.argv[1:])\n"
+_PEAK = ("import resource, sys\nfrom schemadoc.interfaces.cli.command import main\ncode = main(sys.argv[1:])\n"
          "print('PEAK_KIB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(code)")
 
 

@@ -64,7 +64,7 @@ def _log_as_serve_does(settings: Any) -> None:
     """Logging configured as ``schemadoc serve`` configures it (its handler, its level, a line per request),
     written to ``/dev/null``: the request lines a server writes are counted, and no library's own handler (the
     MCP SDK installs a Rich one when nothing is configured) stands in for it."""
-    from schemadoc.interfaces.cli_common import configure_logging
+    from schemadoc.interfaces.cli.common import configure_logging
 
     shown, sys.stderr = sys.stderr, open(os.devnull, "w")  # noqa: SIM115 - the handler keeps it open
     try:

@@ -45,8 +45,8 @@ from mcp import Client
 
 from schemadoc.config import Settings
 from schemadoc.interfaces.app import build_app, create_service
-from schemadoc.interfaces.mcp import build_mcp_server
-from schemadoc.interfaces.subscribers import SubscriberSlots
+from schemadoc.interfaces.http.subscribers import SubscriberSlots
+from schemadoc.interfaces.mcp_door.server import build_mcp_server
 from schemadoc.ops import limits
 from schemadoc.ops.limits import MAX_STRING_LENGTH
 from schemadoc.schema import load_schema

@@ -16,11 +16,11 @@ import os
 import timeit
 from pathlib import Path
 
-from schemadoc.interfaces.logs import JsonLogFormatter, LogFormatter, LogHandler
-from schemadoc.interfaces.metrics import Metrics
-from schemadoc.interfaces.request_context import RequestRecord, request_id_of
-from schemadoc.interfaces.request_log import log_request
-from schemadoc.interfaces.tracing import tracing_from_environment
+from schemadoc.interfaces.http.logs import JsonLogFormatter, LogFormatter, LogHandler
+from schemadoc.interfaces.http.metrics import Metrics
+from schemadoc.interfaces.http.request_context import RequestRecord, request_id_of
+from schemadoc.interfaces.http.request_log import log_request
+from schemadoc.interfaces.http.tracing import tracing_from_environment
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService
 from schemadoc.storage.memory import MemoryDocumentStore

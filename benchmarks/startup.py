@@ -1,7 +1,7 @@
 """What building a server costs: the service, the MCP server, the REST app, and `schemadoc serve` to its first answer.
 
-Not a test: it prints figures. The MCP tools (``interfaces/mcp.py``) and the REST endpoints
-(``interfaces/rest.py``) are described once per process and then bound to each server's own
+Not a test: it prints figures. The MCP tools (``interfaces/mcp_door/server.py``) and the REST endpoints
+(``interfaces/rest/routes.py``) are described once per process and then bound to each server's own
 service, so the first server of a process pays for the descriptions and every later one does
 not. Each build is timed both ways:
 
@@ -39,8 +39,10 @@ import httpx
 from common import REPO
 
 from schemadoc.config import Settings
-from schemadoc.interfaces import mcp, mcp_tools, rest
 from schemadoc.interfaces.app import build_app, create_service
+from schemadoc.interfaces.mcp_door import server as mcp
+from schemadoc.interfaces.mcp_door import tools as mcp_tools
+from schemadoc.interfaces.rest import routes as rest
 
 SCHEMA = REPO / "schemas" / "book.schema.json"
 
@@ -90,7 +92,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-_SERVE = "import sys; from schemadoc.interfaces.cli import main; sys.exit(main())"
+_SERVE = "import sys; from schemadoc.interfaces.cli.command import main; sys.exit(main())"
 
 
 def _serve_once(storage: Path) -> float:

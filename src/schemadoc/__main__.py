@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schemadoc.interfaces.cli import main
+from schemadoc.interfaces.cli.command import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

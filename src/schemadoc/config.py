@@ -118,9 +118,9 @@ class Settings:
     config_file: Path = Path(DEFAULT_CONFIG_FILE)
     allowed_hosts: tuple[str, ...] | None = None
     """Host names (``name``, ``name:port``, ``*.domain``, ``*``) the HTTP server answers for; None: loopback
-    names on a loopback address, any name elsewhere (:mod:`schemadoc.interfaces.access`)."""
+    names on a loopback address, any name elsewhere (:mod:`schemadoc.interfaces.http.access`)."""
     tokens_file: Path | None = None
-    """Named access tokens, read-only or read-write (:mod:`schemadoc.interfaces.access`); None: no tokens."""
+    """Named access tokens, read-only or read-write (:mod:`schemadoc.interfaces.http.access`); None: no tokens."""
     unsafe_no_auth: bool = False
     """Serve a non-loopback address without tokens (refused otherwise)."""
 

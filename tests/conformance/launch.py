@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from variants import FEATURES, VARIANTS
 
-from schemadoc.interfaces.cli import main
+from schemadoc.interfaces.cli.command import main
 
 if __name__ == "__main__":
     name = sys.argv[1]

@@ -233,7 +233,7 @@ def _stale_export() -> None:
 
 def _without_merge_patch() -> None:
     """Not a bug: an implementation without the optional merge patch (its clause must be not applicable)."""
-    from schemadoc.interfaces import mcp
+    from schemadoc.interfaces.mcp_door import server as mcp
 
     build = mcp.build_mcp_server
 

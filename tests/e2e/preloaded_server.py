@@ -2,7 +2,7 @@
 
 A cold ``python -m schemadoc serve`` spends 1 to 3 s importing (FastAPI, pydantic models, the
 MCP SDK) on a busy 2-core machine before it listens; a child forked from this process runs the
-same entry point (``schemadoc.interfaces.cli.main``) from argument parsing on (its own socket,
+same entry point (``schemadoc.interfaces.cli.command.main``) from argument parsing on (its own socket,
 storage recovery, snapshot thread and HTTP server) and serves after about 0.4 s. The crash test
 uses it for most of its restarts.
 
@@ -26,7 +26,7 @@ import schemadoc.schema
 import schemadoc.service
 import schemadoc.snapshotter
 import schemadoc.storage  # noqa: F401
-from schemadoc.interfaces import cli
+from schemadoc.interfaces.cli import command as cli
 
 
 def _serve(argv: list[str], env: dict[str, str], log: str) -> None:

@@ -19,7 +19,7 @@ import orjson
 import pytest
 from http_server import Server
 
-from schemadoc.interfaces.rest import BINDINGS, Binding
+from schemadoc.interfaces.rest.routes import BINDINGS, Binding
 from schemadoc.operations.arguments import EXAMPLE_ID
 
 pytestmark = pytest.mark.timeout(180)

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from http_server import Server, tokens_file
 
-from schemadoc.interfaces.tracing import tracing_from_environment
+from schemadoc.interfaces.http.tracing import tracing_from_environment
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -26,7 +26,7 @@ from mcp import Client
 from mcp.types import CallToolResult
 
 from schemadoc.errors import CATALOG, SchemaDocError
-from schemadoc.interfaces.mcp import build_mcp_server
+from schemadoc.interfaces.mcp_door.server import build_mcp_server
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService
 from schemadoc.storage.memory import MemoryDocumentStore

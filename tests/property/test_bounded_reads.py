@@ -16,7 +16,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schemadoc.interfaces.mcp import build_mcp_server
+from schemadoc.interfaces.mcp_door.server import build_mcp_server
 from schemadoc.operations.budget import MCP_RESULT_BUDGET_BYTES
 from schemadoc.pointer import parse
 from schemadoc.reading import is_stub

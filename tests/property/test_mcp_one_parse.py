@@ -5,7 +5,7 @@ notifications, replies, ``_meta`` members anywhere; ``tests/mcp_near_json.py``) 
 ``Infinity`` literals, repeated member names (a second ``method`` or ``name``), integers beyond 64
 bits, lone surrogate escapes, invalid UTF-8, a byte order mark, whitespace JSON does not allow,
 deep nesting, trailing bytes. Each is posted, in process, through the access layer
-(:class:`~schemadoc.interfaces.access.AccessGuard` with its :class:`~schemadoc.interfaces.http_guards.McpReader`)
+(:class:`~schemadoc.interfaces.http.access.AccessGuard` with its :class:`~schemadoc.interfaces.http.guards.McpReader`)
 with a read-only and with a read-write token, to an application that records what it is handed.
 
 Whatever is let through reads, by both of the SDK's parsers (``pydantic_core.from_json`` and its
@@ -33,8 +33,8 @@ from mcp_types import JSONRPCNotification, JSONRPCRequest, jsonrpc_message_adapt
 from pydantic import ValidationError
 
 from schemadoc.errors import CATALOG
-from schemadoc.interfaces.access import AccessGuard, HostPolicy, TokensFile, mcp_message_writes
-from schemadoc.interfaces.http_guards import McpPost, McpReader
+from schemadoc.interfaces.http.access import AccessGuard, HostPolicy, TokensFile, mcp_message_writes
+from schemadoc.interfaces.http.guards import McpPost, McpReader
 
 READER = "reader-token-0123456789abcdef"
 WRITER = "writer-token-0123456789abcdef"

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.access import HostPolicy, TokensFile, is_loopback, mcp_message_writes, parse_tokens
 from schemadoc.interfaces.app import build_app, create_service
+from schemadoc.interfaces.http.access import HostPolicy, TokensFile, is_loopback, mcp_message_writes, parse_tokens
 
 BOOK_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
 WRITER = "w" * 8 + "-read-write-token"

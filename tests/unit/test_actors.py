@@ -20,8 +20,8 @@ from pg_support import throwaway_schema
 
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.access import parse_tokens
 from schemadoc.interfaces.app import build_app, create_service
+from schemadoc.interfaces.http.access import parse_tokens
 from schemadoc.ops.journal import JournalEntry
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService

@@ -15,8 +15,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from schemadoc.config import Settings
-from schemadoc.interfaces.apidocs import ASSETS, ASSETS_PATH, OAUTH2_REDIRECT_PATH, assets_directory
 from schemadoc.interfaces.app import build_app, create_service
+from schemadoc.interfaces.http.apidocs import ASSETS, ASSETS_PATH, OAUTH2_REDIRECT_PATH, assets_directory
 
 BOOK_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
 PAGES = ("/docs", "/redoc", OAUTH2_REDIRECT_PATH)
@@ -161,7 +161,7 @@ def test_the_documentation_routes_stay_out_of_the_openapi_document(client: TestC
 
 
 def test_without_the_assets_package_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from schemadoc.interfaces import apidocs
+    from schemadoc.interfaces.http import apidocs
 
     monkeypatch.setattr(apidocs, "_ASSETS_PACKAGE", "fastapi_offline_not_installed")
     with pytest.raises(RuntimeError, match=r"pip install 'fastapi-offline>=1\.7,<2'"):
@@ -169,7 +169,7 @@ def test_without_the_assets_package_the_error_says_what_to_install(monkeypatch: 
 
 
 def test_a_missing_asset_is_named_at_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    from schemadoc.interfaces import apidocs
+    from schemadoc.interfaces.http import apidocs
 
     monkeypatch.setattr(apidocs, "ASSETS", (*apidocs.ASSETS, "swagger-ui-standalone-preset.js"))
     with pytest.raises(RuntimeError, match=r"lacks swagger-ui-standalone-preset\.js"):

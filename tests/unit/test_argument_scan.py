@@ -18,7 +18,7 @@ from mcp import Client
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.app import build_app, create_service
-from schemadoc.interfaces.mcp import build_mcp_server
+from schemadoc.interfaces.mcp_door.server import build_mcp_server
 from schemadoc.ops import apply as apply_module
 from schemadoc.ops import limits as limits_module
 from schemadoc.ops.apply import check_written_depth

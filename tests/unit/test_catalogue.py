@@ -20,8 +20,8 @@ from mcp import Client
 
 from schemadoc.config import Settings
 from schemadoc.interfaces.app import build_app, create_service
-from schemadoc.interfaces.mcp import build_mcp_server
-from schemadoc.interfaces.rest import BINDINGS, Binding
+from schemadoc.interfaces.mcp_door.server import build_mcp_server
+from schemadoc.interfaces.rest.routes import BINDINGS, Binding
 from schemadoc.operations.arguments import EXAMPLE_ID
 from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.operations.operation import Operation

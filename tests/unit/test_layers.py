@@ -212,4 +212,4 @@ def test_type_checking_imports_are_left_out_and_function_imports_kept() -> None:
 def test_a_module_is_placed_in_the_most_specific_layer() -> None:
     assert _layer("schemadoc.storage.files") == _layer("schemadoc.storage")
     assert _layer("schemadoc.errors") < _layer("schemadoc.pointer") < _layer("schemadoc.service.core")
-    assert _layer("schemadoc.interfaces.rest") == len(LAYERS) - 1
+    assert _layer("schemadoc.interfaces.rest.routes") == len(LAYERS) - 1

@@ -1,4 +1,4 @@
-"""What the log handler writes (``schemadoc.interfaces.logs``): one line per record whatever its arguments carry,
+"""What the log handler writes (``schemadoc.interfaces.http.logs``): one line per record whatever its arguments carry,
 tracebacks readable and indented, no query value, bearer credential or token of the tokens file, and a client
 that went away at INFO without a traceback; ``ErrorGuard`` answers nothing to a client that went away."""
 
@@ -19,9 +19,9 @@ import pytest
 from starlette.requests import ClientDisconnect
 from starlette.types import Message, Receive, Scope, Send
 
-from schemadoc.interfaces.cli_common import configure_logging
-from schemadoc.interfaces.http_guards import ErrorGuard
-from schemadoc.interfaces.logs import ClientGoneFilter, LogFormatter, TokenSecrets, client_gone, redact_queries
+from schemadoc.interfaces.cli.common import configure_logging
+from schemadoc.interfaces.http.guards import ErrorGuard
+from schemadoc.interfaces.http.logs import ClientGoneFilter, LogFormatter, TokenSecrets, client_gone, redact_queries
 
 RECORD_START = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ ")
 FORGED = "2026-01-01 00:00:00,000 INFO schemadoc.access: FORGED"

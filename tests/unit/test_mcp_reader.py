@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from schemadoc.interfaces.http_guards import MCP_MESSAGE_ID, McpReader
+from schemadoc.interfaces.http.guards import MCP_MESSAGE_ID, McpReader
 
 MAX_BYTES = 4096
 MAX_DEPTH = 8

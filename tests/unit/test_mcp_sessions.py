@@ -1,5 +1,5 @@
 """MCP sessions over HTTP, in process: bound to the token that opened them, counted per client address, and
-freed when they end or expire (``interfaces/mcp_sessions.py``; the real server's tests are in
+freed when they end or expire (``interfaces/mcp_door/sessions.py``; the real server's tests are in
 ``tests/e2e/test_mcp_hostile.py``)."""
 
 from __future__ import annotations

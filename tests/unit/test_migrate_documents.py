@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.cli import main
+from schemadoc.interfaces.cli.command import main
 from schemadoc.ops.migration import parse_migration, plan
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService

@@ -25,8 +25,8 @@ from mcp import Client
 
 from schemadoc.config import Settings
 from schemadoc.interfaces.app import build_app, create_service
-from schemadoc.interfaces.mcp import build_mcp_server
-from schemadoc.interfaces.rest import BINDINGS, Binding
+from schemadoc.interfaces.mcp_door.server import build_mcp_server
+from schemadoc.interfaces.rest.routes import BINDINGS, Binding
 from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.service import DocumentService
 

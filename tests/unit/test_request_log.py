@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from starlette.types import Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.logs import JsonLogFormatter, LogFormatter, TokenSecrets
-from schemadoc.interfaces.mcp import build_mcp_server
-from schemadoc.interfaces.request_context import CURRENT, RequestRecord, error_object, request_id_of
-from schemadoc.interfaces.request_log import RequestObserver
+from schemadoc.interfaces.http.logs import JsonLogFormatter, LogFormatter, TokenSecrets
+from schemadoc.interfaces.http.request_context import CURRENT, RequestRecord, error_object, request_id_of
+from schemadoc.interfaces.http.request_log import RequestObserver
+from schemadoc.interfaces.mcp_door.server import build_mcp_server
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService
 from schemadoc.storage.memory import MemoryDocumentStore

@@ -526,7 +526,7 @@ def test_post_documents_links_every_operation_on_the_new_document(client: TestCl
                                                       "-10^4299"])
 def test_a_body_keeps_integers_of_twenty_digits_and_more_exact(number: int) -> None:
     """orjson reads them approximately (as floats); the body parser notices the run of digits and reads exactly."""
-    from schemadoc.interfaces.rest import parse_json
+    from schemadoc.interfaces.rest.routes import parse_json
 
     value = parse_json(orjson.dumps({"text": "0" * 30, "n": [1.5, 3]})[:-2] + f", {number}]}}".encode())
     assert value == {"text": "0" * 30, "n": [1.5, 3, number]}

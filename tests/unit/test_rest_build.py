@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 
 from schemadoc.config import Settings
 from schemadoc.interfaces.app import API_PREFIX, build_app, create_service
-from schemadoc.interfaces.rest import REST_STATE, rest_router
-from schemadoc.interfaces.rest_lane import RestLane
+from schemadoc.interfaces.rest.lane import RestLane
+from schemadoc.interfaces.rest.routes import REST_STATE, rest_router
 
 BOOK_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
 API = "/api/v1"

@@ -1,6 +1,6 @@
 """History, time travel, undo, deletion, merge patch and change feeds through the REST door, in process.
 
-The event stream is tested twice: its feed (:func:`schemadoc.interfaces.feeds.document_events`)
+The event stream is tested twice: its feed (:func:`schemadoc.interfaces.http.feeds.document_events`)
 directly, where races can be staged exactly, and the whole SSE response by calling the ASGI
 application with a hand-made ``receive``/``send`` (httpx's ASGI transport cannot stream).
 """
@@ -21,8 +21,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from schemadoc.config import Settings
-from schemadoc.interfaces import feeds
 from schemadoc.interfaces.app import build_app, create_service
+from schemadoc.interfaces.http import feeds
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService
 from schemadoc.storage.files import FileDocumentStore

@@ -19,8 +19,8 @@ from fastapi.testclient import TestClient
 
 from schemadoc.config import Settings
 from schemadoc.interfaces.app import build_app, create_service
-from schemadoc.interfaces.rest import BINDINGS
-from schemadoc.interfaces.rest_lane import RestLane
+from schemadoc.interfaces.rest.lane import RestLane
+from schemadoc.interfaces.rest.routes import BINDINGS
 
 BOOK_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "book.schema.json"
 API = "/api/v1"
@@ -143,7 +143,7 @@ class _SdkTracerProvider:
 def test_fastapi_telemetry_is_off_when_no_provider_is_set(tmp_path: Path) -> None:
     from opentelemetry import trace
 
-    from schemadoc.interfaces.http_guards import telemetry
+    from schemadoc.interfaces.http.guards import telemetry
 
     assert type(trace.get_tracer_provider()).__module__.startswith("opentelemetry.")  # nothing set in tests
     assert telemetry() == {"tracing": False, "metrics": False, "logs": False}
@@ -154,7 +154,7 @@ def test_fastapi_telemetry_is_off_when_no_provider_is_set(tmp_path: Path) -> Non
 def test_fastapi_telemetry_stays_on_when_a_provider_is_set_or_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     from opentelemetry import trace
 
-    from schemadoc.interfaces.http_guards import telemetry
+    from schemadoc.interfaces.http.guards import telemetry
 
     monkeypatch.setenv("FASTAPI_OTEL_AUTO_CONFIGURE", "true")
     assert telemetry() == {}

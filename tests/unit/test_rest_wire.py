@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.rest import check_media_type, parse_json
+from schemadoc.interfaces.rest.routes import check_media_type, parse_json
 
 
 @pytest.mark.parametrize(("number", "reason"), [(b"9" * 4301, "integer too long"),

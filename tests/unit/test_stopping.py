@@ -13,9 +13,9 @@ import pytest
 from test_rest_history import write
 
 from schemadoc.config import Settings
-from schemadoc.interfaces import feeds
 from schemadoc.interfaces.app import build_app
-from schemadoc.interfaces.shutdown import STOPPING, Stopping
+from schemadoc.interfaces.http import feeds
+from schemadoc.interfaces.http.shutdown import STOPPING, Stopping
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService
 from schemadoc.storage.memory import MemoryDocumentStore

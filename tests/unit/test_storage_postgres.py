@@ -524,7 +524,7 @@ def test_a_service_whose_listener_reconnected_tells_its_subscribers_and_feeds_wh
     import asyncio
     import queue
 
-    from schemadoc.interfaces.feeds import FeedEvent, document_events
+    from schemadoc.interfaces.http.feeds import FeedEvent, document_events
     from schemadoc.storage.postgres import notifications as postgres
 
     monkeypatch.setattr(postgres, "_LISTEN_POLL_SECONDS", 0.05)  # closing waits for the poll to end

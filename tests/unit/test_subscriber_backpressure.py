@@ -23,11 +23,11 @@ from mcp import Client
 from test_rest_history import write
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces import feeds
-from schemadoc.interfaces.mcp import build_mcp_server
-from schemadoc.interfaces.mcp_notify import ChangeNotifier
-from schemadoc.interfaces.rest_wire import dump_body
-from schemadoc.interfaces.subscribers import SubscriberSlots
+from schemadoc.interfaces.http import feeds
+from schemadoc.interfaces.http.subscribers import SubscriberSlots
+from schemadoc.interfaces.mcp_door.notify import ChangeNotifier
+from schemadoc.interfaces.mcp_door.server import build_mcp_server
+from schemadoc.interfaces.rest.wire import dump_body
 from schemadoc.schema import load_schema
 from schemadoc.service import ChangeEvent, DocumentService
 from schemadoc.storage.files import FileDocumentStore

@@ -1,16 +1,16 @@
 """One ASGI application: REST under ``/api/v1``, MCP (streamable HTTP) at ``/mcp``, docs and health.
 
-- ``/api/v1/...``: :func:`schemadoc.interfaces.rest.rest_router`; the most frequent requests are answered
-  by :class:`~schemadoc.interfaces.rest_lane.RestLane` without FastAPI's per-request routing;
-- ``/mcp``: the MCP server of :func:`schemadoc.interfaces.mcp.build_mcp_server`, both protocol
+- ``/api/v1/...``: :func:`schemadoc.interfaces.rest.routes.rest_router`; the most frequent requests are answered
+  by :class:`~schemadoc.interfaces.rest.lane.RestLane` without FastAPI's per-request routing;
+- ``/mcp``: the MCP server of :func:`schemadoc.interfaces.mcp_door.server.build_mcp_server`, both protocol
   eras on one URL. Its route is added to the FastAPI router itself (not ``Mount("/")``), so that
   unknown URLs and wrong methods still get the catalogued ``route-not-found`` and
   ``method-not-allowed``; the session manager runs in this application's lifespan;
-- ``/health``, ``/openapi.json`` (OpenAPI 3.1), ``/docs`` and ``/redoc`` (:mod:`~schemadoc.interfaces.apidocs`).
+- ``/health``, ``/openapi.json`` (OpenAPI 3.1), ``/docs`` and ``/redoc`` (:mod:`~schemadoc.interfaces.http.apidocs`).
 
 Every error leaves as the catalog's error object with the catalog's status (the handlers here, the layers of
-:mod:`~schemadoc.interfaces.http_guards` around them). REST event streams and MCP resource subscriptions take
-their slots from one :class:`~schemadoc.interfaces.subscribers.SubscriberSlots`.
+:mod:`~schemadoc.interfaces.http.guards` around them). REST event streams and MCP resource subscriptions take
+their slots from one :class:`~schemadoc.interfaces.http.subscribers.SubscriberSlots`.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from starlette.routing import Match, Route
 import schemadoc
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.access import AccessGuard, HostPolicy, TokensFile
-from schemadoc.interfaces.apidocs import add_api_docs
-from schemadoc.interfaces.cli_common import create_service
-from schemadoc.interfaces.feeds import HEARTBEAT_SECONDS
-from schemadoc.interfaces.http_guards import (
+from schemadoc.interfaces.cli.common import create_service
+from schemadoc.interfaces.http.access import AccessGuard, HostPolicy, TokensFile
+from schemadoc.interfaces.http.apidocs import add_api_docs
+from schemadoc.interfaces.http.feeds import HEARTBEAT_SECONDS
+from schemadoc.interfaces.http.guards import (
     MCP_PATH,
     ErrorGuard,
     McpReader,
@@ -49,11 +49,15 @@ from schemadoc.interfaces.http_guards import (
     open_sessions,
     telemetry,
 )
-from schemadoc.interfaces.mcp import build_mcp_server
-from schemadoc.interfaces.mcp_sessions import SessionOwners, live_sessions
-from schemadoc.interfaces.metrics import CONTENT_TYPE_LATEST, Metrics
-from schemadoc.interfaces.request_log import RequestObserver
-from schemadoc.interfaces.rest import (
+from schemadoc.interfaces.http.metrics import CONTENT_TYPE_LATEST, Metrics
+from schemadoc.interfaces.http.request_log import RequestObserver
+from schemadoc.interfaces.http.shutdown import STOPPING, StopGate, Stopping
+from schemadoc.interfaces.http.subscribers import SubscriberSlots, slots_of
+from schemadoc.interfaces.http.tracing import tracing_from_environment
+from schemadoc.interfaces.mcp_door.server import build_mcp_server
+from schemadoc.interfaces.mcp_door.sessions import SessionOwners, live_sessions
+from schemadoc.interfaces.rest.lane import RestLane, route_pattern
+from schemadoc.interfaces.rest.routes import (
     BINDINGS,
     REST_STATE,
     JSONBody,
@@ -62,10 +66,6 @@ from schemadoc.interfaces.rest import (
     rest_router,
     rest_state,
 )
-from schemadoc.interfaces.rest_lane import RestLane, route_pattern
-from schemadoc.interfaces.shutdown import STOPPING, StopGate, Stopping
-from schemadoc.interfaces.subscribers import SubscriberSlots, slots_of
-from schemadoc.interfaces.tracing import tracing_from_environment
 from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.reading.request_examples import with_request_examples
 from schemadoc.service import DocumentService

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 from mcp_support import BOOK_SCHEMA
 
-from schemadoc.interfaces.mcp import SchemaDocMCPServer, build_mcp_server
+from schemadoc.interfaces.mcp_door.server import SchemaDocMCPServer, build_mcp_server
 from schemadoc.schema import LoadedSchema, load_schema
 from schemadoc.service import DocumentService
 from schemadoc.storage.memory import MemoryDocumentStore

@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp_support import call, fail
 
-from schemadoc.interfaces.mcp import build_mcp_server
+from schemadoc.interfaces.mcp_door.server import build_mcp_server
 from schemadoc.pointer import parse
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from schemadoc.interfaces.mcp import SchemaDocMCPServer, build_mcp_server
+from schemadoc.interfaces.mcp_door.server import SchemaDocMCPServer, build_mcp_server
 from schemadoc.operations.budget import MCP_RESULT_BUDGET_BYTES
 from schemadoc.schema import LoadedSchema
 from schemadoc.service import DocumentService

@@ -14,8 +14,8 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from schemadoc.interfaces.mcp import build_mcp_server
-from schemadoc.interfaces.mcp_tools import _input_schema, _outline_schema
+from schemadoc.interfaces.mcp_door.server import build_mcp_server
+from schemadoc.interfaces.mcp_door.tools import _input_schema, _outline_schema
 from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.reading.request_examples import tool_examples
 from schemadoc.schema import LoadedSchema

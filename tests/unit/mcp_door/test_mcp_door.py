@@ -20,7 +20,7 @@ from mcp.types import INVALID_PARAMS, ServerNotification
 from mcp_support import CHAPTER, UNKNOWN_DOC, call, error_of, fail
 
 from schemadoc.errors import CATALOG
-from schemadoc.interfaces.mcp import SchemaDocMCPServer, build_mcp_server
+from schemadoc.interfaces.mcp_door.server import SchemaDocMCPServer, build_mcp_server
 from schemadoc.service import DocumentService
 
 TOOLS = {

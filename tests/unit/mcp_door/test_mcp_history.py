@@ -22,7 +22,7 @@ from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp.types import INVALID_PARAMS, ServerNotification
 from mcp_support import CHAPTER, UNKNOWN_DOC, call, fail
 
-from schemadoc.interfaces.mcp import SchemaDocMCPServer, build_mcp_server
+from schemadoc.interfaces.mcp_door.server import SchemaDocMCPServer, build_mcp_server
 from schemadoc.service import ChangeEvent, DocumentService
 
 UPDATED = "notifications/resources/updated"

@@ -836,7 +836,7 @@ async def open_door(
         async with rest_door(name, app=build_app(service, settings)) as door:
             yield door
     elif name.startswith("mcp-"):
-        from schemadoc.interfaces.mcp import build_mcp_server
+        from schemadoc.interfaces.mcp_door.server import build_mcp_server
 
         server = build_mcp_server(service if service is not None else _in_process_service(storage_dir, schema))
         async with mcp_door(name, server, mode=name.removeprefix("mcp-")) as door:

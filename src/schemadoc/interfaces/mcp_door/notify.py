@@ -22,10 +22,10 @@ into one notice ("read again" says the same once); a handshake-era
 connection that does not take a notification within :data:`SEND_TIMEOUT_SECONDS` is dropped
 (the SDK buffers 16 messages per stream); a ``subscriptions/listen`` stream buffers at most
 1,024 small events in the SDK and is ended beyond that; a response nobody reads is ended by the
-HTTP protocol's timeout (:mod:`~schemadoc.interfaces.http_protocol`).
+HTTP protocol's timeout (:mod:`~schemadoc.interfaces.http.protocol`).
 
 Each subscription to a document's URI (``resources/subscribe``, or a ``subscriptions/listen``
-stream naming it) takes a slot of the :class:`~schemadoc.interfaces.subscribers.SubscriberSlots`
+stream naming it) takes a slot of the :class:`~schemadoc.interfaces.http.subscribers.SubscriberSlots`
 shared with the REST event streams (per document, in total and per client address); one beyond the
 limits is a JSON-RPC error whose ``data`` is the ``too-many-subscribers`` error object. The slot
 frees on unsubscribe, when the connection or stream ends, and when the peer is dropped.
@@ -60,8 +60,8 @@ from mcp.types import (
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.request_context import error_object
-from schemadoc.interfaces.subscribers import SubscriberSlots, document_of_uri
+from schemadoc.interfaces.http.request_context import error_object
+from schemadoc.interfaces.http.subscribers import SubscriberSlots, document_of_uri
 from schemadoc.service import ChangeEvent, DocumentService
 
 __all__ = ["LIST_CHANGING_KINDS", "ChangeNotifier", "document_uri"]

@@ -1,6 +1,6 @@
 """Who a write is made by (the actor journaled with every version), as the doors tell it.
 
-The access layer (:mod:`~schemadoc.interfaces.access`) puts the token a request presented in its
+The access layer (:mod:`~schemadoc.interfaces.http.access`) puts the token a request presented in its
 scope under :data:`CREDENTIAL`; the actor of the request's writes is that token's name, else the
 door the write came through (``rest``, ``mcp``, ``stdio``: no tokens file). No header and no
 argument decides it. docs/security.md ("Who changed what") is the contract.
@@ -14,7 +14,7 @@ from typing import Any, Final
 __all__ = ["CREDENTIAL", "MCP_DOOR", "REST_DOOR", "STDIO_DOOR", "actor_of", "command_actor"]
 
 CREDENTIAL: Final = "schemadoc.token"
-"""The scope key holding the :class:`~schemadoc.interfaces.access.Token` a request presented (absent without a
+"""The scope key holding the :class:`~schemadoc.interfaces.http.access.Token` a request presented (absent without a
 tokens file): the MCP session layer binds each session to it, and its name is the actor of the request's writes."""
 REST_DOOR: Final = "rest"
 MCP_DOOR: Final = "mcp"

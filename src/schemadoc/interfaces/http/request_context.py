@@ -2,8 +2,8 @@
 it touched, the token that was admitted and the error it answered with (:class:`RequestRecord`).
 
 The record of the request in hand is in a context variable (:data:`CURRENT`), set by the outermost layer
-(:class:`~schemadoc.interfaces.request_log.RequestObserver`) or, over stdio, by the MCP door for each tool call. The
-context is copied into worker threads and into the MCP SDK's handler tasks, so whatever answers the request finds it
+(:class:`~schemadoc.interfaces.http.request_log.RequestObserver`) or, over stdio, by the MCP door for each tool call.
+The context is copied into worker threads and into the MCP SDK's handler tasks, so whatever answers the request finds it
 and adds to it. Every error body of every door is made by :func:`error_object`, which adds the request id to it and
 notes the error on the record: the one place error bodies get their ``request_id``.
 """

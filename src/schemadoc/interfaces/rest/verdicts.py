@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import anyio
 from fastapi import APIRouter, Path
 
-from schemadoc.interfaces.rest_wire import JSONBody, Rest, errors
+from schemadoc.interfaces.rest.wire import JSONBody, Rest, errors
 from schemadoc.operations import results
 from schemadoc.operations.arguments import ULID_PATTERN
 from schemadoc.service import DocumentService

@@ -20,9 +20,9 @@ from pydantic import BaseModel, Field
 
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces import feeds
-from schemadoc.interfaces.request_context import error_object
-from schemadoc.interfaces.subscribers import SubscriberSlots
+from schemadoc.interfaces.http import feeds
+from schemadoc.interfaces.http.request_context import error_object
+from schemadoc.interfaces.http.subscribers import SubscriberSlots
 from schemadoc.ops.limits import deeper_than
 from schemadoc.service import DocumentService
 

@@ -1,5 +1,5 @@
 """What reaches the log, whoever logs it (schemadoc, uvicorn, the MCP SDK, any library): one formatter and one
-filter on the one handler :func:`schemadoc.interfaces.cli_common.configure_logging` installs.
+filter on the one handler :func:`schemadoc.interfaces.cli.common.configure_logging` installs.
 
 - **A record's first line is the only line that starts at column 0.** Control characters (C0, DEL, C1, the
   Unicode line and paragraph separators and the bidirectional overrides) are escaped as ``\\xNN``, ``\\r``,
@@ -32,7 +32,7 @@ from urllib.parse import quote, unquote
 
 import orjson
 
-from schemadoc.interfaces.request_context import REQUEST_FIELDS, current_request_id
+from schemadoc.interfaces.http.request_context import REQUEST_FIELDS, current_request_id
 
 __all__ = ["FORMAT", "FORMATTERS", "ClientGoneFilter", "JsonLogFormatter", "LogFormatter", "LogHandler", "TokenSecrets",
            "client_gone",

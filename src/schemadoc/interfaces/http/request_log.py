@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from schemadoc.interfaces.request_context import CURRENT, REQUEST_FIELDS, RequestRecord, request_id_of
+from schemadoc.interfaces.http.request_context import CURRENT, REQUEST_FIELDS, RequestRecord, request_id_of
 
 if TYPE_CHECKING:
-    from schemadoc.interfaces.tracing import Tracing
+    from schemadoc.interfaces.http.tracing import Tracing
 
 __all__ = ["RequestObserver", "log_request", "operation_of_path"]
 

@@ -33,7 +33,7 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.request_context import error_object
+from schemadoc.interfaces.http.request_context import error_object
 
 __all__ = ["RETRY_MILLISECONDS", "STOPPING", "StopGate", "Stopping", "shutting_down"]
 

@@ -94,7 +94,7 @@ def configure_logging(level: int, tokens_file: Path | None = None, log_format: s
     """Every record at ``level`` or above to stderr, one line each (``log_format``: ``text``, or ``json``: one JSON
     object per line), with no secret (:mod:`.logs`): query values, bearer credentials and the tokens of
     ``tokens_file`` redacted; a client that went away logged at INFO."""
-    from schemadoc.interfaces.logs import FORMATTERS, ClientGoneFilter, LogHandler, TokenSecrets
+    from schemadoc.interfaces.http.logs import FORMATTERS, ClientGoneFilter, LogHandler, TokenSecrets
 
     handler = LogHandler(sys.stderr)
     handler.setFormatter(FORMATTERS[log_format](TokenSecrets(tokens_file) if tokens_file is not None else None))

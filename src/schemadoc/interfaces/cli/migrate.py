@@ -23,7 +23,7 @@ import orjson
 
 from schemadoc.config import load_settings
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.cli_common import (
+from schemadoc.interfaces.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     ProgressBar,
@@ -130,7 +130,7 @@ def migrate_documents(args: argparse.Namespace, environ: Mapping[str, str]) -> i
     configure_logging(logging.WARNING)
     data = _migration_data(args)
     where = _where(args.where)
-    from schemadoc.interfaces.actors import command_actor
+    from schemadoc.interfaces.http.actors import command_actor
     from schemadoc.ops.migration import parse_migration
     from schemadoc.service.migrating import migrate_documents as run
 

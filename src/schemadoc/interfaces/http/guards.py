@@ -19,11 +19,11 @@ from mcp.types import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.logs import client_gone
-from schemadoc.interfaces.mcp import SchemaDocMCPServer
-from schemadoc.interfaces.request_context import error_object
-from schemadoc.interfaces.rest import check_depth, dump_body
-from schemadoc.interfaces.rest_wire import READ_BODY, parse_json
+from schemadoc.interfaces.http.logs import client_gone
+from schemadoc.interfaces.http.request_context import error_object
+from schemadoc.interfaces.mcp_door.server import SchemaDocMCPServer
+from schemadoc.interfaces.rest.routes import check_depth, dump_body
+from schemadoc.interfaces.rest.wire import READ_BODY, parse_json
 
 __all__ = ["MCP_MESSAGE_ID", "MCP_PATH", "ErrorGuard", "McpPost", "McpReader", "RequestLimits", "SessionLimit",
            "error_bytes", "message_id", "open_sessions", "read_body", "replaying", "route_path", "send_json",
@@ -117,7 +117,7 @@ _OTEL_PLACEHOLDERS = ("opentelemetry.trace", "opentelemetry.metrics", "opentelem
 class ErrorGuard:
     """The last line: an unexpected exception becomes ``internal-error`` 500, logged, without a traceback.
 
-    A client that went away (:func:`~schemadoc.interfaces.logs.client_gone`: it hung up in the middle of its
+    A client that went away (:func:`~schemadoc.interfaces.http.logs.client_gone`: it hung up in the middle of its
     body, reset the connection, left a stream) is no error: one INFO line says so, and nothing is answered.
     """
 
@@ -213,7 +213,7 @@ class McpReader:
     A body not declared as ``application/json`` is refused unread (``unsupported-media-type``, 415: the
     transport takes nothing else, and browsers send other types across origins without a preflight).
     The body is read once, never beyond ``max_bytes`` (``request-too-large``, 413), parsed once by
-    the REST door's strict parser (:func:`~schemadoc.interfaces.rest_wire.parse_json`: orjson, which
+    the REST door's strict parser (:func:`~schemadoc.interfaces.rest.wire.parse_json`: orjson, which
     refuses NaN, Infinity, invalid UTF-8, lone surrogates and trailing bytes; integers beyond 64 bits
     read exactly), and checked against ``max_depth`` (``request-too-deep``). What it refuses is
     answered with HTTP 400 and a JSON-RPC error (``-32700`` for a body that is not JSON) whose

@@ -4,8 +4,8 @@ For a read of a leaf held in memory, FastAPI's per-request work (matching the UR
 route, solving dependencies, two more middleware layers) costs several times the read itself.
 :class:`RestLane` is a pure ASGI middleware inside the application's own (error guard, body
 limits, CORS): it matches the URL against the routes of the operation catalogue
-(:data:`~schemadoc.interfaces.rest.BINDINGS`) and answers with the very function the FastAPI
-route calls (:func:`~schemadoc.interfaces.rest.answer`), turning a
+(:data:`~schemadoc.interfaces.rest.routes.BINDINGS`) and answers with the very function the FastAPI
+route calls (:func:`~schemadoc.interfaces.rest.routes.answer`), turning a
 :class:`~schemadoc.errors.SchemaDocError` into a response through the application's handler.
 Every other request goes on to FastAPI unchanged. The behaviour is the same by construction;
 the OpenAPI document is FastAPI's.
@@ -22,7 +22,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.rest import Binding, RestState, answer
+from schemadoc.interfaces.rest.routes import Binding, RestState, answer
 
 __all__ = ["RestLane", "route_pattern"]
 

@@ -5,8 +5,8 @@ request becomes the operation's arguments (path parameters, query parameters, th
 ``If-Match``), which go through the catalogue's one check (:func:`~schemadoc.operations.catalogue.prepare`),
 exactly as an MCP tool call does; the result is the operation's result model, with ``ETag`` (the
 version) and the route's status. The OpenAPI parameters and request bodies come from the same
-arguments models. :class:`~schemadoc.interfaces.rest_lane.RestLane` answers the same requests
-through the same :func:`answer` without FastAPI's routing; :mod:`schemadoc.interfaces.rest_feeds`
+arguments models. :class:`~schemadoc.interfaces.rest.lane.RestLane` answers the same requests
+through the same :func:`answer` without FastAPI's routing; :mod:`schemadoc.interfaces.rest.feeds`
 adds the routes that are not operations (the event stream, raw past versions, the error catalog).
 
 Over REST, ``node_path`` is spelt ``path``; on a method with a body, ``path`` and ``dry_run`` are
@@ -37,11 +37,11 @@ from fastapi.responses import Response
 from pydantic import BaseModel
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.actors import REST_DOOR, actor_of
-from schemadoc.interfaces.request_context import CURRENT, MAX_REQUEST_ID, note_result
-from schemadoc.interfaces.rest_feeds import add_feed_routes
-from schemadoc.interfaces.rest_verdicts import add_verdict_routes
-from schemadoc.interfaces.rest_wire import (
+from schemadoc.interfaces.http.actors import REST_DOOR, actor_of
+from schemadoc.interfaces.http.request_context import CURRENT, MAX_REQUEST_ID, note_result
+from schemadoc.interfaces.rest.feeds import add_feed_routes
+from schemadoc.interfaces.rest.verdicts import add_verdict_routes
+from schemadoc.interfaces.rest.wire import (
     READ_BODY,
     REST_STATE,
     ErrorBody,

@@ -31,8 +31,8 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
 from schemadoc.errors import CATALOG, SchemaDocError
-from schemadoc.interfaces.request_context import RequestRecord
-from schemadoc.interfaces.subscribers import SubscriberSlots
+from schemadoc.interfaces.http.request_context import RequestRecord
+from schemadoc.interfaces.http.subscribers import SubscriberSlots
 from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.service import DocumentService
 

@@ -25,9 +25,9 @@ from typing import Any, Final
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.actors import CREDENTIAL
-from schemadoc.interfaces.apidocs import ASSETS_PATH
-from schemadoc.interfaces.http_guards import McpReader, error_bytes, message_id, route_path, send_json
+from schemadoc.interfaces.http.actors import CREDENTIAL
+from schemadoc.interfaces.http.apidocs import ASSETS_PATH
+from schemadoc.interfaces.http.guards import McpReader, error_bytes, message_id, route_path, send_json
 
 __all__ = [
     "CREDENTIAL",

@@ -10,7 +10,7 @@ but MCP messages.
 A schema that cannot be loaded is followed by one indented line per problem (file, JSON Pointer,
 keyword, reason); ``--json`` prints the error object with ``problems`` as JSON on stderr instead.
 
-Exit codes, one per kind of failure and the same for every command: :mod:`~schemadoc.interfaces.cli_common`.
+Exit codes, one per kind of failure and the same for every command: :mod:`~schemadoc.interfaces.cli.common`.
 
 Heavy imports (FastAPI, uvicorn, mcp, the schema machinery) happen only in the subcommand
 that needs them, so failures are reported quickly.
@@ -35,11 +35,11 @@ import orjson
 from schemadoc import __version__
 from schemadoc.config import TRANSPORTS, Settings, load_settings
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.cli_archive import add_commands as add_archive_commands
-from schemadoc.interfaces.cli_archive import export, import_
-from schemadoc.interfaces.cli_check import add_command as add_check_command
-from schemadoc.interfaces.cli_check import check
-from schemadoc.interfaces.cli_common import (
+from schemadoc.interfaces.cli.archive import add_commands as add_archive_commands
+from schemadoc.interfaces.cli.archive import export, import_
+from schemadoc.interfaces.cli.check import add_command as add_check_command
+from schemadoc.interfaces.cli.check import check
+from schemadoc.interfaces.cli.common import (
     EXIT_FAILED,
     EXIT_INTERNAL,
     EXIT_OK,
@@ -53,12 +53,12 @@ from schemadoc.interfaces.cli_common import (
     report,
     use_example,
 )
-from schemadoc.interfaces.cli_migrate import add_command as add_migrate_documents
-from schemadoc.interfaces.cli_migrate import migrate_documents
-from schemadoc.interfaces.cli_store import migrate, replay
+from schemadoc.interfaces.cli.migrate import add_command as add_migrate_documents
+from schemadoc.interfaces.cli.migrate import migrate_documents
+from schemadoc.interfaces.cli.store import migrate, replay
 
 if TYPE_CHECKING:
-    from schemadoc.interfaces.shutdown import Stopping
+    from schemadoc.interfaces.http.shutdown import Stopping
     from schemadoc.service import DocumentService
 
 __all__ = ["main"]
@@ -202,7 +202,7 @@ def _storage_shown(settings: Settings) -> str:
 def _check_access(settings: Settings) -> None:
     """Refuse to serve a non-loopback address without tokens unless told it is meant (``unsafe_no_auth``);
     read the tokens file once, so that a bad one stops the start."""
-    from schemadoc.interfaces.access import TokensFile, is_loopback
+    from schemadoc.interfaces.http.access import TokensFile, is_loopback
 
     if settings.tokens_file is not None:
         TokensFile(settings.tokens_file)
@@ -250,8 +250,8 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         import uvicorn
 
         from schemadoc.interfaces.app import build_app
-        from schemadoc.interfaces.http_protocol import TransportLimits, bounded_protocol
-        from schemadoc.interfaces.shutdown import STOPPING
+        from schemadoc.interfaces.http.protocol import TransportLimits, bounded_protocol
+        from schemadoc.interfaces.http.shutdown import STOPPING
 
         app = build_app(service, settings)
         # httptools parses HTTP in C, bounded against hostile clients (http_protocol); "auto" takes uvloop
@@ -292,17 +292,17 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def _serve_stdio(settings: Settings) -> int:
     """MCP on stdin/stdout until the end of input, SIGTERM or SIGINT; then lagging snapshots are written."""
-    from schemadoc.interfaces.shutdown import Stopping
+    from schemadoc.interfaces.http.shutdown import Stopping
 
     service = create_service(settings)
     _warn_if_create_fails(service)
     if settings.check_documents_on_start:
         service.start_inventory()
-    from schemadoc.interfaces.mcp import build_mcp_server
-    from schemadoc.interfaces.subscribers import slots_of
+    from schemadoc.interfaces.http.subscribers import slots_of
+    from schemadoc.interfaces.mcp_door.server import build_mcp_server
 
     mcp_server = build_mcp_server(service, subscribers=slots_of(settings), slow_request_ms=settings.slow_request_ms)
-    from schemadoc.interfaces.tracing import tracing_from_environment
+    from schemadoc.interfaces.http.tracing import tracing_from_environment
 
     tracing = mcp_server.tracing = tracing_from_environment(console=sys.stderr,  # stdout carries the protocol
                                                             tokens_file=settings.tokens_file)

@@ -1,7 +1,7 @@
 """The REST routes that are not operations of the catalogue: a document's live event stream, a whole past
 version as raw JSON, and the error catalog.
 
-The event stream is Server-Sent Events over :mod:`schemadoc.interfaces.feeds` (the MCP door
+The event stream is Server-Sent Events over :mod:`schemadoc.interfaces.http.feeds` (the MCP door
 publishes the same changes as resource notifications); a past version is the MCP resource
 ``schema://{doc_id}/versions/{n}``; the catalog is the MCP resource ``schema://errors``.
 """
@@ -19,9 +19,9 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
 from schemadoc.errors import CATALOG
-from schemadoc.interfaces import feeds
-from schemadoc.interfaces.rest_wire import JSONBody, Rest, dump_body, errors, errors_of_a_stream
-from schemadoc.interfaces.shutdown import RETRY_MILLISECONDS, STOPPING
+from schemadoc.interfaces.http import feeds
+from schemadoc.interfaces.http.shutdown import RETRY_MILLISECONDS, STOPPING
+from schemadoc.interfaces.rest.wire import JSONBody, Rest, dump_body, errors, errors_of_a_stream
 from schemadoc.operations import results
 from schemadoc.operations.arguments import ULID_PATTERN
 from schemadoc.storage.base import check_doc_id

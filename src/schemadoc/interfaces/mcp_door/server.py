@@ -49,11 +49,8 @@ from pydantic import BaseModel
 
 from schemadoc import __version__
 from schemadoc.errors import CATALOG, SchemaDocError
-from schemadoc.interfaces.actors import MCP_DOOR, STDIO_DOOR, actor_of
-from schemadoc.interfaces.mcp_notify import ChangeNotifier, document_uri
-from schemadoc.interfaces.mcp_prompts import add_prompts
-from schemadoc.interfaces.mcp_tools import bound_tools
-from schemadoc.interfaces.request_context import (
+from schemadoc.interfaces.http.actors import MCP_DOOR, STDIO_DOOR, actor_of
+from schemadoc.interfaces.http.request_context import (
     CURRENT,
     MAX_REQUEST_ID,
     RequestRecord,
@@ -61,8 +58,11 @@ from schemadoc.interfaces.request_context import (
     new_request_id,
     note_result,
 )
-from schemadoc.interfaces.request_log import log_request
-from schemadoc.interfaces.subscribers import SubscriberSlots, document_of_uri
+from schemadoc.interfaces.http.request_log import log_request
+from schemadoc.interfaces.http.subscribers import SubscriberSlots, document_of_uri
+from schemadoc.interfaces.mcp_door.notify import ChangeNotifier, document_uri
+from schemadoc.interfaces.mcp_door.prompts import add_prompts
+from schemadoc.interfaces.mcp_door.tools import bound_tools
 from schemadoc.operations.budget import (
     MCP_RESULT_BUDGET_BYTES,
     body_budget,
@@ -79,14 +79,14 @@ from schemadoc.ops.limits import ArgumentScan
 from schemadoc.service import DocumentService
 
 if TYPE_CHECKING:
-    from schemadoc.interfaces.tracing import Tracing
+    from schemadoc.interfaces.http.tracing import Tracing
 
 __all__ = ["SchemaDocMCPServer", "build_mcp_server", "error_result", "success_result"]
 
 
 def _actor(context: Context[Any, Any] | None) -> str:
     """The actor of a tool call's writes: over HTTP the name of the request's token, else ``mcp``; on stdio
-    (no HTTP request) ``stdio`` (:mod:`~schemadoc.interfaces.actors`)."""
+    (no HTTP request) ``stdio`` (:mod:`~schemadoc.interfaces.http.actors`)."""
     try:
         request = context.request_context.request if context is not None else None
     except ValueError:  # outside a request

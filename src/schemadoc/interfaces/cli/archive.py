@@ -22,7 +22,7 @@ from typing import IO, Any, BinaryIO
 
 from schemadoc.config import Settings, load_settings
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.cli_common import EXIT_FAILED, EXIT_OK, configure_logging, overrides, use_example
+from schemadoc.interfaces.cli.common import EXIT_FAILED, EXIT_OK, configure_logging, overrides, use_example
 
 __all__ = ["add_commands", "export", "import_"]
 
@@ -154,7 +154,7 @@ def import_(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     settings = load_settings(overrides(args), environ)
     configure_logging(logging.WARNING)
     from schemadoc.archive import import_archive
-    from schemadoc.interfaces.actors import command_actor
+    from schemadoc.interfaces.http.actors import command_actor
     from schemadoc.schema import load_schema
     from schemadoc.storage import store_for
     from schemadoc.validation import DocumentValidator

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from schemadoc.config import Settings, load_settings
-from schemadoc.interfaces.cli_common import (
+from schemadoc.interfaces.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_STORAGE,

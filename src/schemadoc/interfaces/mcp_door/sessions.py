@@ -29,9 +29,9 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.access import CREDENTIAL, Token
-from schemadoc.interfaces.http_guards import MCP_MESSAGE_ID, MCP_PATH, error_bytes, send_json
-from schemadoc.interfaces.mcp import SchemaDocMCPServer
+from schemadoc.interfaces.http.access import CREDENTIAL, Token
+from schemadoc.interfaces.http.guards import MCP_MESSAGE_ID, MCP_PATH, error_bytes, send_json
+from schemadoc.interfaces.mcp_door.server import SchemaDocMCPServer
 
 __all__ = ["SessionOwners", "live_sessions"]
 

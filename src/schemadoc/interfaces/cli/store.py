@@ -10,7 +10,7 @@ from typing import Any
 
 from schemadoc.config import load_settings
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.cli_common import EXIT_FAILED, EXIT_OK, configure_logging, overrides
+from schemadoc.interfaces.cli.common import EXIT_FAILED, EXIT_OK, configure_logging, overrides
 
 __all__ = ["migrate", "replay"]
 

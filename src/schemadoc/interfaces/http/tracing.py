@@ -29,8 +29,8 @@ from typing import Any, TextIO
 
 from schemadoc import __version__
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.logs import LogFormatter, TokenSecrets, escape_controls
-from schemadoc.interfaces.request_context import RequestRecord
+from schemadoc.interfaces.http.logs import LogFormatter, TokenSecrets, escape_controls
+from schemadoc.interfaces.http.request_context import RequestRecord
 
 __all__ = ["Tracing", "tracing_from_environment"]
 

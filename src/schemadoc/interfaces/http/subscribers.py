@@ -10,7 +10,7 @@ slot). A new subscriber beyond any limit is refused with ``too-many-subscribers`
 frees as soon as its subscriber disconnects or unsubscribes.
 
 The slots also carry ``buffer_bytes`` (``subscriber_buffer_bytes``): how many bytes of change
-events one subscriber may leave unread before it is cut off (:mod:`~schemadoc.interfaces.feeds`).
+events one subscriber may leave unread before it is cut off (:mod:`~schemadoc.interfaces.http.feeds`).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ store reads them.
 
 A deleted document keeps its feed open (an undelete may follow, and arrives as a version); a
 purge ends it with a ``purged`` event. When the server stops (``stopping``,
-:mod:`~schemadoc.interfaces.shutdown`), the feed ends with a ``shutting-down`` error event whose
+:mod:`~schemadoc.interfaces.http.shutdown`), the feed ends with a ``shutting-down`` error event whose
 ``details.last_version`` is the last version it sent, and a ``retry_ms`` hint. Nothing here knows
 HTTP: the REST door encodes :class:`FeedEvent` as Server-Sent Events.
 """
@@ -45,8 +45,8 @@ from typing import Any, Final, Protocol
 import anyio
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.request_context import error_object
-from schemadoc.interfaces.subscribers import SUBSCRIBER_BUFFER_BYTES
+from schemadoc.interfaces.http.request_context import error_object
+from schemadoc.interfaces.http.subscribers import SUBSCRIBER_BUFFER_BYTES
 from schemadoc.operations import results
 from schemadoc.ops.journal import JournalEntry
 from schemadoc.service import ChangeEvent, DocumentService, HistoryPage
@@ -89,7 +89,7 @@ class FeedEvent:
 
 
 class StopNotice(Protocol):
-    """What a feed needs of the server's stop (:class:`~schemadoc.interfaces.shutdown.Stopping`)."""
+    """What a feed needs of the server's stop (:class:`~schemadoc.interfaces.http.shutdown.Stopping`)."""
 
     def listen(self, callback: Callable[[], None]) -> Callable[[], None]: ...
 
