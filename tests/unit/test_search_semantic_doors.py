@@ -17,7 +17,7 @@ from mcp import Client
 
 from schemadoc.config import Settings
 from schemadoc.interfaces.app import build_app, create_service
-from schemadoc.interfaces.mcp import build_mcp_server
+from schemadoc.interfaces.mcp_door.server import build_mcp_server
 from schemadoc.search import semantic
 from schemadoc.service import DocumentService
 
