@@ -18,6 +18,8 @@ from http_server import Server
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from schemadoc.client import Client as RestClient
+
 pytest.importorskip("wordllama", reason="the semantic extra is not installed (pip install 'schemadoc[semantic]')")
 
 LAMP = "/chapters/0/sections/1/paragraphs/0/text"
@@ -81,6 +83,8 @@ async def test_both_doors_rank_by_meaning_and_forget_what_is_removed(tmp_path: P
         assert (await mcp_search(server.url, QUERY, doc_ids=[book], node_path="/chapters/0/sections/1"))[0] == \
             (book, LAMP)
         assert rest_search(http, "baking a loaf at home", ranking="semantic")[0][0] == other
+        with RestClient(server.url) as client:  # the Python client asks for a ranking too
+            assert [(h.doc_id, h.pointer) for h in client.search(QUERY, ranking="semantic").hits] == by_rest
 
         # the section about the lamp removed: its paragraph leaves the results; the later section shifted up
         response = http.request("DELETE", f"/documents/{book}/nodes", params={"path": "/chapters/0/sections/1"},
