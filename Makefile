@@ -61,6 +61,9 @@ bench: $(VENV)/.installed  ## benchmarks (figures, not pass/fail)
 bench-memory: $(VENV)/.installed  ## 1,000 books of 10 MB under a 1 GiB budget: peak RSS, warm and cold reads and writes (--documents N)
 	$(PY) benchmarks/memory.py $(MEMORY_ARGS)
 
+bench-find: $(VENV)/.installed  ## filters, full-text search, list pages and writes with the search index over books of ~35 KB (FIND_ARGS="--documents N --postgres")
+	$(PY) benchmarks/find.py $(FIND_ARGS)
+
 bench-inventory: $(VENV)/.installed  ## the background inventory of 1,000 books of 1 MiB under a 256 MiB budget: time, peak RSS (INVENTORY_ARGS=--documents N)
 	$(PY) benchmarks/inventory.py $(INVENTORY_ARGS)
 

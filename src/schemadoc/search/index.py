@@ -37,6 +37,8 @@ __all__ = ["ListedPage", "SearchHit", "SearchIndex", "TextPage"]
 log = logging.getLogger("schemadoc.search")
 
 _BATCH_DELAY_SECONDS = 0.005
+_OPEN_BATCH = 200
+"""Documents indexed in one transaction at start-up (FTS5 flushes a segment per transaction)."""
 _INTERNAL = ("search_state", "search_docs", "search_fields", "search_units")
 _UNIT_STATEMENT = ("SELECT u.text, d.label FROM search_units u JOIN search_docs d ON d.doc_id = u.doc_id "
                    "WHERE u.doc_id = ? AND u.pointer = ? AND d.deleted = 0")
@@ -116,11 +118,15 @@ class SearchIndex:
                        tx.execute("SELECT doc_id, version, valid, deleted FROM search_docs")}
             stale_extensions = [e for e in self._extensions if state.get(f"extension:{e.name}") != e.generation]
         done = 0
+        batch: list[tuple[_Change, int | None]] = []
         for meta in metas:
+            if len(batch) >= _OPEN_BATCH:
+                self._apply_open(batch)
+                batch = []
             known = indexed.pop(meta.doc_id, None)
             if known is not None and known[0] == meta.version and not whole:
                 if known[1] != _valid_code(self._status(meta)) or known[2] != (meta.deleted_at is not None):
-                    self._apply([_Change(meta.doc_id, meta, None, [])])
+                    batch.append((_Change(meta.doc_id, meta, None, []), None))
                 continue
             try:
                 meta, content = load(meta.doc_id)
@@ -131,11 +137,15 @@ class SearchIndex:
             base = known[0] if known is not None and 0 < known[0] < meta.version and not whole else None
             if base is not None:
                 patch = [op for step in patches(meta.doc_id, base, meta.version) for op in step]
-            self._apply([_Change(meta.doc_id, meta, content, patch)], base=base)
+            batch.append((_Change(meta.doc_id, meta, content, patch), base))
             done += 1
+        self._apply_open(batch)
         if indexed:
             self._apply([_Change(doc_id, None) for doc_id in indexed])
         with self.backend.transaction() as tx:
+            if done or indexed:  # the planner's statistics, after a build or a catch-up
+                for table in ("search_docs", "search_fields", "search_units"):
+                    tx.execute(f"ANALYZE {table}")
             for extension in stale_extensions:
                 self._refeed(tx, extension)
             tx.execute("DELETE FROM search_state WHERE key = 'members'")
@@ -204,10 +214,7 @@ class SearchIndex:
         self._wake.set()
 
     def sync(self) -> None:
-        """Apply every pending change now."""
-        with self._pending_lock:
-            if not self._pending:
-                return
+        """Apply every pending change now (after the batch the writer thread may be applying)."""
         with self._apply_lock:
             with self._pending_lock:
                 batch, self._pending = self._pending, []
@@ -225,6 +232,12 @@ class SearchIndex:
                 self.sync()
             except Exception:  # the next start-up catches up from the journal
                 log.exception("search index: applying changes failed")
+
+    def _apply_open(self, batch: list[tuple[_Change, int | None]]) -> None:
+        """Changes found at start-up, in one transaction (each with the version its patches start from)."""
+        with self._apply_lock, self.backend.transaction() as tx:
+            for change, base in batch:
+                self._apply_one(tx, change, base)
 
     def _apply(self, batch: list[_Change], base: int | None = None) -> None:
         with self._apply_lock:

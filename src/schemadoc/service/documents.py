@@ -102,7 +102,11 @@ class Documents(ServiceCore):
             query = replace(query, terms=(*query.terms, Term("valid", "eq", valid)))
         page = self.search_index.find(query, limit=limit, offset=offset, cursor=cursor)
         metas = []
-        for doc_id in page.doc_ids:
+        many = getattr(self.store, "read_metas", None)  # PostgreSQL: the page's metas in one round trip
+        if many is not None:
+            found = many(page.doc_ids)
+            metas = [found[doc_id] for doc_id in page.doc_ids if doc_id in found]
+        for doc_id in page.doc_ids if many is None else ():
             try:
                 metas.append(self.store.read_meta(doc_id))
             except SchemaDocError as error:

@@ -426,6 +426,12 @@ class PostgresDocumentStore:
         rows = self._read(None, "SELECT doc_id, " + META_COLUMNS + " FROM {documents} ORDER BY doc_id", many=True)
         return [_meta(row[0], row[1:]) for row in rows]
 
+    def read_metas(self, doc_ids: list[str]) -> dict[str, DocumentMeta]:
+        """The metas of several documents in one round trip (a listed page); those gone are left out."""
+        rows = self._read(None, "SELECT doc_id, " + META_COLUMNS + " FROM {documents} WHERE doc_id = ANY(%s)",
+                          ([check_doc_id(doc_id) for doc_id in doc_ids],), many=True)
+        return {row[0]: _meta(row[0], row[1:]) for row in rows}
+
     def read_journal(self, doc_id: str, since_version: int = 0, until_version: int | None = None, *,
                      max_bytes: int | None = None) -> list[JournalEntry]:
         doc_id = check_doc_id(doc_id)

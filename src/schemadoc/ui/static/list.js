@@ -21,7 +21,7 @@ export async function listView(root, params) {
   const results = h('section', { class: 'search-results', 'aria-label': 'Search results' });
   const table = h('div', { class: 'table-wrap' });
   const pager = h('nav', { class: 'pager', 'aria-label': 'Pages' });
-  const search = h('input', { type: 'search', name: 'q', value: query, placeholder: 'Search text in every document',
+  const search = h('input', { type: 'search', name: 'q', value: query, placeholder: 'Search words, "a phrase", prefix* in every document',
     'aria-label': 'Search text in every document' });
   const byId = h('input', { name: 'doc', placeholder: 'Document id', 'aria-label': 'Open a document by id',
     spellcheck: 'false' });
@@ -144,6 +144,16 @@ function verdictBadge(doc) {
     'unchecked');
 }
 
+const ENTITIES = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#x27;': "'" };
+const unescapeHtml = (text) => text.replace(/&(?:amp|lt|gt|quot|#x27);/g, (entity) => ENTITIES[entity]);
+
+// A hit's snippet comes HTML-escaped with the matching words in <mark>: it is built as text and <mark> elements,
+// never parsed as HTML.
+function snippetNodes(snippet) {
+  return snippet.split(/(<mark>.*?<\/mark>)/).filter(Boolean).map((part) => (part.startsWith('<mark>')
+    ? h('mark', {}, unescapeHtml(part.slice(6, -7))) : unescapeHtml(part)));
+}
+
 async function runSearch(query, results) {
   results.replaceChildren(h('p', {}, `Searching for “${query}”…`));
   try {
@@ -152,7 +162,8 @@ async function runSearch(query, results) {
       found.hits.length ? h('ul', { class: 'hits' }, found.hits.map((hit) => h('li', {},
         link(`${hit.doc_id} ${hit.pointer}`, url(`documents/${encodeURIComponent(hit.doc_id)}`, { pointer: hit.pointer }),
           { class: 'mono' }),
-        h('span', { class: 'snippet' }, hit.snippet))))
+        hit.label ? h('span', { class: 'snippet' }, hit.label) : '',
+        h('span', { class: 'snippet' }, snippetNodes(hit.snippet)))))
         : h('p', { class: 'empty' }, 'Nothing found.'),
       found.has_more ? h('p', {}, 'More hits exist: refine the search.') : '');
   } catch (error) {
