@@ -77,8 +77,8 @@ def open_service(request: pytest.FixtureRequest, schema: LoadedSchema, tmp_path:
 
 
 def settled(service: DocumentService, check: Callable[[], bool]) -> None:
-    """Wait until ``check`` holds: the index's writer thread may be applying the last write when a search's own
-    catch-up finds nothing pending (the search then reads the index as it was before that write)."""
+    """Wait (at most 30 s) until ``check`` holds: what a test reads of the extension's own counters is written by
+    the index's writer thread, off the write path."""
     deadline = time.monotonic() + 30
     while not check():
         assert time.monotonic() < deadline, "the index did not catch up"
