@@ -17,7 +17,9 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.schema import LoadedSchema, load_schema
 from schemadoc.service import DocumentService
 from schemadoc.storage import store_for
+from schemadoc.storage.files import FileDocumentStore
 from schemadoc.storage.memory import MemoryDocumentStore
+from schemadoc.storage.postgres import PostgresDocumentStore
 
 BOOK = Path(__file__).resolve().parents[2] / "src" / "schemadoc" / "examples" / "book.schema.json"
 STATUSES = ("draft", "review", "published")
@@ -197,3 +199,28 @@ def test_full_text_search_finds_the_same_units_on_every_store(open_service: Fact
     service = open_service()  # a restart finds the same
     assert (by_index[6], "/chapters/0/title") in _hits(service, "renamed")
     assert {d for d, _ in _hits(service, "lighthouse")} == {by_index[6]}
+
+
+def test_two_servers_writing_one_document_in_turn_index_every_version(open_service: Factory) -> None:
+    """Two services on one store (the files store's directory, or one PostgreSQL database; the memory store has
+    one service) write one document in turn: each finds every write, its own and the other's."""
+    if not isinstance(open_service().store, FileDocumentStore | PostgresDocumentStore):
+        pytest.skip("the memory store lives in one service's process: no other process shares it")
+    first = open_service()
+    second = open_service()
+    doc_id = first.create_document(book(1))[0]
+    version = 1
+    for turn in range(6):
+        writer = (first, second)[turn % 2]
+        version = writer.update_node(doc_id, "/metadata/status", STATUSES[turn % 3], version).version
+        version = writer.update_node(doc_id, "/title", f"Turn{turn} title", version).version
+        other = (second, first)[turn % 2]
+        version = other.update_node(doc_id, "/tags", [f"t{turn}"], version).version  # from the writer's version
+        writer.search_index.sync()  # what each has applied (milliseconds after its writes) is what the other finds
+        other.search_index.sync()
+        for reader in (first, second):
+            hits = reader.search(f"turn{turn}").hits
+            assert [(hit.doc_id, hit.pointer) for hit in hits] == [(doc_id, "/title")], (turn, reader is first)
+            listed = reader.list_documents(where=[["/metadata/status", "eq", STATUSES[turn % 3]], ["/tags", "eq",
+                                                                                                   f"t{turn}"]])
+            assert [meta.doc_id for meta in listed.documents] == [doc_id]

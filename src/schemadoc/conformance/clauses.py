@@ -82,6 +82,8 @@ _SPEC = {
 }
 
 _EXTENSIONS = {
+    "X-find": "document_list filters on indexed members and metadata, sorts by any of them and pages by cursor; a "
+              "filter on a member not indexed is filter-not-indexed",
     "X-patch": "every write returns its strict RFC 6902 patch; raw patches apply atomically",
     "X-dry-run": "a dry run answers what the write would (its result or its error, marked dry_run, with the patch) "
                  "and changes nothing",
@@ -128,6 +130,8 @@ MODULES: dict[str, tuple[str, ...]] = {
 }
 
 TESTS: dict[str, tuple[str, ...]] = {
+    "test_a_list_filtered_on_a_member_sorted_and_paged_by_cursor": ("X-find",),
+    "test_a_filter_on_a_member_not_indexed_is_filter_not_indexed": ("X-find",),
     # story 0, 3
     "test_the_root_schema_is_the_configured_schema_with_its_uri": ("US0.4",),
     "test_the_dereferenced_root_schema_inlines_references_but_keeps_recursion_finite": ("US3.2",),

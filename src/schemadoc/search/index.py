@@ -236,7 +236,7 @@ class SearchIndex:
     def _apply_open(self, batch: list[tuple[_Change, int | None]]) -> None:
         """Changes found at start-up, in one transaction (each with the version its patches start from)."""
         with self._apply_lock, self.backend.transaction() as tx:
-            for change, base in batch:
+            for change, base in sorted(batch, key=lambda item: item[0].doc_id):
                 self._apply_one(tx, change, base)
 
     def _apply(self, batch: list[_Change], base: int | None = None) -> None:
@@ -245,7 +245,7 @@ class SearchIndex:
 
     def _apply_batch(self, batch: list[_Change], base: int | None = None) -> None:
         with self.backend.transaction() as tx:
-            for change in batch:
+            for change in sorted(batch, key=lambda c: c.doc_id):  # stable: one document's changes stay in order
                 self._apply_one(tx, change, base)
 
     def _apply_one(self, tx: IndexTransaction, change: _Change, base: int | None) -> None:
@@ -256,15 +256,18 @@ class SearchIndex:
             for extension in self._extensions:
                 extension.on_document_removed(tx, doc_id)
             return
+        self.backend.lock_document(tx, doc_id)
         row = tx.execute("SELECT version FROM search_docs WHERE doc_id = ?", [doc_id])
         indexed = row[0][0] if row else None
         if indexed is not None and indexed > meta.version:
             return  # a later version is indexed already (another process)
-        content_changed = change.patch != [] or indexed is None
-        if content_changed and change.content is None:
+        previous = meta.version - 1 if base is None else base
+        # the content is as indexed when only the meta changed from the version indexed (delete, undelete) or
+        # at it (a verdict recorded); else it is indexed from the content in hand
+        content_changed = change.patch != [] or indexed not in (meta.version, previous)
+        if change.content is None and (content_changed or indexed != meta.version):
             return  # nothing to index it from: the next start-up catches up
         if content_changed:
-            previous = meta.version - 1 if base is None else base
             if change.patch is None or indexed != previous:
                 units = UnitChange(("",), tuple(text_units(change.content)), None)
             else:

@@ -339,7 +339,14 @@ def _rest_request(tool: str, args: dict[str, Any]) -> tuple[str, str, dict[str, 
     if tool == "document_create":
         return "POST", "/documents", query, None
     if tool == "document_list":
-        query_from(("limit", "limit"), ("offset", "offset"))
+        query_from(("limit", "limit"), ("offset", "offset"), ("valid", "valid"), ("sort", "sort"), ("cursor", "cursor"))
+        where = args.get("where")
+        if where is not None:  # each filter spelt "key op value" (the value as JSON), a repeated parameter
+            if not isinstance(where, list):
+                raise NotRepresentable(f"where={where!r} cannot be repeated query parameters")
+            query["where"] = [item if isinstance(item, str) else  # type: ignore[assignment]
+                              " ".join([*map(str, item[:2]), *(json.dumps(v) for v in item[2:])])
+                              if isinstance(item, list) else str(item) for item in where]
         return "GET", "/documents", query, None
     if tool == "schema_get_root":
         query_from(("dereferenced", "dereferenced"))

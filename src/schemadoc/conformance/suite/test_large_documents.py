@@ -277,7 +277,7 @@ async def test_search_finds_string_leaves_across_documents_with_snippets_and_pag
     body = ok(await door.call("document_search", {"query": "LIGHTHOUSE", "doc_ids": ids, "ranking": "text"}))
     assert [(hit["doc_id"], hit["pointer"]) for hit in body["hits"]] == [
         (first.doc_id, "/chapters/1/title"), (second.doc_id, "/chapters/0/sections/0/paragraphs/0/text")]
-    assert "Lighthouse Keeper" in body["hits"][0]["snippet"]
+    assert "<mark>Lighthouse</mark> Keeper" in body["hits"][0]["snippet"]  # escaped, the match marked
     assert body["has_more"] is False and body["next_cursor"] is None
     page = ok(await door.call("document_search", {"query": "lighthouse", "doc_ids": ids, "limit": 1,
                                                    "ranking": "text"}))

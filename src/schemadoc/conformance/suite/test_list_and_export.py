@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
 import pytest
 
-from .doors import UNKNOWN_DOC_ID, Door, book_doc, chapter, offers, ok, sample_book
+from .doors import UNKNOWN_DOC_ID, Door, book_doc, chapter, failed, offers, ok, sample_book, unsupported
 
 pytestmark = pytest.mark.anyio
 
@@ -32,6 +33,33 @@ async def _all_pages(door: Door, limit: int) -> list[dict[str, Any]]:
 
 
 # -- story 7: list -----------------------------------------------------------------------------------
+
+
+async def test_a_list_filtered_on_a_member_sorted_and_paged_by_cursor(door: Door) -> None:
+    """Extension (docs/search.md): filters on indexed members, any order, keyset pages."""
+    if reason := await unsupported(door, ("document_list", "where", "sort", "cursor")):
+        pytest.skip(reason)
+    mark = f"Filtered {datetime.now().timestamp():.6f}"
+    docs = [await book_doc(door) for _ in range(3)]
+    for i, doc in enumerate(docs):
+        ok(await doc.update("/title", f"{mark} {i}"))
+    query = {"where": [["/title", "prefix", mark]], "sort": "-/title", "limit": 2}
+    body = ok(await door.call("document_list", query))
+    assert [d["doc_id"] for d in body["documents"]] == [docs[2].doc_id, docs[1].doc_id]
+    assert body["total_documents"] == 3 and body["has_more"] is True
+    rest = ok(await door.call("document_list", {**query, "cursor": body["next_cursor"]}))
+    assert [d["doc_id"] for d in rest["documents"]] == [docs[0].doc_id]
+    assert rest["has_more"] is False and rest["next_cursor"] is None
+    spelt = ok(await door.call("document_list", {"where": [f"/title eq {json.dumps(mark + ' 1')}"]}))
+    assert [d["doc_id"] for d in spelt["documents"]] == [docs[1].doc_id]
+
+
+async def test_a_filter_on_a_member_not_indexed_is_filter_not_indexed(door: Door) -> None:
+    if reason := await unsupported(door, ("document_list", "where")):
+        pytest.skip(reason)
+    error = failed(await door.call("document_list", {"where": [["/chapters/0/title", "eq", "x"]]}),
+                   "filter-not-indexed")
+    assert "/title" in error["details"]["indexed"]
 
 
 async def test_a_server_without_documents_lists_none(door: Door, fresh_server: bool) -> None:

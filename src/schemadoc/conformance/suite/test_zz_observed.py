@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 REACHABLE = frozenset({
     "invalid-request", "invalid-doc-id", "path-invalid", "patch-invalid", "root-not-deletable",
     "document-not-found", "path-not-found", "conflict", "version-conflict",
-    "patch-test-failed", "validation-failed", "document-too-deep", "version-not-found",
+    "patch-test-failed", "validation-failed", "document-too-deep", "version-not-found", "filter-not-indexed",
 })
 """Codes a client can provoke through every door with the bundled schema and default settings."""
 
