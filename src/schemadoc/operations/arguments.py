@@ -62,6 +62,17 @@ DryRun = Annotated[bool, _text("true: answer what the write would (its result or
                                "without writing.")]
 FillDefaults = Annotated[bool, _text("true (extension): absent members of node_data get the schema's defaults "
                                      "first, as in document_create.")]
+def _placeholders_schema(schema: dict[str, Any]) -> None:
+    for part in (schema, *schema.get("anyOf", ())):  # tools/list stays short: the bound is checked, not listed
+        part.pop("maxItems", None)
+        part.pop("title", None)
+
+
+Placeholders = Annotated[list[str] | None, Field(
+    strict=True, max_length=1000, json_schema_extra=_placeholders_schema,
+    description="Optional (extension): send it as a suggested or example call gives it. The pointers (relative to "
+                "node_data or content; a patch: in the document) of the values the server made up there; "
+                "document_next_incomplete lists them (reason placeholder) until they are written over.")]
 _OPERATIONS = {"add": ("path", "value"), "remove": ("path",), "replace": ("path", "value"),
                "move": ("from", "path"), "copy": ("from", "path"), "test": ("path", "value")}
 _MEMBERS: dict[str, Any] = {"path": {"type": "string", "pattern": _POINTER},
@@ -100,16 +111,17 @@ class CreateDocumentArgs(Arguments):
     content: Annotated[Any, Field(
         description="Optional (extension): the initial document; absent members get the schema's defaults, then "
                     "every violation is refused at once.")] = None
+    placeholders: Placeholders = None
 
 
 class ListArgs(Arguments):
     limit: Annotated[int, _count("How many documents to return (1-1000).", 1, 1000)] = 100
     offset: Annotated[int, _count("How many documents to skip (for paging).", 0)] = 0
-    valid: Annotated[bool | None, _text("Only those the schema accepts (true) or refuses (false).")] = None
+    valid: Annotated[bool | None, _text("Only valid (true) or invalid (false) ones.")] = None
     where: Annotated[list[Any] | None, Field(description=(
-        "All must hold: [key, op, value] or 'key op value' (value JSON, else text). key: an indexed pointer or "
-        "created|modified|version|doc_id|valid; op: eq ne lt gt le ge in exists prefix contains."))] = None
-    sort: Annotated[str | None, _text("A key of where; '-' first: descending. Default created.")] = None
+        "All must hold: [key, op, value] or 'key op value'. key: indexed pointer|created|modified|version|doc_id|"
+        "valid; op: eq|ne|lt|gt|le|ge|in|exists|prefix|contains."))] = None
+    sort: Annotated[str | None, _text("A where key (default created); -key: descending.")] = None
     cursor: Annotated[str | None, _text("next_cursor of the last page.")] = None
 
 
@@ -151,12 +163,14 @@ class UpdateNodeArgs(_Write):
     node_path: NodePath
     node_data: NodeData
     fill_defaults: FillDefaults = False
+    placeholders: Placeholders = None
 
 
 class CreateNodeArgs(_Write):
     node_path: NewNodePath
     node_data: NodeData
     fill_defaults: FillDefaults = False
+    placeholders: Placeholders = None
 
 
 class ValidateNodeArgs(DocumentArgs):
@@ -171,6 +185,7 @@ class DeleteNodeArgs(_Write):
 
 class PatchArgs(_Write):
     patch: Patch
+    placeholders: Placeholders = None
 
 
 class MoveNodeArgs(_Write):

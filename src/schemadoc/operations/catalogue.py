@@ -29,7 +29,8 @@ __all__ = ["BY_NAME", "CATALOGUE"]
 
 def _create_document(call: Call, args: a.CreateDocumentArgs) -> BaseModel:
     given = args.content is not None or "content" in args.model_fields_set
-    doc_id, content, meta, report = (call.service.create_document(args.content, actor=call.actor) if given
+    doc_id, content, meta, report = (call.service.create_document(args.content, actor=call.actor,
+                                                                  placeholders=args.placeholders or ()) if given
                                      else call.service.create_document(actor=call.actor))
     return r.CreateDocumentResult(doc_id=doc_id, version=meta.version, document_uri=call.document_uri(doc_id),
                                   schema_uri=meta.schema_uri, initial_tree=content,
@@ -50,14 +51,14 @@ def _read_node(call: Call, args: a.ReadNodeArgs) -> BaseModel:
 def _update_node(call: Call, args: a.UpdateNodeArgs) -> BaseModel:
     result = call.service.update_node(args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
                                       scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults,
-                                      actor=call.actor)
+                                      actor=call.actor, placeholders=args.placeholders or ())
     return r.UpdateNodeResult(node_path=result.node_path or "/", updated_node=result.node, **r.write_fields(result))
 
 
 def _create_node(call: Call, args: a.CreateNodeArgs) -> BaseModel:
     result = call.service.create_node(args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
                                       scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults,
-                                      actor=call.actor)
+                                      actor=call.actor, placeholders=args.placeholders or ())
     return r.CreateNodeResult(created_node_path=result.node_path, created_node=result.node, **r.write_fields(result))
 
 
@@ -69,7 +70,8 @@ def _delete_node(call: Call, args: a.DeleteNodeArgs) -> BaseModel:
 
 def _apply_patch(call: Call, args: a.PatchArgs) -> BaseModel:
     result = call.service.apply_patch(args.doc_id, args.patch, args.version, dry_run=args.dry_run,
-                                      scanned=call.scanned("patch"), actor=call.actor)
+                                      scanned=call.scanned("patch"), actor=call.actor,
+                                      placeholders=args.placeholders or ())
     return r.ApplyPatchResult(**r.write_fields(result))
 
 
@@ -225,7 +227,7 @@ def _schema_locally(service: DocumentService, args: a.NodeSchemaArgs) -> bool:
 
 _ID = a.EXAMPLE_ID
 _WRITE_ERRORS = (400, 404, 408, 409, 413, 422)
-_VERSION_NOTE = " Needs the current `version` (refusals: details.suggested_call)."
+_VERSION_NOTE = " Needs the current `version` (refusals: suggested_call)."
 _BUDGET_NOTE = " Over 40,000 bytes (text and structured content): stubs or a next page (truncated: true)."
 _DOCUMENT = "/documents/{doc_id}"
 
@@ -288,7 +290,7 @@ CATALOGUE: tuple[Operation, ...] = (
         written=("patch",)),
     Operation(
         "document_list", "List documents",
-        "List documents, filtered and sorted (docs/search.md), a page at a time, each with its label.",
+        "List documents (filters, order: docs/search.md) a page at a time, each with its label.",
         a.ListArgs, r.ListDocumentsResult, _list_documents, "read",
         (Route("GET", "/documents", summary="List documents"),), "documents", errors=(400,), etag=False,
         examples=({"where": ["/metadata/status eq draft"], "limit": 20},)),
@@ -386,9 +388,9 @@ CATALOGUE: tuple[Operation, ...] = (
         "navigation", examples=({"doc_id": _ID, "node_path": "/", "depth": 2},)),
     Operation(
         "document_next_incomplete", "Find what is not finished",
-        "Where the document is valid but unfinished, breadth first: absent optional members, empty arrays (values "
-        "equal to their default: include_defaults). Each has node_schema and, when possible, an example_call "
-        "(placeholder: made-up text to replace). complete: true when done.",
+        "Where the document is valid but unfinished, breadth first: made-up values not yet replaced (placeholder), "
+        "absent optional members, empty arrays (values equal to their default: include_defaults). Each has "
+        "node_schema and, when possible, an example_call: send them in order as given. complete: true when done.",
         a.NextIncompleteArgs, r.NextIncompleteResult, _next_incomplete, "read",
         (Route("GET", _DOCUMENT + "/incomplete",
                summary="Where the document is valid but not finished by the schema, breadth first"),),
@@ -402,7 +404,7 @@ CATALOGUE: tuple[Operation, ...] = (
         examples=({"doc_id": _ID, "from_path": "/chapters/3", "to_path": "/chapters/0", "version": 7},)),
     Operation(
         "document_search", "Search documents",
-        "Ranked full-text search of string values (all documents, or below node_path): pointer, snippet, label.",
+        "Ranked full-text search of string values: pointer, snippet, label per hit.",
         a.SearchArgs, r.SearchResult, _search, "read",
         (Route("GET", "/search", summary="Text search over the string values of documents"),), "navigation",
         etag=False, examples=({"query": "lighthouse", "limit": 10},)),
