@@ -145,3 +145,10 @@ bench-ui: $(VENV)/.installed  ## the page at /ui on a 100 MiB book in headless C
 
 bench-ui-status: $(VENV)/.installed  ## the status view in headless Chromium: parsing, keeping and drawing one reading of /metrics
 	$(PY) benchmarks/ui_status.py
+
+.PHONY: bench-search-quality bench-semantic
+bench-search-quality: $(VENV)/.installed  ## recall@5 of text, semantic and hybrid search over generated books (paraphrased and lexical queries)
+	$(PY) benchmarks/search_quality.py
+
+bench-semantic: $(VENV)/.installed  ## semantic search's cost: embedding a write, a query exact and by cells at 100,000 and 400,000 vectors (SEMANTIC_ARGS=--units N ...)
+	$(PY) benchmarks/semantic_cost.py $(SEMANTIC_ARGS)

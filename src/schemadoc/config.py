@@ -100,6 +100,9 @@ class Settings:
     (docs/schema-changes.md)."""
     check_documents_on_start: bool = True
     """After start-up, check in the background every document last validated against another schema."""
+    semantic_search: bool = True
+    """With the semantic extra installed, keep a vector per text unit and rank searches by meaning (``semantic``)
+    and by meaning with full text (``hybrid``, then the default ranking); false: neither (docs/search.md)."""
     snapshot_policy: str = "lazy"
     snapshot_inline_below_bytes: int = 0
     snapshot_lag_versions: int = 1000
@@ -309,6 +312,7 @@ _SETTINGS: dict[str, tuple[_Convert, str | None]] = {
     "shutdown_grace_seconds": (_int(1), None),
     "validation_level": (_choice(VALIDATION_LEVELS, ", ".join(VALIDATION_LEVELS)), "--validation-level"),
     "check_documents_on_start": (_as_bool, None),
+    "semantic_search": (_as_bool, None),
     "snapshot_policy": (_choice(SNAPSHOT_POLICIES, ", ".join(SNAPSHOT_POLICIES)), None),
     "snapshot_inline_below_bytes": (_int(0), None),
     "snapshot_lag_versions": (_int(1), None),

@@ -135,6 +135,13 @@ _ENTRIES: list[ErrorCode] = [
        ["an unknown URI scheme or shape", "a document that does not exist"],
        "List the resources with resources/list; documents are at schema://{doc_id}.",
        extension='MCP-level: resources/read of an unknown URI is a JSON-RPC error (-32602), not a tool error'),
+    _e("semantic-search-unavailable", 400, "request",
+       "The search asked for a ranking by meaning ('semantic' or 'hybrid'), and this server has no semantic extra.",
+       ["document_search with ranking 'semantic' or 'hybrid' on a server installed without schemadoc[semantic]"],
+       "Search with the 'text' ranking, or install the extra on the server (pip install 'schemadoc[semantic]') "
+       "and restart it.",
+       extension="semantic search is an optional extra beyond the specification; details name the install "
+                 "command"),
     # -- document errors ------------------------------------------------------------------
     _e("document-not-found", 404, "document", "No document with this doc_id exists.",
        ["the doc_id was never created", "the document was deleted"],

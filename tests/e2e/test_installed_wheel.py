@@ -311,3 +311,26 @@ def test_the_readme_s_exposed_server_runs_from_the_installed_wheel(installed: In
         assert httpx.get(api, headers={"host": allowed, "authorization": f"Bearer {token}"},
                          timeout=30).status_code == 200
         assert httpx.get(api, headers={"authorization": f"Bearer {token}"}, timeout=30).status_code == 421
+
+
+def test_the_installed_server_without_the_semantic_extra_ranks_by_text_and_says_how_to_get_meaning(
+        installed: Installed) -> None:
+    missing = installed.run("python", "-c", "import importlib.util as u; print(u.find_spec('wordllama'))")
+    assert missing.stdout.strip() == "None"  # the base install: no semantic extra
+    server = Server(installed.cwd / "semantic-data", installed.cwd / "logs", program=[str(installed.bin / "schemadoc")],
+                    schema_args=["--example", "book"])
+    try:
+        created = httpx.post(f"{server.url}/api/v1/documents", json={"content": {"title": "Lighthouse keepers"}},
+                             timeout=30)
+        assert created.status_code == 201, created.text
+        found = httpx.get(f"{server.url}/api/v1/search", params={"query": "lighthouse"}, timeout=30)
+        assert found.status_code == 200 and [hit["pointer"] for hit in found.json()["hits"]] == ["/title"]
+        for ranking in ("semantic", "hybrid"):
+            refused = httpx.get(f"{server.url}/api/v1/search", params={"query": "lighthouse", "ranking": ranking},
+                                timeout=30)
+            assert refused.status_code == 400, refused.text
+            error = refused.json()["error"]
+            assert error["code"] == "semantic-search-unavailable"
+            assert error["details"]["install"] == "pip install 'schemadoc[semantic]'"
+    finally:
+        assert server.stop() == 0

@@ -260,9 +260,11 @@ class Operations:
 
     @Endpoint
     def search(self, query: str, *, path: str | None = None, doc_ids: Sequence[str] | None = None,
-               limit: int | None = None, cursor: str | None = None) -> Request[m.SearchResult]:
+               limit: int | None = None, cursor: str | None = None,
+               ranking: str | None = None) -> Request[m.SearchResult]:
+        """``ranking``: ``text``, ``semantic`` or ``hybrid`` (None: the server's default, docs/search.md)."""
         return request("document_search", query=query, path=path, doc_ids=list(doc_ids or ()), limit=limit,
-                       cursor=cursor)
+                       cursor=cursor, ranking=ranking)
 
     @Endpoint
     def stats(self, doc_id: str) -> Request[m.StatsResult]:

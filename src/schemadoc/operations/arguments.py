@@ -253,7 +253,7 @@ class SearchArgs(Arguments):
     doc_ids: Annotated[list[str] | None, Field(description="Only these documents.")] = None
     limit: Annotated[int, _count("How many hits to return (1-100).", 1, 100)] = 20
     cursor: Annotated[str | None, _text("next_cursor of the last page.")] = None
-    ranking: Annotated[str, _text("text (BM25) or an extension's.")] = "text"
+    ranking: Annotated[str | None, _text("text (BM25), semantic or hybrid (default if installed).")] = None
 
 
 class RenderArgs(DocumentArgs):

@@ -16,6 +16,7 @@ from schemadoc.reading import (
     outline,
     render_markdown,
 )
+from schemadoc.search import semantic
 from schemadoc.search.text import parse_text_query
 from schemadoc.search.units import document_label
 from schemadoc.service.checks import check_bounds, check_int, path_arg
@@ -211,7 +212,7 @@ class Reading(History):
         return found, report.count
 
     def search(self, query: str, node_path: str | None = None, doc_ids: list[str] | None = None, *,
-               limit: int = 20, cursor: str | None = None, ranking: str = "text") -> SearchPage:
+               limit: int = 20, cursor: str | None = None, ranking: str | None = None) -> SearchPage:
         """The string leaves matching ``query`` (words, "phrases", prefix*; docs/search.md) across documents or in
         ``doc_ids``, at or below ``node_path``, best first, from the search index; a page after ``cursor``."""
         if not isinstance(query, str) or not query:
@@ -227,7 +228,11 @@ class Reading(History):
             for doc_id in doc_ids:  # unknown ids fail up front, as any read of them would
                 self.store.read_meta(doc_id)
         index = self.search_index
+        if ranking is None:  # hybrid when the semantic extra ranks by meaning (docs/search.md)
+            ranking = "hybrid" if "hybrid" in index.rankings() else "text"
         if ranking not in index.rankings():
+            if ranking in semantic.RANKINGS:
+                raise semantic.unavailable(ranking)
             raise SchemaDocError("invalid-request", f"Unknown ranking {ranking!r}: this server ranks by "
                                  f"{', '.join(index.rankings())}.", {"argument": "ranking"})
         page = index.search(text, doc_ids=doc_ids, below=below, limit=limit, cursor=cursor, ranking=ranking)

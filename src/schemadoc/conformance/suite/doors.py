@@ -359,7 +359,8 @@ def _rest_request(tool: str, args: dict[str, Any]) -> tuple[str, str, dict[str, 
         query_from(("since", "since"), ("limit", "limit"))
         return "GET", "/changes", query, None
     if tool == "document_search":
-        query_from(("query", "query"), ("node_path", "path"), ("limit", "limit"), ("cursor", "cursor"))
+        query_from(("query", "query"), ("node_path", "path"), ("limit", "limit"), ("cursor", "cursor"),
+                   ("ranking", "ranking"))
         doc_ids = args.get("doc_ids")
         if doc_ids is not None:
             if not isinstance(doc_ids, list) or not all(isinstance(d, str) for d in doc_ids):

@@ -269,20 +269,23 @@ async def test_moving_from_a_missing_path_is_path_not_found(door: Door) -> None:
 
 
 async def test_search_finds_string_leaves_across_documents_with_snippets_and_pages(door: Door) -> None:
+    """The full-text ranking (``text``: the default unless the server has the semantic extra, whose default
+    ``hybrid`` also returns units near in meaning)."""
     first, second = await book_doc(door), await book_doc(door)
     ok(await first.update("/chapters/1/title", "The Lighthouse Keeper"))
     ok(await second.update("/chapters/0/sections/0/paragraphs/0/text", "A lighthouse on the cliff."))
     ids = [first.doc_id, second.doc_id]
-    body = ok(await door.call("document_search", {"query": "LIGHTHOUSE", "doc_ids": ids}))
+    body = ok(await door.call("document_search", {"query": "LIGHTHOUSE", "doc_ids": ids, "ranking": "text"}))
     assert [(id_key(hit["doc_id"]), hit["pointer"]) for hit in body["hits"]] == [
         (id_key(first.doc_id), "/chapters/1/title"),
         (id_key(second.doc_id), "/chapters/0/sections/0/paragraphs/0/text")]
     assert "<mark>Lighthouse</mark> Keeper" in body["hits"][0]["snippet"]  # escaped, the match marked
     assert body["has_more"] is False and body["next_cursor"] is None
-    page = ok(await door.call("document_search", {"query": "lighthouse", "doc_ids": ids, "limit": 1}))
+    page = ok(await door.call("document_search", {"query": "lighthouse", "doc_ids": ids, "limit": 1,
+                                                   "ranking": "text"}))
     assert len(page["hits"]) == 1 and page["has_more"] is True
     rest = ok(await door.call("document_search", {"query": "lighthouse", "doc_ids": ids, "limit": 1,
-                                                   "cursor": page["next_cursor"]}))
+                                                   "cursor": page["next_cursor"], "ranking": "text"}))
     assert rest["hits"] == body["hits"][1:]
 
 

@@ -67,6 +67,8 @@ NOT_PROVOKED = {
     "store-format-unsupported": "a start-up failure on a store a newer version wrote (tests/e2e/test_store_format.py)",
     "archive-invalid": "raised by schemadoc import, not by a door (tests/unit/test_archive.py)",
     "migration-invalid": "raised by schemadoc migrate-documents, not by a door (tests/e2e/test_migrate_documents.py)",
+    "semantic-search-unavailable": "needs a server installed without the semantic extra (tests/e2e/"
+                                   "test_installed_wheel.py, tests/unit/test_search_semantic_doors.py)",
     "import-conflict": "raised by schemadoc import, not by a door (tests/unit/test_archive.py)",
     "subscriber-too-slow": "needs an event-stream reader that stops reading under heavy writes "
                            "(tests/e2e/test_hostile_clients.py)",

@@ -134,6 +134,10 @@ def create_service(settings: Settings) -> DocumentService:
                               max_patch_operations=settings.max_patch_operations,
                               memory_budget=settings.memory_budget, validation_level=settings.validation_level,
                               search_fields=settings.search_fields, search_field_depth=settings.search_field_depth)
+    if settings.semantic_search:  # the rankings by meaning, when the semantic extra is installed
+        from schemadoc.search.semantic import default_extensions
+
+        service.search_extensions.extend(default_extensions())
     service.open()
     return service
 

@@ -1,0 +1,202 @@
+"""What semantic search costs: embedding a write's units, and a query across documents with and without cells.
+
+    python benchmarks/semantic_cost.py [--units 100000 400000] [--queries 40]
+
+1. Writes: the embedding of one unit (a leaf write) and of a generated 35 KB book's units (a document created),
+   and the extension's whole hook for a leaf write on a table of vectors (SQLite).
+2. Queries across documents, for each table size: the p50 of an exact scan (every vector), the p50 with cells
+   (the nearest cells until 32,768 vectors or 2 % of them are scored), the vectors scored, and the cells'
+   recall@10 of the exact answer. The vectors are made from real English: the docstrings of standard-library
+   modules (embedded once), each stored vector a mix of two of them with a little noise, so that they cluster
+   as text does (uniformly random vectors would not).
+3. The extrapolation to 100,000 documents of about 35 KB (the vectors one such book has, from
+   ``benchmarks/generate.py``).
+
+Times are the CPU time of this process (``time.process_time``), which the other work of a shared machine
+disturbs less than wall-clock; the file is read from the page cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import re
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import common  # noqa: F401  (the checkout's src on sys.path)
+import generate
+import numpy as np
+
+from schemadoc.search import semantic
+from schemadoc.search.embeddings import embedder, pack
+from schemadoc.search.units import TextUnit, text_units
+
+_MODULES = ("os", "re", "json", "collections", "itertools", "functools", "pathlib", "typing", "argparse", "logging",
+            "asyncio", "email", "http.client", "urllib.request", "xml.dom.minidom", "sqlite3", "decimal", "fractions",
+            "statistics", "datetime", "calendar", "textwrap", "string", "shutil", "tarfile", "zipfile", "csv",
+            "configparser", "threading", "subprocess", "socket", "ssl", "unittest", "doctest", "inspect", "ast",
+            "tokenize", "pickle", "copy", "heapq", "bisect", "random", "math", "hashlib", "hmac", "secrets",
+            "base64", "struct", "codecs", "locale", "gettext", "io", "tempfile", "glob", "fnmatch", "enum",
+            "dataclasses", "contextlib", "abc", "numbers", "operator", "weakref", "traceback", "warnings", "queue",
+            "sched", "selectors", "signal", "mmap", "difflib", "pprint", "reprlib", "graphlib", "zoneinfo",
+            "ipaddress", "mailbox", "mimetypes", "smtplib", "imaplib", "ftplib", "poplib", "wave", "colorsys",
+            "timeit", "trace", "tracemalloc", "cProfile", "pstats", "platform", "sysconfig", "shelve", "dbm",
+            "gzip", "bz2", "lzma", "zlib", "netrc", "plistlib", "html.parser", "webbrowser", "uuid", "array")
+
+
+class Tx:
+    dialect = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        self.db = sqlite3.connect(path)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.db.execute(sql, params).fetchall()
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.db.executemany(sql, rows)
+
+
+def docstrings() -> list[str]:
+    """Paragraphs of four words or more from the docstrings of standard-library modules and their members."""
+    found: list[str] = []
+    for name in _MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        objects: list[Any] = [module]
+        for _, member in inspect.getmembers(module):
+            objects.append(member)
+            if inspect.isclass(member):
+                objects.extend(value for _, value in inspect.getmembers(member))
+        for item in objects:
+            doc = getattr(item, "__doc__", None)
+            if isinstance(doc, str):
+                for paragraph in re.split(r"\n\s*\n", doc):
+                    text = " ".join(paragraph.split())
+                    if len(text.split()) >= 4:
+                        found.append(text[:600])
+    return list(dict.fromkeys(found))
+
+
+def p50_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def writes(texts: list[str], tx_dir: Path) -> None:
+    model = embedder()
+    model.embed(["warm up"])
+    one = [p50_ms([_timed(lambda i=i: model.embed([texts[i]])) for i in range(50)])]
+    book = generate.make_book(35 / 1024 * 35 / 63)  # about 35 KB of compact JSON
+    units = [unit for unit in text_units(book) if semantic.meaningful(unit.text)]
+    whole = p50_ms([_timed(lambda: model.embed([unit.text for unit in units])) for _ in range(5)])
+    extension, tx = semantic.SemanticRanking(), Tx(tx_dir / "writes.sqlite3")
+    extension.create_tables(tx)
+    extension.on_units_changed(tx, "doc", ("",), list(text_units(book)))
+    leaf = units[len(units) // 2].pointer
+
+    def leaf_write(i: int) -> None:
+        extension.on_units_changed(tx, "doc", (leaf,), [TextUnit(leaf, texts[i])])
+
+    hook = p50_ms([_timed(lambda i=i: leaf_write(i)) for i in range(50)])
+    print(f"writes (CPU time): one unit embedded {one[0]:.2f} ms; a 35 KB book's {len(units)} units (of "
+          f"{len(list(text_units(book)))}) embedded {whole:.1f} ms; the hook of a leaf write (delete, embed, insert, "
+          f"cell counts) {hook:.2f} ms")
+
+
+def _timed(action: Any) -> float:
+    """The CPU seconds of this process ``action`` took (steadier than wall-clock on a shared machine)."""
+    start = time.process_time()
+    action()
+    return time.process_time() - start
+
+
+def queries(base: np.ndarray, questions: np.ndarray, sizes: list[int], tx_dir: Path) -> None:
+    rng = np.random.default_rng(30)
+    print("queries across documents (SQLite, one process; CPU time):")
+    print(f"(cells: the nearest until {semantic.SCAN_MIN:,} vectors or {semantic.SCAN_SHARE:.0%} of them are scored)")
+    print(f"{'vectors':>9} {'file MB':>8} {'exact p50':>10} {'cells p50':>10} {'scored':>8} {'recall@10':>10}")
+    for size in sizes:
+        tx = Tx(tx_dir / f"q{size}.sqlite3")
+        extension = semantic.SemanticRanking()
+        extension.create_tables(tx)
+        for start in range(0, size, 8_192):
+            count = min(8_192, size - start)
+            pairs = rng.integers(0, len(base), (count, 2))
+            mixed = base[pairs[:, 0]] + 0.6 * base[pairs[:, 1]] + 0.05 * rng.standard_normal((count, 256))
+            mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
+            tx.executemany("INSERT INTO semantic_vectors (doc_id, pointer, digest, cell, vector) VALUES "
+                           "(?, ?, x'00', -1, ?)",
+                           [(f"d{(start + i) // 100}", f"/u/{(start + i) % 100}", pack(v.astype(np.float32)))
+                            for i, v in enumerate(mixed)])
+        tx.execute("INSERT INTO semantic_cells (cell, units) VALUES (-1, ?)", [size])
+        if size >= semantic.TRAIN_AT:
+            extension._train(tx)
+        tx.db.commit()
+        megabytes = (tx_dir / f"q{size}.sqlite3").stat().st_size / 1e6
+        exact_ms, cells_ms, scored, recalls = [], [], [], []
+        for question in questions:
+            text = str(question)
+            saved = semantic.SCAN_MIN
+            semantic.SCAN_MIN = 10**12
+            start = time.process_time()
+            exact = {u[:2] for u in extension.rank(tx, text, doc_id=None, below="", limit=10,
+                                                   text_rank=lambda n: [])}
+            exact_ms.append(time.process_time() - start)
+            semantic.SCAN_MIN = saved
+            start = time.process_time()
+            found = {u[:2] for u in extension.rank(tx, text, doc_id=None, below="", limit=10,
+                                                   text_rank=lambda n: [])}
+            cells_ms.append(time.process_time() - start)
+            scored.append(extension.scored)
+            recalls.append(len(found & exact) / max(1, len(exact)))
+        print(f"{size:>9,} {megabytes:>8.0f} {p50_ms(exact_ms):>8.0f} ms {p50_ms(cells_ms):>7.0f} ms "
+              f"{statistics.median(scored):>8,.0f} {statistics.mean(recalls):>10.2f}")
+        tx.db.close()
+        (tx_dir / f"q{size}.sqlite3").unlink()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--units", type=int, nargs="+", default=[100_000, 400_000])
+    parser.add_argument("--queries", type=int, default=40)
+    parser.add_argument("--scan-min", type=int, default=semantic.SCAN_MIN,
+                        help="score at least this many vectors per query (default: the server's)")
+    args = parser.parse_args(argv)
+    semantic.SCAN_MIN = args.scan_min
+    if not semantic.installed():
+        sys.exit("the semantic extra is not installed: pip install 'schemadoc[semantic]'")
+    texts = docstrings()
+    started = time.perf_counter()
+    base = embedder().embed(texts)
+    print(f"{len(texts):,} docstring paragraphs embedded in {time.perf_counter() - started:.1f} s")
+    rng = np.random.default_rng(7)
+    questions = np.array([" ".join(texts[i].split()[:6]) for i in rng.choice(len(texts), args.queries,
+                                                                            replace=False)])
+    with tempfile.TemporaryDirectory() as directory:
+        writes(texts, Path(directory))
+        queries(base, questions, args.units, Path(directory))
+    book = generate.make_book(35 / 1024 * 35 / 63)
+    per_book = sum(1 for unit in text_units(book) if semantic.meaningful(unit.text))
+    total = per_book * 100_000
+    print(f"100,000 books of about 35 KB: {per_book} vectors each, {total:,} in all, "
+          f"{total * (semantic_row_bytes()) / 1e9:.1f} GB of vectors; a query scores "
+          f"max({semantic.SCAN_MIN:,}, {semantic.SCAN_SHARE:.0%}) = "
+          f"{max(semantic.SCAN_MIN, semantic.SCAN_SHARE * total):,.0f} of them")
+
+
+def semantic_row_bytes() -> int:
+    return 1024 + 8 + 60  # the vector, its digest, the row and its two indexes (about)
+
+
+if __name__ == "__main__":
+    main()
