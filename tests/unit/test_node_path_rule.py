@@ -24,6 +24,7 @@ from fastapi.testclient import TestClient
 from mcp import Client
 
 from schemadoc.config import Settings
+from schemadoc.errors import SchemaDocError
 from schemadoc.interfaces.app import build_app, create_service
 from schemadoc.interfaces.mcp_door.server import build_mcp_server
 from schemadoc.interfaces.rest.routes import BINDINGS, Binding
@@ -279,3 +280,22 @@ async def test_the_paths_of_an_rfc_6902_patch_stay_strict(doors: Doors) -> None:
                                    "patch": [{"op": "copy", "from": "/tags/-1", "path": "/tags/-"}]})
         assert not done and answer["error"]["code"] == "path-invalid", (door, answer)
         assert doors.service.version_of(doc_id) == 1
+
+
+@pytest.mark.anyio
+async def test_a_negative_index_in_a_search_is_resolved_in_each_document(doors: Doors) -> None:
+    """The search index holds concrete pointers: ``-1`` is resolved in each document of ``doc_ids``; documents
+    where it names different nodes are refused (not searched at one of them), and it needs ``doc_ids``."""
+    first, second = _book(doors), _book(doors)
+    hits = doors.service.search("text", "/chapters/-1", [first, second]).hits
+    assert hits and {hit.doc_id for hit in hits} == {first, second}
+    assert all(hit.pointer.startswith("/chapters/2/") for hit in hits)
+    shorter = dict(BOOK, chapters=CHAPTERS[:2])
+    third = doors.service.create_document(shorter)[0]
+    with pytest.raises(SchemaDocError) as refused:
+        doors.service.search("text", "/chapters/-1", [first, third])
+    assert refused.value.code == "invalid-request" and "/chapters/1" in refused.value.message
+    with pytest.raises(SchemaDocError) as refused:
+        doors.service.search("text", "/chapters/-1")
+    assert refused.value.code == "invalid-request" and "doc_ids" in refused.value.message
+    assert doors.service.search("text", "/chapters/-9", [first]).hits == []

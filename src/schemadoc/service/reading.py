@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from schemadoc.errors import SchemaDocError
@@ -24,6 +25,9 @@ from schemadoc.service.history import History
 from schemadoc.service.models import NodeRead, NodeSchema, NodeView, SearchPage, Stats
 from schemadoc.storage.base import DocumentMeta, check_doc_id
 from schemadoc.validation.suggestions import placeholders
+
+_NEGATIVE = re.compile(r"-[1-9][0-9]*")
+"""A reference token that, on an array, counts from its end."""
 
 __all__ = ["Reading"]
 
@@ -219,7 +223,8 @@ class Reading(History):
             raise SchemaDocError("invalid-request", "query must be a non-empty string.", {"argument": "query"})
         check_int("limit", limit, 1, _MAX_SEARCH_HITS)
         text = parse_text_query(query)
-        below = format_pointer(parse_node_path(path_arg(node_path))) if node_path is not None else ""
+        tokens = parse_node_path(path_arg(node_path)) if node_path is not None else []
+        below = format_pointer(tokens)
         if doc_ids is not None:
             if not isinstance(doc_ids, list) or not all(isinstance(d, str) for d in doc_ids):
                 raise SchemaDocError("invalid-request", "doc_ids must be a list of document ids.",
@@ -227,6 +232,8 @@ class Reading(History):
             doc_ids = [check_doc_id(doc_id) for doc_id in doc_ids]
             for doc_id in doc_ids:  # unknown ids fail up front, as any read of them would
                 self.store.read_meta(doc_id)
+        if any(_NEGATIVE.fullmatch(token) or (len(token) > 18 and token.lstrip("-").isdigit()) for token in tokens):
+            doc_ids, below = self._concrete_below(tokens, doc_ids, node_path or "")
         index = self.search_index
         if ranking is None:  # hybrid when the semantic extra ranks by meaning (docs/search.md)
             ranking = "hybrid" if "hybrid" in index.rankings() else "text"
@@ -237,6 +244,30 @@ class Reading(History):
                                  f"{', '.join(index.rankings())}.", {"argument": "ranking"})
         page = index.search(text, doc_ids=doc_ids, below=below, limit=limit, cursor=cursor, ranking=ranking)
         return SearchPage(page.hits, page.next_cursor)
+
+    def _concrete_below(self, tokens: list[str], doc_ids: list[str] | None, node_path: str) -> tuple[list[str], str]:
+        """A ``node_path`` with negative (or huge) indices, resolved in each of ``doc_ids`` as every read resolves it:
+        the documents where it names a node, and the one concrete pointer it names in all of them."""
+        if doc_ids is None:
+            raise SchemaDocError("invalid-request", "A negative index in node_path counts from the end of an array of "
+                                 "one document: give doc_ids.", {"argument": "node_path", "node_path": node_path})
+        found: dict[str, list[str]] = {}
+        for doc_id in doc_ids:
+            try:
+                concrete = resolve(self._state(doc_id).content, tokens)[1]
+            except SchemaDocError as error:
+                if error.code == "path-not-found":  # no such node there: nothing to find
+                    continue
+                raise
+            found.setdefault(format_pointer(concrete), []).append(doc_id)
+        if len(found) > 1:
+            raise SchemaDocError("invalid-request", f"node_path {node_path!r} names different nodes in the documents "
+                                 f"of doc_ids ({', '.join(sorted(found))}): search them one at a time.",
+                                 {"argument": "node_path", "node_path": node_path})
+        if not found:
+            return [], ""
+        ((below, ids),) = found.items()
+        return ids, below
 
     def stats(self, doc_id: str) -> Stats:
         """Size, node counts by type, depth, version and journal length of a document."""
