@@ -117,6 +117,10 @@ class SearchIndex:
             indexed = {row[0]: (row[1], row[2], row[3]) for row in
                        tx.execute("SELECT doc_id, version, valid, deleted FROM search_docs")}
             stale_extensions = [e for e in self._extensions if state.get(f"extension:{e.name}") != e.generation]
+            fresh = not indexed  # a new index: the documents indexed below feed every extension once
+            if fresh:
+                for extension in stale_extensions:
+                    extension.on_cleared(tx)
         done = 0
         batch: list[tuple[_Change, int | None]] = []
         for meta in metas:
@@ -147,7 +151,10 @@ class SearchIndex:
                 for table in ("search_docs", "search_fields", "search_units"):
                     tx.execute(f"ANALYZE {table}")
             for extension in stale_extensions:
-                self._refeed(tx, extension)
+                if fresh:
+                    self._record_generation(tx, extension)
+                else:
+                    self._refeed(tx, extension)
             tx.execute("DELETE FROM search_state WHERE key = 'members'")
             tx.execute("INSERT INTO search_state (key, value) VALUES ('members', ?)", [members])
         self._thread = threading.Thread(target=self._run, name="search-index", daemon=True)
@@ -191,6 +198,10 @@ class SearchIndex:
             units.append(TextUnit(pointer, text))
         if current is not None:
             extension.on_units_changed(tx, current, ("",), units)
+        self._record_generation(tx, extension)
+
+    @staticmethod
+    def _record_generation(tx: IndexTransaction, extension: IndexExtension) -> None:
         key = f"extension:{extension.name}"
         tx.execute("DELETE FROM search_state WHERE key = ?", [key])
         tx.execute("INSERT INTO search_state (key, value) VALUES (?, ?)", [key, extension.generation])
