@@ -1,9 +1,9 @@
 """What the REST door reads and writes on the wire: JSON bodies in, result bodies and error objects out.
 
-Request bodies are read as bytes and parsed with orjson here (not by FastAPI), so that every
-argument goes through the operation catalogue's one check; responses are the result models
-serialised with orjson without copying the (possibly 100 MB) document content. The JSON reading and
-writing itself is :mod:`schemadoc.interfaces.http.bodies`, which the MCP door's guards share.
+Request bodies are read as bytes and parsed with orjson (not by FastAPI), so that every argument
+goes through the operation catalogue's one check; responses are the result models serialised with
+orjson without copying the (possibly 100 MB) document content. The JSON reading and writing itself is
+:mod:`schemadoc.interfaces.http.bodies` (re-exported here), which the guards in front of ``/mcp`` share.
 """
 
 from __future__ import annotations
