@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from inspector import installed_inspector
 
 _MAX_TOKENS_FILE_BYTES = 64 * 1024
 _STORAGE_MARKS = (".journal.jsonl", ".lock")  # the files that make a directory a storage directory
@@ -146,3 +147,13 @@ def _no_token_in_any_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
     yield
     leaks += _LEAKS.check(base)
     assert not leaks, "a token secret was logged: " + "; ".join(leaks)
+
+
+@pytest.fixture(scope="session")
+def inspector_command() -> list[str]:
+    """The pinned MCP Inspector's command (``node``, its script), installed on first use (``inspector.py``);
+    skipped, saying why, without node or npm or when npm cannot install it."""
+    command, why = installed_inspector()
+    if command is None:
+        pytest.skip(why)
+    return command

@@ -5,6 +5,7 @@ succeed, and the bundled example schemas (``--example``)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,39 @@ def test_the_bundled_examples_are_listed_validated_and_exclusive_with_schema(tmp
     assert done.returncode == 2 and "book" in done.stderr
     done, _ = run("serve", "--example", "book", "--schema", str(example_path("book")), cwd=tmp_path)
     assert done.returncode == 2 and "not both" in done.stderr
+
+
+NEAR_MISSES = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "requird": ["title"],
+    "properties": {"title": {"type": "string", "minLenght": 1, "default": "t"},
+                   "requird": {"type": "string", "default": "a property's name is the author's, not a keyword"}},
+}
+
+
+def test_validate_and_serve_warn_of_near_misses_of_keywords_with_their_likely_intent(tmp_path: Path) -> None:
+    schema = write(tmp_path, "typo.schema.json", NEAR_MISSES)
+    done, _ = run("validate", "--schema", str(schema), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr  # legal JSON Schema: a warning, not a refusal
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("schema ok: ")
+    assert lines[1].startswith("warning: 2 member(s) of the schema look like misspelt keywords")
+    assert lines[2].startswith("  typo.schema.json /requird [requird]: ") and "did you mean 'required'?" in lines[2]
+    assert lines[3].startswith("  typo.schema.json /properties/title/minLenght [minLenght]: ")
+    assert "did you mean 'minLength'?" in lines[3]
+    assert "/properties/requird" not in done.stdout
+
+    done, _ = run("validate", "--schema", str(schema), "--json", cwd=tmp_path)
+    warnings = json.loads(done.stdout)["warnings"]
+    assert [(w["pointer"], w["keyword"], w["suggestion"]) for w in warnings] == [
+        ("/requird", "requird", "required"), ("/properties/title/minLenght", "minLenght", "minLength")]
+
+    document = write(tmp_path, "doc.json", {"title": ""})  # nothing enforced: the misspelt minLength checks nothing
+    done, _ = run("validate", "--schema", str(schema), str(document), "--json", cwd=tmp_path)
+    assert done.returncode == 0 and json.loads(done.stdout)["valid"] is True
+    assert "did you mean 'minLength'?" in done.stderr
+
+    done, _ = run("serve", "--schema", str(schema), "--transport", "stdio", "--storage-dir", str(tmp_path / "d"),
+                  cwd=tmp_path, stdin="")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"WARNING.*: 2 member\(s\) of the schema look like misspelt keywords", done.stderr)
+    assert "  typo.schema.json /requird [requird]: " in done.stderr

@@ -6,14 +6,12 @@ entry: message, result, structured content, entries, entry, patch, operation). T
 the client's real limit, then store a document exactly as deep as the server's default
 ``max_json_depth`` allows and read it back through every result that carries content, with the
 real client over stdio, and with the TypeScript SDK through the MCP Inspector when it is
-installed (``make inspector``).
+installed (``make inspector``, or on first use: ``inspector.py``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -36,7 +34,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ANY_OBJECT = ROOT / "tests" / "schemas" / "any_object.schema.json"
 HISTORY_ENVELOPE = 7  # message, result, structuredContent, entries, entry, patch, operation
 READ_ENVELOPE = 3  # message, result, structuredContent (node_content is the document itself)
-INSPECTOR = Path(os.environ.get("MCP_INSPECTOR", ROOT / ".tools" / "npm" / "node_modules" / ".bin" / "mcp-inspector"))
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
@@ -196,10 +193,8 @@ def http_server(tmp_path: Path) -> Iterator[str]:
         process.wait(timeout=30)
 
 
-def _inspector(base: str, tool: str, **arguments: Any) -> dict[str, Any]:
-    node = shutil.which("node")
-    assert node is not None
-    args = [node, str(INSPECTOR.resolve()), "--cli", base + "/mcp", "--transport", "http", "--method", "tools/call",
+def _inspector(command: list[str], base: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    args = [*command, "--cli", base + "/mcp", "--transport", "http", "--method", "tools/call",
             "--tool-name", tool]
     for name, value in arguments.items():
         args += ["--tool-arg", f"{name}={value}"]
@@ -209,15 +204,14 @@ def _inspector(base: str, tool: str, **arguments: Any) -> dict[str, Any]:
     return result
 
 
-@pytest.mark.skipif(not INSPECTOR.exists() or shutil.which("node") is None,
-                    reason="the MCP Inspector is not installed (make inspector) or node is missing")
-def test_the_typescript_sdk_reads_back_a_document_as_deep_as_the_server_allows(http_server: str) -> None:
+def test_the_typescript_sdk_reads_back_a_document_as_deep_as_the_server_allows(http_server: str,
+                                                                              inspector_command: list[str]) -> None:
     document = nested(MAX_JSON_DEPTH)
     doc_id = httpx.post(http_server + "/api/v1/documents").json()["doc_id"]
     written = httpx.put(f"{http_server}/api/v1/documents/{doc_id}", params={"path": "/"},
                         json={"node_data": document, "version": 1})
     assert written.status_code == 200, written.text
-    read = _inspector(http_server, "document_read_node", doc_id=doc_id, node_path="/")
-    history = _inspector(http_server, "document_history", doc_id=doc_id)
+    read = _inspector(inspector_command, http_server, "document_read_node", doc_id=doc_id, node_path="/")
+    history = _inspector(inspector_command, http_server, "document_history", doc_id=doc_id)
     assert read["structuredContent"]["node_content"] == document
     assert jsonpatch.apply_patch({}, history["structuredContent"]["entries"][1]["patch"]) == document

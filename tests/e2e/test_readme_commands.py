@@ -4,8 +4,8 @@ Each tested block follows a ``<!-- tested: NAME -->`` marker. The only change ma
 the address: ``localhost:8080`` / ``127.0.0.1:8080`` become the test server's free port, ``schemadoc`` is
 this environment's command, and a snippet's storage directory is a temporary one. MCP client snippets
 (Claude Desktop, Claude Code, VS Code, Cursor) are started the way those clients start them and called
-with the MCP SDK's client; the MCP Inspector lines run with the pinned Inspector (``make inspector``),
-installed from npm when node and npm are there, skipped saying so otherwise."""
+with the MCP SDK's client; the MCP Inspector lines run with the pinned Inspector (``make inspector``, or
+installed from npm on first use by ``inspector.py`` when node and npm are there), skipped saying so otherwise."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from typing import Any
 import anyio
 import pytest
 from http_server import Server
+from inspector import VERSION as PINNED
 from mcp import Client, StdioServerParameters
 
 from schemadoc.config import ENVIRONMENT
@@ -31,7 +31,6 @@ ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BIN = Path(sys.executable).parent
 INSPECTOR_VERSION = "0.15.0"
-INSPECTOR = ROOT / ".tools" / "npm" / "node_modules" / ".bin" / "mcp-inspector"
 NPX_INSPECTOR = f"npx @modelcontextprotocol/inspector@{INSPECTOR_VERSION}"
 DEFAULT_ADDRESS = re.compile(r"(localhost|127\.0\.0\.1):8080")
 
@@ -152,18 +151,11 @@ def test_the_claude_code_commands_start_a_server_that_answers(server: Server, tm
 
 
 @pytest.fixture(scope="module")
-def inspector() -> list[str]:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("the MCP Inspector lines need node and npm, and this machine has neither on its PATH")
-    if not INSPECTOR.exists():
-        done = subprocess.run(["make", "-C", str(ROOT), "inspector"], capture_output=True, text=True, timeout=600,
-                              check=False)
-        if done.returncode != 0:
-            pytest.skip(f"the pinned MCP Inspector could not be installed from npm: {done.stderr[-500:]}")
+def inspector(inspector_command: list[str]) -> list[str]:
     makefile = (ROOT / "Makefile").read_text()
     assert f"@modelcontextprotocol/inspector@{INSPECTOR_VERSION}" in makefile  # the README's pin is make's
-    return [node, str(INSPECTOR.resolve())]
+    assert INSPECTOR_VERSION == PINNED  # ... and the tests'
+    return inspector_command
 
 
 def test_the_inspector_commands_work_over_stdio_and_http(server: Server, inspector: list[str],

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.operations import results as r
+from schemadoc.ops.apply import apply_patch
 from schemadoc.reading.examples import fill_defaults, is_placeholder
 from schemadoc.reading.render import words
 from schemadoc.schema import load_schema
@@ -150,11 +151,49 @@ def test_placeholders_are_values_the_schema_does_not_give() -> None:
     assert not is_placeholder(exercise, {"difficulty": "medium"})
 
 
-def test_a_suggested_call_too_big_for_an_error_keeps_only_the_fix(service: DocumentService) -> None:
+def test_a_suggested_call_too_big_for_an_error_omits_the_agents_own_value_and_fixes_it_relative_to_it(
+        service: DocumentService) -> None:
     doc_id = _course(service, modules=[{**MODULE, "lessons": [{"title": "L", "prompt": "P", "exercises": []}]}])
+    sent = {"question": "Q" * 20_000}
     with pytest.raises(SchemaDocError) as caught:
-        service.create_node(doc_id, "/modules/0/lessons/0/exercises/-", {"question": "Q" * 20_000}, 1)
+        service.create_node(doc_id, "/modules/0/lessons/0/exercises/-", sent, 1)
     suggested = caught.value.details["suggested_call"]
-    assert "arguments" not in suggested and suggested["arguments_size_bytes"] > 20_000
-    assert suggested["fix"] == [{"op": "add", "path": "/modules/0/lessons/0/exercises/0/difficulty", "value": "medium"},
-                                {"op": "add", "path": "/modules/0/lessons/0/exercises/0/points", "value": 10}]
+    assert suggested["tool"] == "document_create_node" and suggested["omitted"] == "node_data"
+    assert suggested["arguments"] == {"doc_id": doc_id, "node_path": "/modules/0/lessons/0/exercises/-", "version": 1}
+    assert suggested["arguments_size_bytes"] > 20_000
+    assert suggested["omitted_fix"] == [{"op": "add", "path": "/difficulty", "value": "medium"},
+                                        {"op": "add", "path": "/points", "value": 10}]
+    # the agent applies the fix to its own value and sends the call: it passes
+    corrected = apply_patch(sent, suggested["omitted_fix"]).document
+    written = service.create_node(**{**suggested["arguments"], "node_data": corrected})
+    assert written.node == {"question": "Q" * 20_000, "difficulty": "medium", "points": 10}
+
+
+def test_a_too_big_patch_suggestion_appends_the_fixes_to_the_patch_sent(service: DocumentService) -> None:
+    doc_id = _course(service, modules=[{**MODULE, "lessons": [{"title": "L", "prompt": "P", "exercises": []}]}])
+    patch = [{"op": "add", "path": "/modules/0/lessons/0/exercises/-", "value": {"question": "Q" * 20_000}}]
+    with pytest.raises(SchemaDocError) as caught:
+        service.apply_patch(doc_id, patch, 1)
+    suggested = caught.value.details["suggested_call"]
+    assert suggested["tool"] == "document_apply_patch" and suggested["omitted"] == "patch"
+    assert "patch" not in suggested["arguments"]
+    corrected = apply_patch(patch, suggested["omitted_fix"]).document
+    written = service.apply_patch(**{**suggested["arguments"], "patch": corrected})
+    assert written.version == 2
+
+
+def test_a_marked_value_the_agent_replaced_before_sending_is_real_content(service: DocumentService) -> None:
+    doc_id = _course(service)
+    module = {"title": "Example text", "summary": "How things move.", "lessons": []}
+    service.create_node(doc_id, "/modules/-", module, 1, placeholders=["/title", "/summary"])
+    _, items, _, _ = service.next_incomplete(doc_id, limit=100)
+    assert [item.pointer for item in items if item.reason == "placeholder"] == ["/modules/0/title"]
+    assert service.history(doc_id).entries[-1].info["placeholders"] == ["/modules/0/title"]
+    service.move_node(doc_id, "/modules/0", "/modules/-", 2)  # carried along by a move (here: to the same place)
+    service.create_node(doc_id, "/modules/0", {**module, "title": "Forces"}, 3)  # an insert before it shifts it
+    _, items, _, _ = service.next_incomplete(doc_id, limit=100)
+    assert [item.pointer for item in items if item.reason == "placeholder"] == ["/modules/1/title"]
+    service.delete_node(doc_id, "/modules/1", 4)
+    _, items, _, _ = service.next_incomplete(doc_id, limit=100)
+    assert not [item for item in items if item.reason == "placeholder"]
+    assert "placeholders" not in service.history(doc_id).entries[-1].info

@@ -42,6 +42,11 @@ def _raw(body: Any) -> Any:
     return body
 
 
+def _marks(placeholders: Sequence[str] | None) -> dict[str, Any]:
+    """The ``placeholders`` argument when given (a suggested call's marks of made-up values)."""
+    return {} if placeholders is None else {"placeholders": list(placeholders)}
+
+
 def document_path(doc_id: str, tail: str = "") -> str:
     return f"{API}/documents/{quote(doc_id, safe='')}{tail}"
 
@@ -114,10 +119,12 @@ class Operations:
         return Request("GET", "/health", _raw)
 
     @Endpoint
-    def create_document(self, content: Any = None) -> Request[m.CreateDocumentResult]:
+    def create_document(self, content: Any = None, *,
+                        placeholders: Sequence[str] | None = None) -> Request[m.CreateDocumentResult]:
         """A new document at version 1: ``content`` with the schema's defaults filled in, or built from the defaults
-        alone when it is ``None`` (left out of the request)."""
-        return request("document_create", **({} if content is None else {"content": content}))
+        alone when it is ``None`` (left out of the request); ``placeholders``: as a suggested call gives them."""
+        return request("document_create", **({} if content is None else {"content": content}),
+                       **_marks(placeholders))
 
     @Endpoint
     def list_documents(self, *, limit: int | None = None, offset: int | None = None,
@@ -137,16 +144,19 @@ class Operations:
 
     @Endpoint
     def update_node(self, doc_id: str, path: str, node_data: Any, version: int, *, dry_run: bool = False,
-                    fill_defaults: bool = False) -> Request[m.UpdateNodeResult]:
+                    fill_defaults: bool = False,
+                    placeholders: Sequence[str] | None = None) -> Request[m.UpdateNodeResult]:
+        """``placeholders``: as a suggested call gives them (the values the server made up in ``node_data``)."""
         return request("document_update_node", doc_id=doc_id, path=path, node_data=node_data, version=version,
-                       dry_run=dry_run, fill_defaults=fill_defaults)
+                       dry_run=dry_run, fill_defaults=fill_defaults, **_marks(placeholders))
 
     @Endpoint
     def create_node(self, doc_id: str, path: str, node_data: Any, version: int, *, dry_run: bool = False,
-                    fill_defaults: bool = False) -> Request[m.CreateNodeResult]:
+                    fill_defaults: bool = False,
+                    placeholders: Sequence[str] | None = None) -> Request[m.CreateNodeResult]:
         """Create the node at ``path`` (``/items/-`` appends)."""
         return request("document_create_node", doc_id=doc_id, path=path, node_data=node_data, version=version,
-                       dry_run=dry_run, fill_defaults=fill_defaults)
+                       dry_run=dry_run, fill_defaults=fill_defaults, **_marks(placeholders))
 
     @Endpoint
     def delete_node(self, doc_id: str, path: str, version: int, *,
@@ -154,10 +164,11 @@ class Operations:
         return request("document_delete_node", doc_id=doc_id, path=path, version=version, dry_run=dry_run)
 
     @Endpoint
-    def apply_patch(self, doc_id: str, patch: Sequence[dict[str, Any]], version: int, *,
-                    dry_run: bool = False) -> Request[m.ApplyPatchResult]:
+    def apply_patch(self, doc_id: str, patch: Sequence[dict[str, Any]], version: int, *, dry_run: bool = False,
+                    placeholders: Sequence[str] | None = None) -> Request[m.ApplyPatchResult]:
         """An RFC 6902 patch, applied atomically."""
-        return request("document_apply_patch", doc_id=doc_id, patch=list(patch), version=version, dry_run=dry_run)
+        return request("document_apply_patch", doc_id=doc_id, patch=list(patch), version=version, dry_run=dry_run,
+                       **_marks(placeholders))
 
     @Endpoint
     def merge_patch(self, doc_id: str, patch: Any, version: int, *, path: str = "/",

@@ -62,6 +62,17 @@ DryRun = Annotated[bool, _text("true: answer what the write would (its result or
                                "without writing.")]
 FillDefaults = Annotated[bool, _text("true (extension): absent members of node_data get the schema's defaults "
                                      "first, as in document_create.")]
+def _placeholders_schema(schema: dict[str, Any]) -> None:
+    for part in (schema, *schema.get("anyOf", ())):  # tools/list stays short: the bound is checked, not listed
+        part.pop("maxItems", None)
+        part.pop("title", None)
+
+
+Placeholders = Annotated[list[str] | None, Field(
+    strict=True, max_length=1000, json_schema_extra=_placeholders_schema,
+    description="Optional (extension): send it as a suggested or example call gives it. The pointers (relative to "
+                "node_data or content; a patch: in the document) of the values the server made up there; "
+                "document_next_incomplete lists them (reason placeholder) until they are written over.")]
 _OPERATIONS = {"add": ("path", "value"), "remove": ("path",), "replace": ("path", "value"),
                "move": ("from", "path"), "copy": ("from", "path"), "test": ("path", "value")}
 _MEMBERS: dict[str, Any] = {"path": {"type": "string", "pattern": _POINTER},
@@ -101,6 +112,7 @@ class CreateDocumentArgs(Arguments):
         description="Optional (extension): the initial document. Absent members get the schema's defaults; the "
                     "result is validated whole and refused with every violation at once. Leave it out to "
                     "build the document from defaults alone.")] = None
+    placeholders: Placeholders = None
 
 
 class ListArgs(Arguments):
@@ -148,12 +160,14 @@ class UpdateNodeArgs(_Write):
     node_path: NodePath
     node_data: NodeData
     fill_defaults: FillDefaults = False
+    placeholders: Placeholders = None
 
 
 class CreateNodeArgs(_Write):
     node_path: NewNodePath
     node_data: NodeData
     fill_defaults: FillDefaults = False
+    placeholders: Placeholders = None
 
 
 class ValidateNodeArgs(DocumentArgs):
@@ -168,6 +182,7 @@ class DeleteNodeArgs(_Write):
 
 class PatchArgs(_Write):
     patch: Patch
+    placeholders: Placeholders = None
 
 
 class MoveNodeArgs(_Write):

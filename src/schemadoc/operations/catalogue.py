@@ -29,7 +29,8 @@ __all__ = ["BY_NAME", "CATALOGUE"]
 
 def _create_document(call: Call, args: a.CreateDocumentArgs) -> BaseModel:
     given = args.content is not None or "content" in args.model_fields_set
-    doc_id, content, meta, report = (call.service.create_document(args.content, actor=call.actor) if given
+    doc_id, content, meta, report = (call.service.create_document(args.content, actor=call.actor,
+                                                                  placeholders=args.placeholders or ()) if given
                                      else call.service.create_document(actor=call.actor))
     return r.CreateDocumentResult(doc_id=doc_id, version=meta.version, document_uri=call.document_uri(doc_id),
                                   schema_uri=meta.schema_uri, initial_tree=content,
@@ -50,14 +51,14 @@ def _read_node(call: Call, args: a.ReadNodeArgs) -> BaseModel:
 def _update_node(call: Call, args: a.UpdateNodeArgs) -> BaseModel:
     result = call.service.update_node(args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
                                       scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults,
-                                      actor=call.actor)
+                                      actor=call.actor, placeholders=args.placeholders or ())
     return r.UpdateNodeResult(node_path=result.node_path or "/", updated_node=result.node, **r.write_fields(result))
 
 
 def _create_node(call: Call, args: a.CreateNodeArgs) -> BaseModel:
     result = call.service.create_node(args.doc_id, args.node_path, args.node_data, args.version, dry_run=args.dry_run,
                                       scanned=call.scanned("node_data"), fill_defaults=args.fill_defaults,
-                                      actor=call.actor)
+                                      actor=call.actor, placeholders=args.placeholders or ())
     return r.CreateNodeResult(created_node_path=result.node_path, created_node=result.node, **r.write_fields(result))
 
 
@@ -69,7 +70,8 @@ def _delete_node(call: Call, args: a.DeleteNodeArgs) -> BaseModel:
 
 def _apply_patch(call: Call, args: a.PatchArgs) -> BaseModel:
     result = call.service.apply_patch(args.doc_id, args.patch, args.version, dry_run=args.dry_run,
-                                      scanned=call.scanned("patch"), actor=call.actor)
+                                      scanned=call.scanned("patch"), actor=call.actor,
+                                      placeholders=args.placeholders or ())
     return r.ApplyPatchResult(**r.write_fields(result))
 
 
@@ -383,9 +385,9 @@ CATALOGUE: tuple[Operation, ...] = (
         "navigation", examples=({"doc_id": _ID, "node_path": "/", "depth": 2},)),
     Operation(
         "document_next_incomplete", "Find what is not finished",
-        "Where the document is valid but unfinished, breadth first: absent optional members, empty arrays (values "
-        "equal to their default: include_defaults). Each has node_schema and, when possible, an example_call "
-        "(placeholder: made-up text to replace). complete: true when done.",
+        "Where the document is valid but unfinished, breadth first: made-up values not yet replaced (placeholder), "
+        "absent optional members, empty arrays (values equal to their default: include_defaults). Each has "
+        "node_schema and, when possible, an example_call: send them in order as given. complete: true when done.",
         a.NextIncompleteArgs, r.NextIncompleteResult, _next_incomplete, "read",
         (Route("GET", _DOCUMENT + "/incomplete",
                summary="Where the document is valid but not finished by the schema, breadth first"),),

@@ -17,6 +17,7 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.operations.arguments import Arguments
 from schemadoc.operations.budget import read_budget
 from schemadoc.ops.limits import ArgumentScan
+from schemadoc.pointer import format_pointer, parse
 from schemadoc.service import DocumentService
 
 __all__ = ["Call", "Kind", "Operation", "Route", "argument_error", "invoke", "prepare", "run"]
@@ -155,9 +156,79 @@ def invoke(call: Call, operation: Operation, raw: Mapping[str, Any]) -> BaseMode
 
 
 def run(call: Call, operation: Operation, args: Any) -> BaseModel:
-    """Run the operation on checked arguments, in a tracing span named after it (when tracing is on)."""
-    with call.service.span(operation.name):
-        return operation.run(call, args)
+    """Run the operation on checked arguments, in a tracing span named after it (when tracing is on). A write
+    refused with ``version-conflict`` gets its ``suggested_call`` (:func:`conflict_suggestion`)."""
+    try:
+        with call.service.span(operation.name):
+            return operation.run(call, args)
+    except SchemaDocError as error:
+        if error.code != "version-conflict" or not operation.writes or "suggested_call" in error.details:
+            raise
+        suggestion = conflict_suggestion(call.service, operation.name, args, error.details)
+        if suggestion is None:
+            raise
+        raise SchemaDocError(error.code, error.message, {**error.details, "suggested_call": suggestion},
+                             remediation=error.remediation) from None
+
+
+_SAFE_AGAIN = frozenset({"document_update_node", "document_create_node", "document_delete_node",
+                         "document_apply_patch", "document_move_node", "document_merge_patch"})
+"""Writes that mean the same when sent again at a later version, if nothing near what they write changed."""
+
+
+def conflict_suggestion(service: DocumentService, tool: str, args: Any, details: Mapping[str, Any]) -> \
+        dict[str, Any] | None:
+    """A ``version-conflict``'s ``suggested_call``: the same call with the current version when the versions in
+    between wrote nothing at, above or below the places it writes (array writes count from the array: an insert
+    or removal elsewhere in it shifts indices); else a read of the node it writes (or the document), to send the
+    write again with the version that read returns."""
+    doc_id, sent, actual = details.get("doc_id"), details.get("expected_version"), details.get("actual_version")
+    if not isinstance(doc_id, str) or not isinstance(sent, int) or not isinstance(actual, int):
+        return None
+    mine = _written_places(tool, args)
+    changed = service.paths_changed(doc_id, sent, actual) if sent < actual and tool in _SAFE_AGAIN else None
+    if mine is not None and changed is not None and not any(_near(a, b) for a in mine for b in changed):
+        arguments = {name: getattr(args, name) for name in sorted(args.model_fields_set)}
+        return {"tool": tool, "arguments": {**arguments, "version": actual},
+                "reason": f"version{'s' if actual > sent + 1 else ''} {sent + 1}"
+                          f"{f'-{actual}' if actual > sent + 1 else ''} changed nothing this call writes: send it "
+                          "as it is"}
+    read = {"doc_id": doc_id, "node_path": format_pointer(mine[0]) or "/" if mine and len(mine) == 1 else "/",
+            "max_depth": 2}
+    return {"tool": "document_read_node", "arguments": read,
+            "reason": "the document changed where this call writes (or too much to tell): read it, then send "
+                      "your write again with the version the read returns"}
+
+
+def _written_places(tool: str, args: Any) -> list[list[str]] | None:
+    """The token lists of the places a write touches, taken at their array when an index is involved."""
+    if tool == "document_apply_patch":
+        pointers = [p for op in args.patch for p in (op.get("path"), op.get("from")) if isinstance(p, str)]
+    elif tool == "document_move_node":
+        pointers = [args.from_path, args.to_path]
+    elif tool in _SAFE_AGAIN:
+        pointers = [args.node_path]
+    else:
+        return None
+    places = []
+    for pointer in pointers:
+        try:
+            tokens = [str(token) for token in parse(pointer if pointer != "/" else "")]
+        except SchemaDocError:
+            return None
+        if tokens and (tokens[-1] == "-" or tokens[-1].lstrip("-").isdigit()):
+            tokens = tokens[:-1]  # an index: the array's other items may shift
+        places.append(tokens)
+    return places
+
+
+def _near(mine: list[str], pointer: str) -> bool:
+    try:
+        theirs = [str(token) for token in parse(pointer)]
+    except SchemaDocError:
+        return True
+    common = min(len(mine), len(theirs))
+    return mine[:common] == theirs[:common]
 
 
 def prepare(call: Call, operation: Operation, raw: Mapping[str, Any]) -> tuple[Call, Any]:

@@ -268,16 +268,18 @@ class OutlineResult(Result):
 class ExampleCall(Body):
     tool: str = Field(description="document_create_node or document_update_node.")
     arguments: dict[str, Any] = Field(description="Arguments that would fill the place (checked against its schema).")
-    placeholder: bool = Field(default=False, description="true: node_data holds made-up values (not the schema's "
-                                                         "default, enum or examples); put real content there.")
+    placeholder: bool = Field(default=False, description="true: node_data holds made-up values (arguments."
+                                                         "placeholders); put real content there.")
 
 
 class IncompleteItem(Body):
     pointer: str
     reason: str = Field(description="violation (the schema changed and rejects this place: code, message; listed "
-                                    "first), absent (an optional property not there yet), empty-array (items the "
-                                    "schema describes), or default-value (equal to the schema default; only with "
-                                    "include_defaults, and never with an example_call: the value is set).")
+                                    "first), placeholder (a made-up value written as a suggested call gave it: "
+                                    "write real content), absent (an optional property not there yet), empty-array "
+                                    "(items the schema describes), or default-value (equal to the schema default; "
+                                    "only with include_defaults, never with an example_call nor holding back "
+                                    "complete).")
     node_schema: dict[str, Any] = Field(description="The schema of the value to write (for empty-array: of one item).")
     example_call: ExampleCall | None = Field(default=None, description="A call that would fill it, when one "
                                                                        "could be built from the schema.")
@@ -287,11 +289,12 @@ class NextIncompleteResult(Result):
     doc_id: str
     version: int
     node_path: str
-    items: list[IncompleteItem] = Field(description="Breadth first, in a stable order; empty when finished.")
+    items: list[IncompleteItem] = Field(description="Breadth first, in a stable order. The example calls' versions "
+                                                    "follow each other: send them in order.")
     has_more: bool
-    complete: bool = Field(default=False, description="true: nothing is left to fill below node_path, and the "
-                                                      "document satisfies the schema (else violation_count: its "
-                                                      "violations anywhere).")
+    complete: bool = Field(default=False, description="true: nothing is left to fill below node_path (no "
+                                                      "placeholder either), and the document satisfies the schema "
+                                                      "(else violation_count: its violations anywhere).")
 
 
 class SearchHitBody(Body):
@@ -438,20 +441,25 @@ def read_view_result(read: NodeView, bounded: bool) -> ReadNodeResult:
 def next_incomplete_result(read: NodeRead, items: list[Incomplete], has_more: bool,
                            violation_count: int = 0) -> NextIncompleteResult:
     bodies = []
+    version = read.version  # the example calls are meant to be sent in order: each one's version follows
     for item in items:
         call = None
         if item.has_example:
             arguments = {"doc_id": read.doc_id, "node_path": item.node_path, "node_data": item.example,
-                         "version": read.version} if item.tool != "document_apply_patch" else \
-                {"doc_id": read.doc_id, "patch": item.example, "version": read.version}
+                         "version": version} if item.tool != "document_apply_patch" else \
+                {"doc_id": read.doc_id, "patch": item.example, "version": version}
+            if item.marks:
+                arguments["placeholders"] = list(item.marks)
             call = ExampleCall(tool=item.tool, arguments=arguments, placeholder=item.placeholder)
+            version += 1
         more = {"code": item.code, "message": item.message} if item.reason == "violation" else {}
         bodies.append(IncompleteItem(pointer=item.pointer, reason=item.reason, node_schema=item.node_schema,
                                      example_call=call, **more))
     extra: dict[str, Any] = {"violation_count": violation_count} if violation_count else {}
     return NextIncompleteResult.model_validate({
         "doc_id": read.doc_id, "version": read.version, "node_path": read.node_path or "/", "items": bodies,
-        "has_more": has_more, "complete": not bodies and not has_more and not violation_count, **extra})
+        "has_more": has_more, "complete": not has_more and not violation_count
+        and all(item.reason == "default-value" for item in items), **extra})
 
 
 # -- verdicts under the served schema (REST routes beside the catalogue: docs/schema-changes.md) ----------------

@@ -22,15 +22,23 @@ __all__ = ["carry"]
 Tokens = list[str]
 
 
-def carry(document: Any, patch: list[dict[str, Any]], pointers: Iterable[str]) -> dict[str, str | None]:
+def carry(document: Any, patch: list[dict[str, Any]], pointers: Iterable[str], *,
+          forget_written: bool = False) -> dict[str, str | None]:
     """Where each of ``pointers`` (places in ``document``) is after the strict ``patch``: its pointer there, or
-    ``None`` when the patch removed it. ``patch`` must apply to ``document`` (it did: it is a write's own)."""
+    ``None`` when the patch removed it. ``patch`` must apply to ``document`` (it did: it is a write's own).
+    ``forget_written``: a place an operation writes over (``replace``, ``add`` of a member, the target of ``copy``
+    or ``move``, at or above it) is ``None`` too: what is there now is not what was there."""
     places: dict[str, Tokens | None] = {pointer: list(parse(pointer)) for pointer in pointers}
     if not places:
         return {}
     for operation, (into_array, from_array) in zip(patch, array_parents(document, patch), strict=True):
         op = operation["op"]
         target = list(parse(operation["path"]))
+        if forget_written and op != "test" and op != "remove" and (op == "replace" or not into_array):
+            source = list(parse(operation["from"])) if op == "move" else None
+            for key, tokens in places.items():
+                if tokens is not None and _under(tokens, target) and not (source and _under(tokens, source)):
+                    places[key] = None
         if op == "remove":
             for key, tokens in places.items():
                 places[key] = _removed(tokens, target, into_array)

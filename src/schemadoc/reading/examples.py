@@ -16,7 +16,7 @@ from typing import Any
 
 from schemadoc.reading.schemas import SchemaSource, node_schema, parts, properties
 
-__all__ = ["example_for", "fill_defaults", "is_placeholder"]
+__all__ = ["example_for", "fill_defaults", "is_placeholder", "made_up", "made_up_leaves"]
 
 _FORMATS: dict[str, str] = {
     "date-time": "2025-01-01T12:00:00Z", "date": "2025-01-01", "time": "12:00:00Z", "duration": "P1D",
@@ -29,8 +29,9 @@ _TEXT = "Example text"
 _MAX_DEPTH = 12
 
 
-def example_for(schema: Any, avoid: Any = None, *, _depth: int = 0) -> tuple[bool, Any]:
-    """(found, value): an example for ``schema`` different from ``avoid`` (when ``avoid`` is given)."""
+def example_for(schema: Any, avoid: Any = None, *, nonempty: bool = False, _depth: int = 0) -> tuple[bool, Any]:
+    """(found, value): an example for ``schema`` different from ``avoid`` (when ``avoid`` is given). ``nonempty``:
+    an array gets one item at least (when its items can be built), so the value is not unfinished at once."""
     if _depth > _MAX_DEPTH or not isinstance(schema, dict):
         return (schema is True and avoid is None, None) if isinstance(schema, bool) else (False, None)
 
@@ -56,7 +57,7 @@ def example_for(schema: Any, avoid: Any = None, *, _depth: int = 0) -> tuple[boo
         branches = schema.get(combinator)
         if isinstance(branches, list):
             for branch in branches:
-                found, value = example_for(branch, avoid, _depth=_depth + 1)
+                found, value = example_for(branch, avoid, nonempty=nonempty, _depth=_depth + 1)
                 if found:
                     return True, value
             return False, None
@@ -71,16 +72,16 @@ def example_for(schema: Any, avoid: Any = None, *, _depth: int = 0) -> tuple[boo
                         merged["required"] = [*merged.get("required", []), *value]
                     else:
                         merged.setdefault(key, value)
-        return example_for(merged, avoid, _depth=_depth + 1)
+        return example_for(merged, avoid, nonempty=nonempty, _depth=_depth + 1)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
     if kind is None:
         kind = "object" if "properties" in schema else "array" if "items" in schema else "string"
     if kind == "object":
-        return _object(schema, _depth)
+        return _object(schema, _depth, nonempty)
     if kind == "array":
-        return _array(schema, _depth)
+        return _array(schema, _depth, nonempty)
     if kind == "string":
         return _string(schema, different)
     if kind in ("integer", "number"):
@@ -106,7 +107,38 @@ def is_placeholder(schema: Any, value: Any) -> bool:
     if isinstance(value, dict):
         members = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
         return any(is_placeholder(members.get(name, {}), member) for name, member in value.items())
+    if isinstance(value, list):
+        prefix = schema["prefixItems"] if isinstance(schema.get("prefixItems"), list) else []
+        return any(is_placeholder(prefix[i] if i < len(prefix) else schema.get("items", {}), item)
+                   for i, item in enumerate(value))
     return True
+
+
+def made_up(schema: Any, value: Any) -> bool:
+    """Whether the scalar ``value`` is the one this module makes up for ``schema`` (not a word of the schema): the
+    value a suggested call proposes there as a placeholder."""
+    if isinstance(value, dict | list) or not is_placeholder(schema, value):
+        return False
+    found, example = example_for(schema)
+    return found and example == value and type(example) is type(value)
+
+
+def made_up_leaves(value: Any, tokens: Sequence[str], schemas: Callable[[Sequence[str]], dict[str, Any] | None], *,
+                   _depth: int = 0) -> list[str]:
+    """The pointers (relative to ``value``, a node at ``tokens``) of the scalars in ``value`` that are made-up
+    values (:func:`made_up`): where an example written as it is leaves placeholder content. ``schemas``: the node
+    schema at some tokens (None where the schema allows nothing)."""
+    if _depth > 64:
+        return []
+    if not isinstance(value, dict | list):
+        schema = schemas(tokens)
+        return [""] if schema is not None and made_up(schema, value) else []
+    found: list[str] = []
+    entries = value.items() if isinstance(value, dict) else ((str(i), item) for i, item in enumerate(value))
+    for key, child in entries:
+        here = "/" + key.replace("~", "~0").replace("/", "~1")
+        found.extend(here + below for below in made_up_leaves(child, [*tokens, key], schemas, _depth=_depth + 1))
+    return found
 
 
 def fill_defaults(value: Any, tokens: Sequence[str], schemas: SchemaSource, *, _depth: int = 0) -> Any:
@@ -139,31 +171,38 @@ def fill_defaults(value: Any, tokens: Sequence[str], schemas: SchemaSource, *, _
     return filled
 
 
-def _each(schemas: list[Any], depth: int) -> list[Any] | None:
+def _each(schemas: list[Any], depth: int, nonempty: bool = False) -> list[Any] | None:
     """An example for each of ``schemas``, or None when one has none."""
     values = []
     for schema in schemas:
-        found, value = example_for(schema, _depth=depth + 1)
+        found, value = example_for(schema, nonempty=nonempty, _depth=depth + 1)
         if not found:
             return None
         values.append(value)
     return values
 
 
-def _object(schema: dict[str, Any], depth: int) -> tuple[bool, Any]:
+def _object(schema: dict[str, Any], depth: int, nonempty: bool = False) -> tuple[bool, Any]:
     found = schema.get("properties")
     members: dict[str, Any] = found if isinstance(found, dict) else {}
     names = schema["required"] if isinstance(schema.get("required"), list) else []
-    values = _each([members.get(name, {"type": "string"}) for name in names], depth)
+    values = _each([members.get(name, {"type": "string"}) for name in names], depth, nonempty)
     return (False, None) if values is None else (True, dict(zip(names, values, strict=True)))
 
 
-def _array(schema: dict[str, Any], depth: int) -> tuple[bool, Any]:
+def _array(schema: dict[str, Any], depth: int, nonempty: bool = False) -> tuple[bool, Any]:
     need = schema.get("minItems", 0)
-    if not isinstance(need, int) or need <= 0:
-        return True, []
+    need = need if isinstance(need, int) and need > 0 else 0
     prefix = schema["prefixItems"] if isinstance(schema.get("prefixItems"), list) else []
-    values = _each([prefix[index] if index < len(prefix) else schema.get("items", {}) for index in range(need)], depth)
+    if nonempty and need == 0 and schema.get("items") is not False and schema.get("maxItems") != 0 \
+            and ("items" in schema or prefix):
+        values = _each([prefix[0] if prefix else schema.get("items", {})], depth, nonempty)
+        if values is not None:
+            return True, values
+    if need == 0:
+        return True, []
+    values = _each([prefix[index] if index < len(prefix) else schema.get("items", {}) for index in range(need)],
+                   depth, nonempty)
     return (False, None) if values is None else (True, values)
 
 

@@ -7,9 +7,11 @@ Three kinds of places, in a stable order (breadth first; within an object, the s
 - ``empty-array``: an empty array whose items the schema describes;
 - ``violation`` (listed first, by the service): a place the served schema rejects, in a document stored before
   the schema changed (docs/schema-changes.md), with its code, message and a fix where one can be made;
+- ``placeholder`` (listed after violations, by the service): a value the server made up in a suggested or example
+  call, sent as given, that nobody has written over yet;
 - ``default-value``: a scalar equal to its schema ``default``, only when asked (``include_defaults``): a value
   the document holds may have been chosen on purpose, so it is never unfinished merely for equalling the
-  default, and no example call proposes to overwrite it.
+  default, no example call proposes to overwrite it, and it never holds back ``complete``.
 
 Each comes with the node schema and, when one can be built and checks against it, an example
 call (``document_create_node`` or ``document_update_node``) that would fill it.
@@ -22,7 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from schemadoc.reading.examples import example_for, is_placeholder
+from schemadoc.reading.examples import example_for, is_placeholder, made_up_leaves
 from schemadoc.reading.schemas import NodeSchemas, properties
 from schemadoc.reading.views import child_pointer, entries_of
 
@@ -53,6 +55,8 @@ class Incomplete:
     message: str | None = None
     fix: list[dict[str, Any]] | None = None
     """For ``violation``: an RFC 6902 patch that repairs it, where one follows mechanically."""
+    marks: tuple[str, ...] = ()
+    """The pointers (relative to the example) of the made-up values in it: the example call's ``placeholders``."""
 
 
 def _describes_items(schema: Any) -> bool:
@@ -98,10 +102,14 @@ def next_incomplete(node: Any, tokens: list[str | int], pointer: str, schemas: N
             found.append(Incomplete(at or "/", reason, schemas.get(at_tokens) or {}, "document_update_node", at or "/"))
             continue
         items = reason == "empty-array"
-        schema = schemas.get([*at_tokens, 0] if items else at_tokens) or {}
-        has_example, example = example_for(schema)
+        example_tokens = [*at_tokens, 0] if items else at_tokens
+        schema = schemas.get(example_tokens) or {}
+        has_example, example = example_for(schema, nonempty=True)  # an array with an item: not empty-array next
         if has_example and not check(schema, example):
-            has_example, example = False, None
+            has_example, example = example_for(schema)
+            if has_example and not check(schema, example):
+                has_example, example = False, None
+        marks = tuple(made_up_leaves(example, [str(t) for t in example_tokens], schemas.get)) if has_example else ()
         found.append(Incomplete(at or "/", reason, schema, "document_create_node", f"{at}/-" if items else at or "/",
-                                example, has_example, has_example and is_placeholder(schema, example)))
+                                example, has_example, has_example and is_placeholder(schema, example), marks=marks))
     return found, False

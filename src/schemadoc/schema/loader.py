@@ -23,6 +23,7 @@ from jsonschema import Draft202012Validator
 from schemadoc.errors import SchemaDocError
 from schemadoc.schema._keywords import format_pointer
 from schemadoc.schema.defaults import build_defaults
+from schemadoc.schema.near_misses import near_misses
 from schemadoc.schema.nodes import NodeNavigator, merge_patch_schema_for
 from schemadoc.schema.refs import SchemaResources, meta_problems, read_schema_file
 
@@ -180,6 +181,14 @@ class LoadedSchema:
         canonical = orjson.dumps({"root": os.path.relpath(self.path, folder), "documents": files},
                                  option=orjson.OPT_SORT_KEYS)
         return f"sha256:{hashlib.sha256(canonical).hexdigest()}"
+
+    @functools.cached_property
+    def near_misses(self) -> list[dict[str, str]]:
+        """Members of the schema's objects that are not keywords but look like one (``requird``, ``minLenght``):
+        legal, ignored by validation, and most likely a mistake (:mod:`schemadoc.schema.near_misses`). Each is
+        ``{"file", "pointer", "keyword", "suggestion", "reason"}``, the root file's first."""
+        files = {str(path): contents for path, contents in self.resources.documents.values()}
+        return near_misses(files.items())
 
     # -- validators -------------------------------------------------------------------
 

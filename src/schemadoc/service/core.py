@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar
@@ -34,11 +34,11 @@ from schemadoc.service.checks import check_current
 from schemadoc.service.feed import ChangeFeed
 from schemadoc.service.memory import BYTES_PER_BLOCK, Resident, ResidentSet, default_budget
 from schemadoc.service.models import Change, ChangeEvent, DocState, Listener
+from schemadoc.service.placeholders import MadeUpValues
 from schemadoc.snapshotter import SnapshotPolicy, Snapshotter
 from schemadoc.storage.base import LOCK_TIMEOUT_SECONDS, DocumentMeta, DocumentStore, RecoveryReport, Verdict
 from schemadoc.storage.shared import SharedStore, StoreNotice
 from schemadoc.validation import VALID, DocumentValidator, ValidationReport
-from schemadoc.validation.suggestions import placeholders
 
 __all__ = ["MAX_JSON_DEPTH", "PERSIST_CHECKPOINT_EVERY", "VALIDATION_LEVELS", "ServiceCore",
             "bounded_call", "json_bytes", "parse_stored"]
@@ -95,6 +95,8 @@ class ServiceCore:
         """Byte sizes of the containers in results (by identity; emptied when a document is evicted, so
         it never keeps an evicted document's content alive). Each document has its own in its entry."""
         self._node_schemas = NodeSchemas(schema)
+        self.made_up = MadeUpValues(store, self._node_schemas.get)
+        """The values the server made up that each held document still holds (:mod:`.placeholders`)."""
         self.on_cold_load: Callable[[float], None] | None = None
         """Told the seconds each load of a document from the store took (the metrics' histogram), if set."""
         self.span: Callable[[str], AbstractContextManager[Any]] = _no_span
@@ -142,6 +144,7 @@ class ServiceCore:
         """Forget what other caches remember of an evicted document's content, so it can be freed."""
         self.validator.forget(entry.state.content)
         self.sizes.clear()
+        self.made_up.forget(doc_id)
 
     def _on_other_process(self, notice: StoreNotice) -> None:
         """A commit or purge by another process on a shared store: tell this process's subscribers.
@@ -264,6 +267,7 @@ class ServiceCore:
                 gc.freeze()
             if stored.content:  # the same bytes per JSON byte for what the tail added
                 charged = int(charged * max(stored.meta.content_size_bytes, 1) / len(stored.content))
+            self.made_up.heard(doc_id, stored.entries[-1])
         return DocState(stored.meta, content), charged, len(stored.entries)
 
     def _catch_up(self, cached: DocState, meta: DocumentMeta) -> DocState:
@@ -271,6 +275,8 @@ class ServiceCore:
         entries = self.store.read_journal(meta.doc_id, since_version=cached.meta.version, until_version=meta.version)
         state = DocState(meta, replay_from(cached.content, entries))
         self._states.put(meta.doc_id, state)
+        if entries:
+            self.made_up.heard(meta.doc_id, entries[-1])
         return state
 
     def _forget(self, doc_id: str) -> None:
@@ -284,7 +290,7 @@ class ServiceCore:
     def _commit(self, doc_id: str, state: DocState | None, content: Any, patch: list[dict[str, Any]], op: str,
                 info: dict[str, Any], *, kind: str, deleted_at: str | bool | None = False,
                 size: int | None = None, edit_bytes: int = 0, actor: str | None = None,
-                report: ValidationReport = VALID) -> DocumentMeta:
+                report: ValidationReport = VALID, marks: Sequence[str] = ()) -> DocumentMeta:
         """Journal one new version (caller holds the write lock), then publish it.
 
         The new version records the served schema's digest and its verdict, what that schema says of it:
@@ -293,7 +299,8 @@ class ServiceCore:
         changes no content and keeps the verdict and digest the document had.
 
         ``actor`` (who made it: a token's name, a door or a command; the door decides, never the client) is
-        recorded as the entry's ``info.actor``.
+        recorded as the entry's ``info.actor``. ``info.placeholders`` records the values the server made up that
+        the new version still holds (``marks``: where this write put some; :meth:`.MadeUpValues.after`).
 
         ``size`` is the new content's compact JSON size (``None``: the document is serialised to
         learn it, for a creation). Small documents get their snapshot inline; the others lag, and
@@ -311,6 +318,9 @@ class ServiceCore:
         change: Change | None = None
         if actor is not None:
             info = {**info, "actor": actor}
+        made_up = self.made_up.after(state, content, patch, marks)
+        if made_up:
+            info = {**info, "placeholders": list(made_up)}
         try:
             now = utc_now()
             entry = JournalEntry(version=1 if state is None else state.meta.version + 1, op=op, patch=patch,
@@ -337,6 +347,7 @@ class ServiceCore:
                     self._forget(doc_id)  # the store may have rolled the document forward
                     raise
             self._states.put(doc_id, DocState(meta, content), None if state is not None else 2 * size)
+            self.made_up.committed(doc_id, meta.version, made_up)
             self._verdict_committed(doc_id, meta, content, report, None if state is None else state.content)
             change = Change(cursor, doc_id, entry.version, op, now, actor)
             if state is not None:
@@ -388,11 +399,13 @@ class ServiceCore:
                 self.validator.validate(apply_patch(after, check_patch(fix)).document).valid
         except SchemaDocError:
             resolved = False
+        marked = self.made_up.marks_in(fix, prefix)
+        if marked:
+            arguments = {**arguments, "placeholders": marked}
         call: dict[str, Any] = {"tool": tool, "arguments": arguments, "resolves": resolved}
-        marked = placeholders(fix, self.schema, prefix)
         if marked:
             call["placeholders"] = marked
-        return bounded_call(call, fix)
+        return bounded_call(call, fix, prefix)
 
     def _persist_checkpoint(self, doc_id: str, version: int, data: bytes) -> None:
         try:
@@ -412,14 +425,29 @@ def _no_span(name: str) -> AbstractContextManager[Any]:
     return _NO_SPAN
 
 
-def bounded_call(call: dict[str, Any], fix: list[dict[str, Any]]) -> dict[str, Any]:
-    """``call`` when its JSON fits in 16 KiB (an error stays readable within a result budget); else the tool with
-    the fix alone (``fix``: the operations, in the paths of the document the write would have made)."""
+_BIG_MEMBERS = ("node_data", "content", "patch")
+
+
+def bounded_call(call: dict[str, Any], fix: list[dict[str, Any]], prefix: str = "") -> dict[str, Any]:
+    """``call`` when its JSON fits in 16 KiB (an error stays readable within a result budget). Else the same call
+    without the member that carries the agent's own data (``omitted``: ``node_data``, ``content`` or ``patch``)
+    and, in ``omitted_fix``, the RFC 6902 operations that turn that value, as the write had it, into the corrected
+    one: relative to ``node_data`` (``fix`` less ``prefix``, the written node's pointer) or ``content``; for a
+    ``patch``, operations that append the fixes to it. The agent applies them to its own value and sends the call."""
     if json_bytes([call]) <= PREVIEW_BYTES:
         return call
+    arguments = call["arguments"]
+    member = next((name for name in _BIG_MEMBERS if name in arguments), None)
     short = {key: value for key, value in call.items() if key != "arguments"}
-    return {**short, "arguments_size_bytes": json_bytes([call["arguments"]]),
-            **({"fix": fix} if json_bytes(fix) <= PREVIEW_BYTES else {})}
+    if member == "patch":
+        relative = [{"op": "add", "path": "/-", "value": op} for op in fix]
+    else:
+        relative = [{**op, **{key: op[key][len(prefix):] for key in ("path", "from") if key in op}} for op in fix]
+    out = {**short, "arguments": {key: value for key, value in arguments.items() if key != member},
+           "omitted": member, "arguments_size_bytes": json_bytes([arguments])}
+    if json_bytes(relative) <= PREVIEW_BYTES:
+        out["omitted_fix"] = relative
+    return out
 
 
 def entry_size(added_bytes: int, patch: list[dict[str, Any]]) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -32,8 +32,8 @@ _NO_CONTENT: Any = object()
 class Documents(ServiceCore):
     """The use cases of a document as a whole (each one journaled, apart from purge)."""
 
-    def create_document(self, content: Any = _NO_CONTENT, *,
-                        actor: str | None = None) -> tuple[str, Any, DocumentMeta, ValidationReport]:
+    def create_document(self, content: Any = _NO_CONTENT, *, actor: str | None = None,
+                        placeholders: Sequence[str] = ()) -> tuple[str, Any, DocumentMeta, ValidationReport]:
         """A new document at version 1: from the schema's defaults (the spec's create), or, as an extension,
         from ``content`` with the defaults of its absent members filled in, validated whole (every violation
         reported at once, nothing stored). ``actor``: who creates it, recorded in the journal entry (every
@@ -73,7 +73,8 @@ class Documents(ServiceCore):
         doc_id = str(ULID())
         with self.store.write_lock(doc_id, self.lock_timeout):
             meta = self._commit(doc_id, None, content, [{"op": "add", "path": "", "value": content}],
-                                "create", {}, kind="created", actor=actor)
+                                "create", {}, kind="created", actor=actor,
+                                marks=[mark for mark in placeholders if isinstance(mark, str)])
         return doc_id, content, meta, report
 
     def _create_again(self, content: Any, fix: list[dict[str, Any]]) -> dict[str, Any]:

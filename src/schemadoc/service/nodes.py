@@ -6,7 +6,7 @@ version check, apply on a structurally shared copy, validation, dry run or commi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from schemadoc.errors import SchemaDocError
@@ -46,23 +46,27 @@ class NodeWrites(History):
 
     def update_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
                     dry_run: bool = False, scanned: ArgumentScan | None = None, fill_defaults: bool = False,
-                    report_only: bool = False, actor: str | None = None) -> WriteResult:
-        """Each write here takes ``actor``: who makes it, recorded in its journal entry (``info.actor``)."""
+                    report_only: bool = False, actor: str | None = None,
+                    placeholders: Sequence[str] = ()) -> WriteResult:
+        """Each write here takes ``actor``: who makes it, recorded in its journal entry (``info.actor``).
+        ``placeholders`` (node writes: relative to ``node_data``; a patch: document pointers): where a suggested
+        call put values the server made up; next_incomplete lists them until they are written over."""
         return self._node_write(doc_id, "update_node", compile_update, node_path, node_data, version,
                                 dry_run=dry_run, scanned=scanned, fill=fill_defaults, report_only=report_only,
-                                actor=actor)
+                                actor=actor, placeholders=placeholders)
 
     def create_node(self, doc_id: str, node_path: str, node_data: Any, version: int, *,
                     dry_run: bool = False, scanned: ArgumentScan | None = None, fill_defaults: bool = False,
-                    report_only: bool = False, actor: str | None = None) -> WriteResult:
+                    report_only: bool = False, actor: str | None = None,
+                    placeholders: Sequence[str] = ()) -> WriteResult:
         return self._node_write(doc_id, "create_node", compile_create, node_path, node_data, version,
                                 dry_run=dry_run, scanned=scanned, fill=fill_defaults, report_only=report_only,
-                                actor=actor)
+                                actor=actor, placeholders=placeholders)
 
     def _node_write(self, doc_id: str, op: str, compile_write: Callable[[Any, str, Any], CompiledWrite],
                     node_path: str, node_data: Any, version: int, *, dry_run: bool,
                     scanned: ArgumentScan | None, fill: bool = False, report_only: bool = False,
-                    actor: str | None = None) -> WriteResult:
+                    actor: str | None = None, placeholders: Sequence[str] = ()) -> WriteResult:
         """``update_node`` or ``create_node``: the request limits of ``node_data``, then the write. ``fill``: the
         defaults of absent members of ``node_data`` filled in first, as ``document_create`` does."""
         path = path_arg(node_path)
@@ -96,7 +100,7 @@ class NodeWrites(History):
 
         return self._write(doc_id, version, op, build, dry_run=dry_run, node_of="after",
                            written=_written_depths(scan, [node_data], 0), report_only=report_only, retry=retry,
-                           actor=actor)
+                           actor=actor, marks=placeholders)
 
     def scan_argument(self, value: Any, *, text: bytes | None = None, surrogates: bool = False) -> ArgumentScan:
         """The one walk of a written argument (``node_data``, ``patch``, ``merge_patch``) at this service's
@@ -142,7 +146,7 @@ class NodeWrites(History):
 
     def apply_patch(self, doc_id: str, patch: Any, version: int, *, dry_run: bool = False,
                     scanned: ArgumentScan | None = None, actor: str | None = None,
-                    migration: str | None = None) -> WriteResult:
+                    migration: str | None = None, placeholders: Sequence[str] = ()) -> WriteResult:
         """A raw RFC 6902 patch (all six ops) as one atomic write. ``migration``: the name of the migration the
         write is (``schemadoc migrate-documents``), journaled as the entry's ``info.migration``."""
         if isinstance(patch, list):  # counted first: a patch over the limit is not inspected op by op
@@ -153,7 +157,7 @@ class NodeWrites(History):
         values = [operation["value"] for operation in checked if operation["op"] in ("add", "replace")]
         return self._write(doc_id, version, "patch", lambda doc: CompiledWrite(checked, ""),
                            dry_run=dry_run, node_of=None, written=_written_depths(scan, values, 2), actor=actor,
-                           info=None if migration is None else {"migration": migration})
+                           info=None if migration is None else {"migration": migration}, marks=placeholders)
 
     def merge_patch(self, doc_id: str, node_path: str, merge_patch: Any, version: int, *,
                     dry_run: bool = False, scanned: ArgumentScan | None = None,
@@ -214,14 +218,14 @@ class NodeWrites(History):
     def _write(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
                dry_run: bool, node_of: NodeOf, info: dict[str, Any] | None = None,
                written: dict[int, tuple[int, bool]] | None = None, report_only: bool = False,
-               retry: Retry | None = None, actor: str | None = None) -> WriteResult:
+               retry: Retry | None = None, actor: str | None = None, marks: Sequence[str] = ()) -> WriteResult:
         """One write, or its dry run. A dry run answers what the write would: the same result (``dry_run``) or
         the same error, its details marked ``dry_run: true`` (a refused one with the ``patch`` it compiled to).
         ``report_only``: a dry run returns an invalid report instead of failing (``document_validate_node``)."""
         try:
             return self._write_once(doc_id, version, op, build, dry_run=dry_run, node_of=node_of, info=info,
                                     written=written, retry=None if report_only else retry, report_only=report_only,
-                                    actor=actor)
+                                    actor=actor, marks=marks)
         except SchemaDocError as error:
             refused = self._where_the_schema_forbids(error)
             if dry_run and "dry_run" not in refused.details:
@@ -256,7 +260,7 @@ class NodeWrites(History):
     def _write_once(self, doc_id: str, version: int, op: str, build: Callable[[Any], CompiledWrite], *,
                     dry_run: bool, node_of: NodeOf, info: dict[str, Any] | None,
                     written: dict[int, tuple[int, bool]] | None, retry: Retry | None,
-                    report_only: bool = False, actor: str | None = None) -> WriteResult:
+                    report_only: bool = False, actor: str | None = None, marks: Sequence[str] = ()) -> WriteResult:
         doc_id = check_doc_id(doc_id)
         version = check_version(version)
         if not isinstance(dry_run, bool):
@@ -298,7 +302,8 @@ class NodeWrites(History):
             sized = patch_size(state.content, state.meta.content_size_bytes, applied.patch, doc_id)
             entry_info = dict(info) if info is not None else ({"node_path": node_path} if op != "patch" else {})
             meta = self._commit(doc_id, state, applied.document, applied.patch, op, entry_info, kind="updated",
-                                size=sized.size, edit_bytes=sized.added_bytes, actor=actor, report=report)
+                                size=sized.size, edit_bytes=sized.added_bytes, actor=actor, report=report,
+                                marks=[node_path + mark for mark in marks if isinstance(mark, str)])
         return WriteResult(doc_id, meta.version, applied.patch, node_path, node, report, repair=repair)
 
     def _repair_of(self, before: Any, after: Any, patch: list[dict[str, Any]],

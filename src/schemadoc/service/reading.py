@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.pointer import format_pointer, parse_node_path, resolve
+from schemadoc.pointer import format_pointer, parse, parse_node_path, resolve
 from schemadoc.reading import (
     Incomplete,
     Outline,
@@ -150,9 +150,49 @@ class Reading(History):
         found = violations[:limit]
         if len(violations) >= limit:
             return read, found, len(violations) > limit or count > len(violations), count
-        rest, more = next_incomplete(read.node, tokens, read.node_path, self._node_schemas,
-                                     self._fits, limit=limit - len(found), include_defaults=include_defaults)
+        room = limit - len(found)
+        rest, more = next_incomplete(read.node, tokens, read.node_path, self._node_schemas, self._fits,
+                                     limit=room, include_defaults=include_defaults)
+        made_up = self._placeholders_below(read.doc_id, read.node_path, read.version)
+        if made_up:  # breadth first with the rest (a place before a value made up at its depth)
+            merged = sorted([*rest, *made_up], key=lambda item: item.pointer.count("/") if item.pointer != "/" else 0)
+            more = more or len(merged) > room
+            rest = merged[:room]
         return read, [*found, *rest], more, count
+
+    def paths_changed(self, doc_id: str, since_version: int, until_version: int, *,
+                      most: int = 64) -> list[str] | None:
+        """The pointers the versions after ``since_version`` up to ``until_version`` wrote (each operation's
+        ``path`` and ``from``), or None when they are more than ``most`` versions or one changed no content path
+        (a delete or undelete of the whole document): what a version-conflict's suggestion weighs."""
+        if until_version - since_version > most or since_version < 1:
+            return None
+        paths: list[str] = []
+        for entry in self.store.read_journal(check_doc_id(doc_id), since_version=since_version,
+                                             until_version=until_version):
+            if not entry.patch:
+                return None
+            for operation in entry.patch:
+                paths.extend(operation[key] for key in ("path", "from") if isinstance(operation.get(key), str))
+        return paths
+
+    def _placeholders_below(self, doc_id: str, pointer: str, version: int) -> list[Incomplete]:
+        """The values the server made up (in calls sent as given) that the document still holds at or below
+        ``pointer``, as unfinished places (``placeholder``): each is the agent's to replace with real content."""
+        state = self._state(doc_id)
+        if state.meta.version != version:  # a write in between: what was read is what is judged
+            return []
+        found = []
+        for at in self.made_up.of(doc_id, state):
+            if pointer and at != pointer and not at.startswith(pointer + "/"):
+                continue
+            try:
+                _, concrete = resolve(state.content, parse(at), allow_negative=False)
+            except SchemaDocError:
+                continue
+            found.append(Incomplete(at, "placeholder", self._node_schemas.get(concrete) or {},
+                                    "document_update_node", at))
+        return found
 
     def violation_count(self, doc_id: str) -> int:
         """How many violations the served schema finds in the document now (0: valid); remembered per version."""

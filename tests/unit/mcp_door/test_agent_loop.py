@@ -1,7 +1,8 @@
 """A scripted agent builds a document through MCP the way the tools suggest, breadth first.
 
 From document_create it repeats next_incomplete -> schema_get_node -> the example call (create
-or update) until nothing is incomplete or 200 steps pass. Every version validates against the
+or update), writing real content where a value the server made up is listed (reason placeholder),
+until nothing is incomplete or 200 steps pass. Every version validates against the
 schema (checked with the reference validator), each step makes exactly one new version, and the
 document never shrinks.
 """
@@ -12,6 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
+from guidance_agent import real_value
 from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp_support import call
@@ -38,6 +40,14 @@ async def test_an_agent_following_next_incomplete_grows_a_valid_document(client:
         items = [item for item in found["items"] if item["example_call"] is not None]
         if not found["items"]:
             break
+        made_up = [item for item in found["items"] if item["reason"] == "placeholder"]
+        if made_up and (not items or steps % 2):  # real content where a made-up value stands, as an agent would
+            written = await call(client, "document_update_node", {
+                "doc_id": doc_id, "node_path": made_up[0]["pointer"], "version": version,
+                "node_data": real_value(made_up[0]["node_schema"], steps)})
+            version = written["version"]
+            steps += 1
+            continue
         assert items, f"no place comes with an example call: {found['items']}"
         item = items[0]
         reasons.add(item["reason"])

@@ -75,7 +75,8 @@ async def test_every_tool_is_listed_with_a_description_an_input_schema_and_an_ou
         assert tool.input_schema["type"] == "object"
         assert tool.input_schema["additionalProperties"] is False
         assert sorted(tool.input_schema.get("required", [])) == sorted(required)
-        shared = {"doc_id", "version", "dry_run", "node_path", "limit", "offset"}  # described in the instructions
+        shared = {"doc_id", "version", "dry_run", "node_path", "limit", "offset",  # described in the instructions
+                  "placeholders"}
         assert all("description" in spec for arg, spec in tool.input_schema["properties"].items() if arg not in shared)
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"
         assert "success" not in tool.output_schema["properties"], "always true: a failure is an isError result"

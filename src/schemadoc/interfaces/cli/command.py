@@ -218,10 +218,18 @@ def _check_access(settings: Settings) -> None:
                     settings.host)
 
 
+def _near_miss_lines(near_misses: list[dict[str, str]], lead: str = "warning: ") -> list[str]:
+    return [f"{lead}{len(near_misses)} member(s) of the schema look like misspelt keywords; JSON Schema ignores "
+            "them, so they check nothing:"] + [f"  {problem_line(miss)}" for miss in near_misses]
+
+
 def _warn_if_create_fails(service: DocumentService) -> None:
-    """A loud warning on stderr when ``document_create`` can never succeed on the served schema."""
+    """A loud warning on stderr when ``document_create`` can never succeed on the served schema; another for each
+    near-miss of a keyword in it (``requird``)."""
     from schemadoc.validation import creation_problems
 
+    if service.schema.near_misses:
+        log.warning("\n".join(_near_miss_lines(service.schema.near_misses, lead="")))
     problems = creation_problems(service.schema)
     if not problems:
         return
@@ -368,10 +376,12 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         problems = creation_problems(schema)
         if args.json:
             print(orjson.dumps({"schema": str(settings.schema_path), "uri": schema.uri, "valid": True,
-                                "document_create": {"succeeds": not problems, "problems": problems}},
-                               option=orjson.OPT_INDENT_2).decode())
+                                "document_create": {"succeeds": not problems, "problems": problems},
+                                "warnings": schema.near_misses}, option=orjson.OPT_INDENT_2).decode())
             return EXIT_OK
         print(f"schema ok: {settings.schema_path} ({schema.uri})")
+        if schema.near_misses:
+            print("\n".join(_near_miss_lines(schema.near_misses)))
         if not problems:
             print("a new document built from the schema's defaults is valid")
             return EXIT_OK
@@ -381,6 +391,8 @@ def _validate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             print(f"  {problem_line(problem)}")
         return EXIT_OK
     report = validator.validate(document)
+    if schema.near_misses:  # stdout holds the report
+        print("\n".join(_near_miss_lines(schema.near_misses)), file=sys.stderr)
     if args.json:
         print(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode())
     elif report.valid:

@@ -17,7 +17,8 @@ from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.pointer import escape
+from schemadoc.pointer import escape, parse
+from schemadoc.reading.examples import example_for, made_up_leaves
 from schemadoc.service import DocumentService, check_doc_id
 
 __all__ = ["add_prompts", "fill_document_text", "fix_validation_errors_text", "parse_violations"]
@@ -189,7 +190,29 @@ def _child(path: str, name: Any) -> str:
     return ("" if path in ("", "/") else path) + "/" + escape(str(name))
 
 
-def _step(doc_id: str, version: int, violation: dict[str, Any]) -> list[_Step]:
+def _typed(service: DocumentService, pointer: str, fallback: str, avoid: Any = None) -> dict[str, Any]:
+    """The ``node_data`` (and ``placeholders``) of a proposed write at ``pointer``: a value of the right type from
+    the node's schema (an example, the default, a const or enum value, else a typed made-up value, marked as such),
+    ``fallback`` (a description in angle brackets) only where the schema gives nothing to build one from."""
+    def schema_at(tokens: Any) -> dict[str, Any] | None:
+        try:
+            return service.schema.shared_node_schema(["0" if t == "-" else str(t) for t in tokens])
+        except SchemaDocError:
+            return None
+
+    try:
+        tokens = [str(token) for token in parse(pointer)]
+    except SchemaDocError:
+        return {"node_data": fallback}
+    schema = schema_at(tokens)
+    found, value = example_for(schema, avoid) if schema is not None else (False, None)
+    if not found:
+        return {"node_data": fallback}
+    marks = made_up_leaves(value, tokens, schema_at)
+    return {"node_data": value, **({"placeholders": marks} if marks else {})}
+
+
+def _step(service: DocumentService, doc_id: str, version: int, violation: dict[str, Any]) -> list[_Step]:
     code = str(violation.get("code", "schema-constraint"))
     raw_path = violation.get("path")
     path = raw_path if isinstance(raw_path, str) else ""
@@ -209,16 +232,16 @@ def _step(doc_id: str, version: int, violation: dict[str, Any]) -> list[_Step]:
         target = _child(path, expected)
         return [_Step(1, depth, f"{head}\n  Fix: add the member '{expected}'. Check its schema with "
                       + _call("schema_get_node", node_path=target, doc_id=doc_id) + ", then "
-                      + _call("document_create_node", doc_id=doc_id, node_path=target,
-                              node_data="<a value valid for that schema>", version=version))]
+                      + _call("document_create_node", doc_id=doc_id, node_path=target, version=version,
+                              **_typed(service, target, "<a value valid for that schema>")))]
     if code in ("additional-properties-forbidden", "unevaluated-properties") and isinstance(actual, list):
         return [_Step(0, depth, f"{head}\n  Fix: remove the member '{name}': "
                       + _call("document_delete_node", doc_id=doc_id, node_path=_child(path, name),
                               version=version)) for name in actual]
     if code == "min-items" and isinstance(expected, int) and isinstance(actual, int):
         return [_Step(1, depth, f"{head}\n  Fix: append {expected - actual} more item(s), one call each: "
-                      + _call("document_create_node", doc_id=doc_id, node_path=_child(path, "-"),
-                              node_data="<an item valid for the items schema>", version=version))]
+                      + _call("document_create_node", doc_id=doc_id, node_path=_child(path, "-"), version=version,
+                              **_typed(service, _child(path, "-"), "<an item valid for the items schema>")))]
     if code == "max-items" and isinstance(expected, int) and isinstance(actual, int):
         return [_Step(0, depth, f"{head}\n  Fix: remove {actual - expected} item(s), e.g. the last one: "
                       + _call("document_delete_node", doc_id=doc_id, node_path=_child(path, actual - 1),
@@ -226,15 +249,15 @@ def _step(doc_id: str, version: int, violation: dict[str, Any]) -> list[_Step]:
     requirement = f" (the schema expects {_json(expected)})" if expected is not None else ""
     return [_Step(2, depth, f"{head}\n  Fix: replace the value{requirement}; check the node's schema with "
                   + _call("schema_get_node", node_path=where, doc_id=doc_id) + ", then "
-                  + _call("document_update_node", doc_id=doc_id, node_path=where,
-                          node_data="<a corrected value>", version=version))]
+                  + _call("document_update_node", doc_id=doc_id, node_path=where, version=version,
+                          **_typed(service, path, "<a corrected value>", avoid=actual)))]
 
 
 def fix_validation_errors_text(service: DocumentService, doc_id: str, violations: str) -> str:
     """The ``fix-validation-errors`` prompt: one ordered step per violation."""
     doc_id, version = _document_version(service, doc_id)
     parsed = parse_violations(violations)
-    steps = sorted((step for violation in parsed for step in _step(doc_id, version, violation)),
+    steps = sorted((step for violation in parsed for step in _step(service, doc_id, version, violation)),
                    key=lambda step: (step.rank, step.depth))
     lines = [
         f"A write to document {doc_id} was refused because the result would not validate; the document "

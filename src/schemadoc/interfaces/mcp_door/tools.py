@@ -59,7 +59,7 @@ _SCHEMA_ONE = frozenset({"items", "additionalProperties", "not", "contains", "pr
 _SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 
 
-_SHARED_ARGUMENTS = frozenset({"doc_id", "version", "dry_run", "node_path", "limit", "offset"})
+_SHARED_ARGUMENTS = frozenset({"doc_id", "version", "dry_run", "node_path", "limit", "offset", "placeholders"})
 """Arguments many tools take, described once in the server's instructions rather than in every tool."""
 
 

@@ -503,7 +503,7 @@ export class DocumentView {
 
   showViolations(violations, suggested, base) {
     this.tree.markViolations(violations);
-    const call = SUGGESTED_ROUTES[suggested?.tool] ? suggested : null;
+    const call = SUGGESTED_ROUTES[suggested?.tool] && !suggested.omitted ? suggested : null;  // omitted: too big to send back
     this.notice(h('div', { class: 'violations', id: 'violations', role: 'alert' },
       h('strong', {}, `Not saved: ${violations.length} validation error${violations.length === 1 ? '' : 's'}. Nothing was changed.`),
       h('ul', {}, violations.map((v) => h('li', { class: 'violation', 'data-path': v.path },
@@ -749,9 +749,9 @@ export class DocumentView {
 
 // The REST routes of the calls a refusal may suggest (details.suggested_call: the tool and its arguments).
 const SUGGESTED_ROUTES = {
-  document_apply_patch: { method: 'POST', sub: '/patch', body: ['patch', 'version'] },
-  document_update_node: { method: 'PUT', sub: '', body: ['node_data', 'version'] },
-  document_create_node: { method: 'POST', sub: '/nodes', body: ['node_data', 'version'] },
+  document_apply_patch: { method: 'POST', sub: '/patch', body: ['patch', 'version', 'placeholders'] },
+  document_update_node: { method: 'PUT', sub: '', body: ['node_data', 'version', 'placeholders'] },
+  document_create_node: { method: 'POST', sub: '/nodes', body: ['node_data', 'version', 'placeholders'] },
   document_merge_patch: { method: 'POST', sub: '/merge', body: ['merge_patch', 'version'] },
 };
 

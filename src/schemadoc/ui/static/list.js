@@ -1,6 +1,7 @@
 // The documents: a paged list, search across documents, create, delete and undelete.
 
 import { api, errorBox } from './api.js';
+import { newDocumentForm } from './create.js';
 import { clear, formatBytes, formatTime, h } from './dom.js';
 import { link, navigate, url } from './router.js';
 
@@ -26,14 +27,11 @@ export async function listView(root, params) {
   const byId = h('input', { name: 'doc', placeholder: 'Document id', 'aria-label': 'Open a document by id',
     spellcheck: 'false' });
 
-  async function create() {
-    status.replaceChildren('Creating…');
-    try {
-      const made = await api('documents', { method: 'POST', body: {} });
-      navigate(url(`documents/${encodeURIComponent(made.doc_id)}`));
-    } catch (error) {
-      status.replaceChildren(errorBox(error, 'The document was not created'));
-    }
+  const creating = h('section', { class: 'create-host', 'aria-label': 'New document' });
+
+  function create() {
+    status.replaceChildren();
+    newDocumentForm(creating, (docId) => navigate(url(`documents/${encodeURIComponent(docId)}`)));
   }
 
   clear(root).append(h('section', { class: 'list-view' },
@@ -49,7 +47,7 @@ export async function listView(root, params) {
         if (byId.value.trim()) navigate(url(`documents/${encodeURIComponent(byId.value.trim())}`));
       } }, byId, h('button', { type: 'submit' }, 'Open')),
       filter),
-    status, results, table, pager));
+    creating, status, results, table, pager));
 
   if (query) runSearch(query, results);
 
@@ -85,7 +83,10 @@ function documentRow(doc, status, deleted = false) {
   const state = h('td', { class: 'state' }, deleted ? 'deleted' : 'active');
   const action = h('td', {});
   const row = h('tr', { 'data-doc-id': doc.doc_id, class: deleted ? 'deleted' : '' },
-    h('td', {}, link(doc.doc_id, url(`documents/${encodeURIComponent(doc.doc_id)}`), { class: 'doc-link mono' })),
+    h('td', { class: 'document' },
+      link(doc.label || doc.doc_id, url(`documents/${encodeURIComponent(doc.doc_id)}`),
+        { class: doc.label ? 'doc-link label' : 'doc-link mono' }),
+      doc.label ? h('span', { class: 'doc-id mono' }, doc.doc_id) : null),
     h('td', {}, formatTime(doc.created_at)),
     h('td', {}, formatTime(doc.modified_at)),
     h('td', { class: 'num' }, formatBytes(doc.tree_size_bytes)),
