@@ -118,11 +118,11 @@ class Server:
     """One ``schemadoc serve`` process on a fresh storage directory; logs go to files."""
 
     def __init__(self, label: str, where: Path | None, schema: Path, work: Path,
-                 settings: dict[str, str] | None = None) -> None:
+                 settings: dict[str, str] | None = None, storage: Path | None = None) -> None:
         self.label = label
         self.port = free_port()
-        self.storage = work / f"storage-{label}"
-        self.storage.mkdir(parents=True)
+        self.storage = storage or work / f"storage-{label}"  # a given one may be another server's too
+        self.storage.mkdir(parents=True, exist_ok=storage is not None)
         env = {key: value for key, value in os.environ.items() if key not in SERVER_ENV}
         env["MAX_BODY_BYTES"] = str(512 * MIB)  # the 100 MB book is uploaded in one request
         env.update(settings or {})  # --server-env: this server's own settings

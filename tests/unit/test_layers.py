@@ -176,20 +176,7 @@ def test_every_product_module_has_a_layer() -> None:
     assert [name for name in MODULES if _layer(name) < 0] == []
 
 
-POSTGRES_CIRCLE = ["schemadoc.storage.postgres.notifications", "schemadoc.storage.postgres.store"]
-"""The one circle known today: the notifications listener reaches back into the store it serves
-(``storage/postgres/notifications.py`` <-> ``storage/postgres/store.py``); it is being cut by the
-work on the PostgreSQL store, behind a narrow interface of the listener's own."""
-
-
 def test_no_import_circle_between_product_modules() -> None:
-    assert [circle for circle in _cycles(GRAPH) if circle != POSTGRES_CIRCLE] == []
-
-
-@pytest.mark.xfail(reason="storage/postgres/notifications.py <-> storage/postgres/store.py import each other "
-                          "(the listener reaches into the store); cut by the PostgreSQL store's own work",
-                   strict=False)
-def test_no_import_circle_at_all() -> None:
     assert _cycles(GRAPH) == []
 
 

@@ -1,8 +1,13 @@
 """Commits and purges of other processes, heard by ``LISTEN``/``NOTIFY`` and caught up on after a reconnect.
 
 Every commit sends a notification on the store's channel (:func:`channel_name`: within
-PostgreSQL's 63 bytes whatever the schema's name) at commit. :class:`Listener` runs one thread
-with one connection doing ``LISTEN`` (:meth:`Listener._listen`).
+PostgreSQL's 63 bytes whatever the schema's name) right after it. :class:`Listener` runs one thread
+with one connection doing ``LISTEN`` (:meth:`Listener._listen`), and tells the store's
+:class:`~.current.CurrentMetas` what it heard and whether it is listening.
+
+The listener reaches the store only through :class:`ListenerSource`, what the store hands it: the
+channel, the store's origin, a new listening connection, the feed's position, the change feed and
+the purges. It imports nothing of the store.
 """
 
 from __future__ import annotations
@@ -14,20 +19,19 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Final
+from dataclasses import dataclass
+from typing import Any, Final
 
 import orjson
 import psycopg
 from psycopg import sql
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.storage.postgres.current import CurrentMetas
 from schemadoc.storage.postgres.statements import KINDS
 from schemadoc.storage.shared import StoredChange, StoreNotice
 
-if TYPE_CHECKING:
-    from schemadoc.storage.postgres.store import PostgresDocumentStore
-
-__all__ = ["Listener", "channel_name", "notice_payload"]
+__all__ = ["META_CHANGED", "Listener", "ListenerSource", "channel_name", "notice_payload"]
 
 log = logging.getLogger("schemadoc.storage.postgres")
 
@@ -47,15 +51,42 @@ def channel_name(schema: str) -> str:
     return f"schemadoc:{hashlib.sha256(schema.encode()).hexdigest()[:40]}"
 
 
+META_CHANGED: Final = "meta"
+"""The kind of a notification that a document's verdict or snapshot changed without a new version: it only
+makes other processes read the meta again (:class:`~.current.CurrentMetas`); no watcher hears it."""
+
+
 def notice_payload(origin: str, doc_id: str, version: int, kind: str) -> str:
     return orjson.dumps({"origin": origin, "doc_id": doc_id, "version": version, "kind": kind}).decode()
+
+
+@dataclass(frozen=True)
+class ListenerSource:
+    """What a :class:`Listener` needs of the store it serves, and nothing more."""
+
+    channel: str
+    """The ``NOTIFY`` channel (:func:`channel_name`)."""
+    origin: str
+    """The store's origin: notifications carrying it are this process's own."""
+    connect: Callable[[], psycopg.Connection[Any]]
+    """A new connection for the listening thread (autocommit)."""
+    position: Callable[[psycopg.Connection[Any]], int]
+    """The feed position now, read on the given connection (:data:`~.statements.POSITION`)."""
+    changes: Callable[[int, int], list[StoredChange]]
+    """The change feed after a cursor, at most so many (``SharedStore.read_changes``)."""
+    purges: Callable[[int], list[tuple[int, str, int]]]
+    """Purges after a cursor, held back like the feed: (cursor, doc_id, last version)."""
+    scrub: Callable[[BaseException], str]
+    """An error's message without secrets (for the log)."""
+    current: CurrentMetas
+    """The metas known current, told what the listener hears and whether it listens."""
 
 
 class Listener:
     """The listening thread of one store, its mark, and this process's commits the mark has not passed."""
 
-    def __init__(self, store: PostgresDocumentStore) -> None:
-        self.store = store
+    def __init__(self, source: ListenerSource) -> None:
+        self.source = source
         self._watchers: list[Callable[[StoreNotice], None]] = []
         self._watch_guard = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -74,7 +105,7 @@ class Listener:
                 self._mark = None
                 ready = threading.Event()
                 self._thread = threading.Thread(target=self._listen, args=(ready,), daemon=True,
-                                                name=f"schemadoc-listen-{self.store.schema}")
+                                                name="schemadoc-listen")
                 self._thread.start()
                 ready.wait(10)
 
@@ -134,22 +165,26 @@ class Listener:
         to this session.
         """
         delay = 0.1
+        source = self.source
         while not self.closing.is_set():
             try:
-                with self.store._listen_connection() as conn:
-                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.store.channel)))
-                    position = self.store._position(conn)  # after LISTEN: later commits are notified here
+                with source.connect() as conn:
+                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(source.channel)))
+                    position = source.position(conn)  # after LISTEN: later commits are notified here
                     if self._mark is not None:  # a reconnect: announce what was committed meanwhile
                         position = max(position, self._catch_up(self._mark))
                     self._advance(position)
+                    source.current.listening()
                     ready.set()
                     delay = 0.1
                     self._follow(conn)
+                source.current.lost()
             except (psycopg.Error, SchemaDocError) as error:
+                source.current.lost()  # notifications sent from now until LISTEN is in force again are lost
                 if self.closing.is_set():
                     return
                 log.warning("listening for commits of other processes failed (%s); reconnecting",
-                            self.store.connections.scrub(error))
+                            source.scrub(error))
                 self.closing.wait(delay)
                 delay = min(delay * 2, _RECONNECT_MAX_SECONDS)
 
@@ -162,7 +197,7 @@ class Listener:
                 if self.closing.is_set():
                     return
             now = time.monotonic()
-            taken.append((now, self.store._position(conn)))
+            taken.append((now, self.source.position(conn)))
             while taken and taken[0][0] <= now - _MARK_MARGIN_SECONDS:
                 self._advance(taken.popleft()[1])
 
@@ -187,14 +222,14 @@ class Listener:
         newest: dict[str, StoredChange] = {}
         cursor = since
         while True:
-            page = self.store.read_changes(cursor, _CATCH_UP_PAGE)
+            page = self.source.changes(cursor, _CATCH_UP_PAGE)
             for change in page:
                 newest[change.doc_id] = change  # the feed lists each document's versions in order
             if page:
                 cursor = page[-1].cursor
             if len(page) < _CATCH_UP_PAGE:
                 break
-        purges = self.store._purges_since(since)
+        purges = self.source.purges(since)
         with self._own_guard:
             own = set(self._own)
         missed = sorted(
@@ -206,19 +241,22 @@ class Listener:
         if missed:
             log.info("announcing %d commit(s) and purge(s) of other processes made while not listening", len(missed))
         for _, notice in missed:
+            self.source.current.heard(notice.doc_id, notice.version, notice.kind)
             self._deliver(notice)
         return cursor
 
     def _dispatch(self, payload: str) -> None:
         try:
             data = orjson.loads(payload)
-            if data.get("origin") == self.store.origin:
+            if data.get("origin") == self.source.origin:
                 return  # this process published its own commit already
             notice = StoreNotice(str(data["doc_id"]), int(data["version"]), str(data["kind"]))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             log.warning("ignoring a malformed commit notification: %r", payload[:200])
             return
-        self._deliver(notice)
+        self.source.current.heard(notice.doc_id, notice.version, notice.kind)
+        if notice.kind != META_CHANGED:
+            self._deliver(notice)
 
     def _deliver(self, notice: StoreNotice) -> None:
         with self._watch_guard:

@@ -28,6 +28,7 @@ __all__ = [
     "KINDS",
     "META_COLUMNS",
     "META_COUNT",
+    "NOTIFY_AND_UNLOCK",
     "POSITION",
     "PURGES",
     "TABLES",
@@ -63,15 +64,21 @@ snapshot AS (
     ON CONFLICT (doc_id, version) DO UPDATE SET content = excluded.content),
 dropped AS (
     DELETE FROM {snapshots} s USING moved
-    WHERE %(inline)s::boolean AND s.doc_id = moved.doc_id AND s.version <> %(version)s::integer),
-notified AS (
-    SELECT pg_notify(%(channel)s::text, %(payload)s::text) FROM moved)
-SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM notified),
-    (SELECT txid::text::bigint FROM journaled)
+    WHERE %(inline)s::boolean AND s.doc_id = moved.doc_id AND s.version <> %(version)s::integer)
+SELECT (SELECT count(*) FROM moved), (SELECT txid::text::bigint FROM journaled)
 """
-"""A commit in one statement (one round trip, its own transaction): the documents row moves from
-version n-1 to n, or nothing happens at all; then the journal row, the snapshot when given, and
-the notification (sent at commit)."""
+"""A commit in one statement (its own transaction): the documents row moves from version n-1 to n, or nothing
+happens at all; then the journal row and the snapshot when given. Its notification follows in a transaction
+of its own (:data:`NOTIFY_AND_UNLOCK`)."""
+
+NOTIFY_AND_UNLOCK: Final = """
+SELECT (SELECT pg_notify(%(channel)s::text, %(payload)s::text) FROM {journal}
+        WHERE doc_id = %(doc_id)s::text AND version = %(version)s::integer AND sha256(entry) = %(digest)s::bytea),
+    pg_advisory_unlock(%(k1)s, %(k2)s), pg_advisory_unlock_shared(%(w1)s, %(w2)s)
+"""
+"""After a commit, in the next transaction: its notification, when the journal holds the very line it wrote (its
+SHA-256: a refused commit tells nobody, though another one made that version), and the release of the
+document's lock and the writers' lock."""
 
 HORIZON_CTES: Final = """
 WITH snapshot AS (SELECT pg_current_snapshot() AS s),
