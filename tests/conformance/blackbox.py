@@ -174,9 +174,33 @@ class SpecOnly(CoreToolsOnly):
         return error
 
 
+_ID_KEYS = frozenset({"doc_id", "doc_ids", "uri", "document_uri", "message"})
+"""Where a server names a document: its id, a URI, a message (never a document's content)."""
+
+
+def lower_ids(value: Any, key: str = "") -> Any:
+    """``value`` with every ULID a server hands out in lower case: under the keys of :data:`_ID_KEYS` and in
+    ``schema://`` URIs, at any depth; a document's own content is left alone."""
+    if isinstance(value, dict):
+        return {name: lower_ids(item, name) for name, item in value.items()}
+    if isinstance(value, list):
+        return [lower_ids(item, key) for item in value]
+    if isinstance(value, str) and (key in _ID_KEYS or value.startswith("schema://")):
+        return _ULID.sub(lambda match: match.group(0).lower(), value)
+    return value
+
+
+_CONTENT = frozenset({"node_content", "initial_tree", "updated_node", "created_node", "deleted_node", "document",
+                      "node_schema", "root_schema", "patch", "value"})
+
+
+def _lower_result(body: dict[str, Any]) -> dict[str, Any]:
+    return {key: value if key in _CONTENT else lower_ids(value, key) for key, value in body.items()}
+
+
 class LowerCaseIds(McpVariant):
-    """ULIDs are case-insensitive (Crockford base32): this server hands them out in lower case and accepts
-    either case."""
+    """ULIDs are case-insensitive (Crockford base32): this server hands them out in lower case (results, list
+    entries, error details and messages, resource URIs) and accepts either case."""
 
     def call(self, name: str, args: dict[str, Any]) -> dict[str, Any] | None:
         if isinstance(args.get("doc_id"), str) and _ULID_ANY_CASE.fullmatch(args["doc_id"]):
@@ -187,31 +211,31 @@ class LowerCaseIds(McpVariant):
         params["uri"] = _ULID_ANY_CASE.sub(lambda match: match.group(0).upper(), str(params.get("uri", "")))
         return None
 
-    @staticmethod
-    def _lower(value: Any) -> Any:
-        text = json.dumps(value, ensure_ascii=False)
-        return json.loads(_ULID.sub(lambda match: match.group(0).lower(), text))
+    def response(self, request: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(message.get("error"), dict):  # a protocol error (an unknown resource names its URI)
+            message["error"] = lower_ids(message["error"])
+        return super().response(request, message)
 
     def success(self, name: str, args: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
-        body = dict(body)
-        for key in ("doc_id", "document_uri", "documents"):
-            if key in body:
-                body[key] = self._lower(body[key])
-        return body
+        return _lower_result(body)
+
+    def failure(self, name: str, args: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
+        return dict(lower_ids(error))
 
     def resources(self, result: dict[str, Any]) -> dict[str, Any]:
-        return dict(self._lower(result))
+        return dict(lower_ids(result))
 
     def resource(self, params: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
         for block in result.get("contents", []):
             if isinstance(block.get("uri"), str):
-                block["uri"] = str(self._lower(block["uri"]))
+                block["uri"] = lower_ids(block["uri"], "uri")
         return result
 
 
 # -- broken variants ------------------------------------------------------------------------------------------
 
 _WRITES = frozenset({"document_update_node", "document_create_node", "document_delete_node"})
+_NODE_TOOLS = _WRITES | {"document_read_node"}
 
 
 class StaleReads(McpVariant):
@@ -549,6 +573,191 @@ class CreateWithoutDefaults(McpVariant):
         return body
 
 
+class DashReadsTheLastItem(_Rewrite):
+    """Reading an array's ``-`` returns its last item (``-`` read as ``-1``) instead of an error."""
+
+    tool = "document_read_node"
+
+    def rewrite(self, args: dict[str, Any]) -> None:
+        parts = str(args.get("node_path", "/")).split("/")
+        args["node_path"] = "/".join("-1" if part == "-" else part for part in parts)
+
+
+class EscapesDecodedBeforeSplit(McpVariant):
+    """A path is unescaped before it is split: ``~1`` becomes a step down (``/metadata/author~1name`` reads
+    ``/metadata/author/name``)."""
+
+    def call(self, name: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        if name in _NODE_TOOLS and isinstance(args.get("node_path"), str):
+            args["node_path"] = args["node_path"].replace("~1", "/").replace("~0", "~")
+        return None
+
+
+class ServerVersionAsSchemaVersion(McpVariant):
+    """``schema_get_root`` names the server's own version as ``schema_version``, not the schema's."""
+
+    def success(self, name: str, args: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        if name == "schema_get_root":
+            body["schema_version"] = "0.9.0"
+        return body
+
+
+class CreateAnswersTwice(McpVariant):
+    """Every other ``document_create`` is answered with the previous one's result: two creates, one id."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, Any] | None = None
+        self.count = 0
+
+    def call(self, name: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        if name == "document_create":
+            self.count += 1
+            if self.count % 2 == 0 and self.last is not None:
+                return {"result": _tool_result(self.last)}
+        return None
+
+    def success(self, name: str, args: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        if name == "document_create":
+            self.last = body
+        return body
+
+
+class TopLevelDefaultsOnly(McpVariant):
+    """A new document's ``initial_tree`` shows the defaults of the top level only: nested objects come out
+    empty."""
+
+    def success(self, name: str, args: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        if name == "document_create" and isinstance(body.get("initial_tree"), dict):
+            body["initial_tree"] = {key: {} if isinstance(value, dict) else value
+                                    for key, value in body["initial_tree"].items()}
+        return body
+
+
+class FirstMissingDefaultOnly(McpVariant):
+    """A create refused for required fields without defaults names only the first of them."""
+
+    def failure(self, name: str, args: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
+        details = error.get("error", {}).get("details")
+        if isinstance(details, dict) and isinstance(details.get("paths"), list):
+            details["paths"] = details["paths"][:1]
+        return error
+
+
+class ItemSchemaIsTheArrays(_Rewrite):
+    """The schema of an array item (``/chapters/0``) is the array's schema."""
+
+    tool = "schema_get_node"
+
+    def rewrite(self, args: dict[str, Any]) -> None:
+        path = str(args.get("node_path", "/"))
+        if re.search(r"/-?[0-9]+$", path):
+            args["node_path"] = _parent(path)
+
+
+def _first_alternatives(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {key: (value[:1] if key in ("oneOf", "anyOf") and isinstance(value, list) else
+                      _first_alternatives(value)) for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [_first_alternatives(item) for item in schema]
+    return schema
+
+
+class FirstAlternativeOnly(McpVariant):
+    """A polymorphic node's schema lists only its first alternative."""
+
+    def success(self, name: str, args: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        if name == "schema_get_node":
+            body["node_schema"] = _first_alternatives(body.get("node_schema"))
+        return body
+
+
+class AnyPathHasASchema(McpVariant):
+    """A path the schema does not allow gets the schema that allows anything (``{}``), not an error."""
+
+    def failure(self, name: str, args: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
+        if name == "schema_get_node" and error.get("error", {}).get("code") == "path-not-found":
+            return {"result_instead": {"success": True, "node_schema": {}}}
+        return error
+
+
+class NullUpdateAcknowledged(McpVariant):
+    """An update to ``null`` is acknowledged as written (and not stored) instead of refused."""
+
+    def call(self, name: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        if name == "document_update_node" and "node_data" in args and args["node_data"] is None:
+            version = args.get("version")
+            return {"result": _tool_result({
+                "success": True, "updated_node": None,
+                "version": version + 1 if isinstance(version, int) else version,
+                "validation_report": {"valid": True, "error_count": 0, "errors": []}})}
+        return None
+
+
+class MissingAncestorIsTheParent(McpVariant):
+    """A write below a missing path names the path's parent as the deepest existing ancestor."""
+
+    def failure(self, name: str, args: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
+        details = error.get("error", {}).get("details")
+        if name in _WRITES and error["error"].get("code") == "path-not-found" and isinstance(details, dict):
+            details["deepest_ancestor"] = _parent(str(args.get("node_path", "/")))
+        return error
+
+
+class LoserToldItWon(McpVariant):
+    """A write that lost the race (``version-conflict``) is acknowledged as written."""
+
+    def failure(self, name: str, args: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
+        if name == "document_update_node" and error.get("error", {}).get("code") == "version-conflict":
+            actual = error["error"].get("details", {}).get("actual_version")
+            return {"result_instead": {"success": True, "updated_node": args.get("node_data"), "version": actual,
+                                       "validation_report": {"valid": True, "error_count": 0, "errors": []}}}
+        return error
+
+
+class RequiredDeleteIsAConflict(McpVariant):
+    """Deleting a required member is refused as ``conflict`` instead of a validation report."""
+
+    def failure(self, name: str, args: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
+        violations = error.get("error", {}).get("details", {}).get("violations")
+        if (name == "document_delete_node" and isinstance(violations, list)
+                and any(violation.get("code") == "required-missing" for violation in violations)):
+            return _error("conflict", "a required member cannot be deleted", path=args.get("node_path"))
+        return error
+
+
+class ArrayDeleteTakesTheLast(_Rewrite):
+    """Deleting an array item removes the array's last item, whichever was named."""
+
+    tool = "document_delete_node"
+
+    def rewrite(self, args: dict[str, Any]) -> None:
+        path = str(args.get("node_path", "/"))
+        if re.search(r"/[0-9]+$", path):
+            args["node_path"] = f"{_parent(path)}/-1"
+
+
+class MinItemsNamesTheItem(McpVariant):
+    """A delete refused for ``minItems`` names the deleted item as the violation's path, not the array."""
+
+    def failure(self, name: str, args: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
+        violations = error.get("error", {}).get("details", {}).get("violations")
+        if name == "document_delete_node" and isinstance(violations, list):
+            for violation in violations:
+                if violation.get("code") == "min-items":
+                    violation["path"] = args.get("node_path")
+        return error
+
+
+class TotalCountsFromOne(McpVariant):
+    """The list's ``total_documents`` is one more than the documents there are."""
+
+    def success(self, name: str, args: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        if name == "document_list" and isinstance(body.get("total_documents"), int):
+            body["total_documents"] += 1
+        return body
+
+
 MCP_VARIANTS: dict[str, Callable[[], McpVariant]] = {
     "spec-only": SpecOnly, "core-tools-only": CoreToolsOnly, "lower-case-ids": LowerCaseIds,
     "stale-reads": StaleReads, "stale-list": StaleList, "stale-export": StaleExport,
@@ -564,7 +773,15 @@ MCP_VARIANTS: dict[str, Callable[[], McpVariant]] = {
     "create-node-as-update": CreateNodeAsUpdate, "delete-missing-succeeds": DeleteMissingSucceeds,
     "path-invalid-as-not-found": PathInvalidAsNotFound, "root-update-refused": RootUpdateRefused,
     "tools-without-output-schemas": ToolsWithoutOutputSchemas, "bad-arguments-are-500": BadArgumentsAre500,
-    "create-without-defaults": CreateWithoutDefaults,
+    "create-without-defaults": CreateWithoutDefaults, "dash-reads-the-last-item": DashReadsTheLastItem,
+    "escapes-decoded-before-split": EscapesDecodedBeforeSplit,
+    "server-version-as-schema-version": ServerVersionAsSchemaVersion, "create-answers-twice": CreateAnswersTwice,
+    "top-level-defaults-only": TopLevelDefaultsOnly, "first-missing-default-only": FirstMissingDefaultOnly,
+    "item-schema-is-the-arrays": ItemSchemaIsTheArrays, "first-alternative-only": FirstAlternativeOnly,
+    "any-path-has-a-schema": AnyPathHasASchema, "null-update-acknowledged": NullUpdateAcknowledged,
+    "missing-ancestor-is-the-parent": MissingAncestorIsTheParent, "loser-told-it-won": LoserToldItWon,
+    "required-delete-is-a-conflict": RequiredDeleteIsAConflict, "array-delete-takes-the-last": ArrayDeleteTakesTheLast,
+    "min-items-names-the-item": MinItemsNamesTheItem, "total-counts-from-one": TotalCountsFromOne,
 }
 
 
@@ -626,9 +843,37 @@ class RestCreatedIs200(RestVariant):
         return (200, body) if method == "POST" and path == "/api/v1/documents" and status == 201 else (status, body)
 
 
+class RestLowerCaseIds(RestVariant):
+    """ULIDs are case-insensitive: this REST API hands them out in lower case (results, list entries, error
+    details and messages, URIs) and accepts either case."""
+
+    def response(self, method: str, path: str, query: dict[str, str], status: int, body: Any) -> tuple[int, Any]:
+        return status, _lower_result(body) if isinstance(body, dict) else body
+
+
+class RestOpenApi30(RestVariant):
+    """The OpenAPI document is OpenAPI 3.0, not 3.1."""
+
+    def response(self, method: str, path: str, query: dict[str, str], status: int, body: Any) -> tuple[int, Any]:
+        if path == "/openapi.json" and isinstance(body, dict):
+            body["openapi"] = "3.0.3"
+        return status, body
+
+
+class RestOwnMessages(RestVariant):
+    """REST words its error messages its own way (MCP keeps the server's): the doors' answers differ."""
+
+    def response(self, method: str, path: str, query: dict[str, str], status: int, body: Any) -> tuple[int, Any]:
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            body["error"]["message"] = f"HTTP {status}: {body['error'].get('message')}"
+        return status, body
+
+
 REST_VARIANTS: dict[str, Callable[[], RestVariant]] = {
-    "rest-unchanged": RestVariant, "rest-stale-reads": RestStaleReads, "rest-conflict-is-400": RestConflictIs400,
+    "rest-unchanged": RestVariant, "rest-lower-case-ids": RestLowerCaseIds, "rest-stale-reads": RestStaleReads,
+    "rest-conflict-is-400": RestConflictIs400,
     "rest-offset-ignored": RestOffsetIgnored, "rest-created-is-200": RestCreatedIs200,
+    "rest-openapi-3-0": RestOpenApi30, "rest-own-messages": RestOwnMessages,
 }
 
 
@@ -638,29 +883,38 @@ class Entry:
 
     name: str
     door: str
-    """``mcp`` (``mcp_proxy.py`` over stdio) or ``rest`` (``rest_proxy.py`` over HTTP)."""
+    """``mcp`` (``mcp_proxy.py`` over stdio), ``rest`` (``rest_proxy.py`` over HTTP, the suite given its REST API
+    only) or ``http`` (``rest_proxy.py``, the suite given the whole server: REST and MCP of one URL)."""
     clause: str | None
     """The clause that must fail; ``None`` for a legal variant."""
     what: str
+    also: tuple[str, ...] = ()
+    """More clauses the same behaviour breaks, which must fail too."""
+
+    @property
+    def clauses(self) -> tuple[str, ...]:
+        """Every clause the variant must fail (none for a legal one)."""
+        return () if self.clause is None else (self.clause, *self.also)
 
 
-def _entry(name: str, door: str, clause: str | None) -> Entry:
+def _entry(name: str, door: str, clause: str | None, *also: str) -> Entry:
     factory = (MCP_VARIANTS if door == "mcp" else REST_VARIANTS)[name]
     doc = (factory.__doc__ or name).split("\n\n")[0]
-    return Entry(name, door, clause, " ".join(doc.split()))
+    return Entry(name, door, clause, " ".join(doc.split()), also)
 
 
 CATALOGUE: tuple[Entry, ...] = (
     _entry("spec-only", "mcp", None),
     _entry("core-tools-only", "mcp", None),
     _entry("lower-case-ids", "mcp", None),
+    _entry("rest-lower-case-ids", "rest", None),
     _entry("stale-reads", "mcp", "US4.1"),
     _entry("stale-list", "mcp", "US7.1"),
     _entry("stale-export", "mcp", "US8.1"),
     _entry("stale-version", "mcp", "US4.1"),
     _entry("conflict-for-version-conflict", "mcp", "US4.7"),
     _entry("invalid-id-for-not-found", "mcp", "US2.4"),
-    _entry("first-violation-only", "mcp", "FR-059"),
+    _entry("first-violation-only", "mcp", "FR-059", "US4.6", "US5.4"),
     _entry("dash-path-reported", "mcp", "US5.1"),
     _entry("no-negative-index", "mcp", "FR-024"),
     _entry("root-as-empty-member", "mcp", "US2.3"),
@@ -682,8 +936,26 @@ CATALOGUE: tuple[Entry, ...] = (
     _entry("tools-without-output-schemas", "mcp", "FR-069"),
     _entry("bad-arguments-are-500", "mcp", "EDGE-requests"),
     _entry("create-without-defaults", "mcp", "US1.5"),
+    _entry("dash-reads-the-last-item", "mcp", "EDGE-pointers"),
+    _entry("escapes-decoded-before-split", "mcp", "FR-021"),
+    _entry("server-version-as-schema-version", "mcp", "US0.4"),
+    _entry("create-answers-twice", "mcp", "US1.4"),
+    _entry("top-level-defaults-only", "mcp", "US1.2"),
+    _entry("first-missing-default-only", "mcp", "US1.3"),
+    _entry("item-schema-is-the-arrays", "mcp", "US3.3"),
+    _entry("first-alternative-only", "mcp", "US3.4"),
+    _entry("any-path-has-a-schema", "mcp", "US3.5"),
+    _entry("null-update-acknowledged", "mcp", "US4.3"),
+    _entry("missing-ancestor-is-the-parent", "mcp", "US4.4", "US5.5"),
+    _entry("loser-told-it-won", "mcp", "US4.8"),
+    _entry("required-delete-is-a-conflict", "mcp", "US6.2"),
+    _entry("array-delete-takes-the-last", "mcp", "US6.3"),
+    _entry("min-items-names-the-item", "mcp", "US6.5"),
+    _entry("total-counts-from-one", "mcp", "US7.2"),
     _entry("rest-stale-reads", "rest", "US4.1"),
     _entry("rest-conflict-is-400", "rest", "US4.7"),
     _entry("rest-offset-ignored", "rest", "US7.3"),
     _entry("rest-created-is-200", "rest", "US1.1"),
+    _entry("rest-openapi-3-0", "rest", "FR-070"),
+    _entry("rest-own-messages", "http", "FR-065a"),
 )

@@ -28,6 +28,12 @@ class Variant:
     clause: str
     keyword: str
     apply: Callable[[], None]
+    also: tuple[str, ...] = ()
+    """More clauses the same bug breaks, which must fail too (``keyword`` selects a test of each)."""
+
+    @property
+    def clauses(self) -> tuple[str, ...]:
+        return (self.clause, *self.also)
 
 
 def _first_error_only() -> None:
@@ -78,6 +84,25 @@ class _AcceptEverything:
 
     def validate_change(self, before: Any, after: Any, *, keep: bool = True) -> validation.ValidationReport:
         return validation.VALID
+
+
+def _version_checked_only_here() -> None:
+    """The version is checked only on documents this process created: one loaded from storage (after a restart)
+    takes a write at any version."""
+    created: set[str] = set()
+    create, check_current = DocumentService.create_document, core.check_current
+
+    def create_document(self: DocumentService, *args: Any, **kwargs: Any) -> Any:
+        result = create(self, *args, **kwargs)
+        created.add(result[0])
+        return result
+
+    def check_if_created_here(doc_id: str, version: int, current: int) -> None:
+        if doc_id in created:
+            check_current(doc_id, version, current)
+
+    DocumentService.create_document = create_document  # type: ignore[method-assign]
+    core.check_current = check_if_created_here
 
 
 def _ancestor_off_by_one() -> None:
@@ -268,9 +293,11 @@ VARIANTS: dict[str, Variant] = {variant.name: variant for variant in (
     Variant("create-overwrites", "creating where a member exists replaces it instead of a conflict", "US5.3",
             "is_a_conflict", _create_overwrites),
     Variant("versions-skip", "each write after the first moves the version on by two", "US4.1",
-            "moves_the_version_on_by_one", _versions_skip),
+            "moves_the_version_on_by_one or versions_survive_a_restart", _versions_skip, also=("FR-077",)),
     Variant("failed-write-persists", "an invalid write is refused but stored anyway", "US4.2",
-            "every_violation_and_changes_nothing", _failed_write_persists),
+            "every_violation_and_changes_nothing", _failed_write_persists, also=("FR-117",)),
+    Variant("version-checked-only-here", "the version is checked only on documents created by this process",
+            "FR-080", "validated_and_version_checked", _version_checked_only_here),
     Variant("negative-index-off-by-one", "index -n resolves to the item before the n-th from the end", "FR-024",
             "negative_index", _negative_index_off_by_one),
     Variant("list-drops-the-newest", "the document list leaves out the newest document", "US7.1",

@@ -66,6 +66,9 @@ _SPEC = {
     "US7.3": "the list pages",
     "US8.1": "the export (schema://{doc_id}) is the complete document after every edit",
     "FR-011": "documents survive a restart of the server (SC-009: no acknowledged write is lost)",
+    "FR-021": "paths are RFC 6901 pointers: escapes are decoded per token after splitting, and a malformed pointer "
+              "(a bad ~ escape, an index with a leading zero or no number) is path-invalid on reads, updates and "
+              "deletes, changing nothing",
     "FR-024": "negative indices count from the end; - appends",
     "FR-025": "the root is addressed as /",
     "FR-059": "validation reports every error, not the first only",
@@ -79,6 +82,9 @@ _SPEC = {
     "FR-096": "every error code is in the catalogue with its category; error objects have every member",
     "FR-117": "an operation fully succeeds or fully fails",
     "EDGE-requests": "wrong, missing or malformed arguments are invalid-request (typed errors at the boundary)",
+    "EDGE-pointers": "a pointer to nothing (an array's - outside an append, an index out of range, a missing member "
+                     "mid-path) is path-not-found with its deepest ancestor on reads, updates and deletes, changing "
+                     "nothing",
 }
 
 _EXTENSIONS = {
@@ -125,6 +131,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "test_nested_defaults": ("US1.2", "US1.3"),
     "test_zz_observed": ("FR-096",),
     "test_restart": ("FR-011",),
+    "test_pointers": ("EDGE-pointers",),
 }
 
 TESTS: dict[str, tuple[str, ...]] = {
@@ -160,12 +167,15 @@ TESTS: dict[str, tuple[str, ...]] = {
     "test_an_index_out_of_range_is_path_not_found_with_the_array_length": ("US2.6",),
     "test_a_negative_index_out_of_range_is_path_not_found_like_any_other": ("US2.6", "FR-024"),
     "test_a_missing_intermediate_names_what_to_create_first": ("US2.6",),
+    # RFC 6901 evaluation (test_pointers.py; the rest judge EDGE-pointers)
+    "test_a_malformed_pointer_is_path_invalid_on_reads_updates_and_deletes": ("FR-021",),
+    "test_escapes_are_decoded_in_each_token_after_the_path_is_split": ("FR-021",),
     # story 4
     "test_an_update_replaces_the_node_and_moves_the_version_on_by_one": ("US4.1",),
     "test_an_update_at_an_array_index_changes_only_that_item": ("US4.5",),
     "test_an_update_through_a_negative_index_writes_the_concrete_path": ("FR-024",),
     "test_an_update_of_the_root_replaces_the_whole_document": ("FR-025",),
-    "test_an_invalid_update_lists_every_violation_and_changes_nothing": ("US4.2", "US4.6", "FR-059"),
+    "test_an_invalid_update_lists_every_violation_and_changes_nothing": ("US4.2", "US4.6", "FR-059", "FR-117"),
     "test_setting_a_required_field_to_null_is_rejected_with_a_report": ("US4.3",),
     "test_an_update_below_a_missing_intermediate_is_path_not_found": ("US4.4",),
     "test_a_stale_version_is_a_version_conflict_naming_both_versions": ("US4.7",),
@@ -177,7 +187,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "test_creating_at_an_index_inserts_and_shifts_the_rest": ("US5.1",),
     "test_creating_an_optional_member_adds_it": ("US5.2",),
     "test_creating_where_a_member_exists_is_a_conflict": ("US5.3",),
-    "test_an_invalid_new_item_reports_every_violation_and_changes_nothing": ("US5.4", "FR-059"),
+    "test_an_invalid_new_item_reports_every_violation_and_changes_nothing": ("US5.4", "FR-059", "FR-117"),
     "test_a_member_the_schema_does_not_allow_is_a_validation_failure": ("US5.4",),
     "test_creating_below_a_missing_intermediate_names_what_to_create_first": ("US5.5",),
     "test_inserting_past_the_end_of_an_array_is_path_not_found_with_its_length": ("US5.5",),
@@ -187,7 +197,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "test_deleting_an_array_item_reindexes_the_rest": ("US6.3",),
     "test_deleting_through_a_negative_index_removes_the_last_item": ("US6.3", "FR-024"),
     "test_deleting_a_missing_path_is_path_not_found": ("US6.4",),
-    "test_a_delete_that_would_break_min_items_is_rejected": ("US6.5",),
+    "test_a_delete_that_would_break_min_items_is_rejected": ("US6.5", "FR-117"),
     "test_the_root_cannot_be_deleted": ("US6.2",),
     # stories 7, 8
     "test_a_server_without_documents_lists_none": ("US7.2",),

@@ -13,14 +13,20 @@ Everywhere else the suite is strict (codes, versions, contents, which paths fail
    (``1``), an object holding it (``{"minimum": 1}``) or a text naming it (``"minimum 1"``); ``actual``
    may be the value, its JSON text, or (for a type mismatch) its JSON type name. Exactness of numbers
    is still checked where the value itself is given (integers beyond 64 bits must travel exactly).
+4. **doc_ids** (FR-109: "26-character case-insensitive encoding"). A ULID a server reports (a result's
+   ``doc_id``, a list entry, an error's ``details.doc_id``, a resource URI, a history or feed entry, an
+   event) names the same document in either case: every comparison of ids goes through :func:`same_id` or
+   :func:`id_key`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-__all__ = ["category_matches", "expected_matches", "is_root", "same_pointer", "status_of", "value_matches"]
+__all__ = ["category_matches", "expected_matches", "id_key", "ids_in", "is_root", "same_id", "same_pointer",
+           "status_of", "value_matches"]
 
 
 def category_matches(category: Any, status: int) -> bool:
@@ -53,6 +59,26 @@ def is_root(pointer: Any) -> bool:
 def same_pointer(reported: Any, expected: str) -> bool:
     """A pointer a server reported equals ``expected``, the root spelled either way."""
     return is_root(reported) if is_root(expected) else reported == expected
+
+
+_ULID_ANY_CASE = re.compile(r"[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{26}")
+
+
+def id_key(doc_id: Any) -> Any:
+    """Reading 4: the key a doc_id is compared, kept and looked up by (a ULID in upper case; anything else
+    as it is, so that a non-string still fails the comparison it is in)."""
+    return doc_id.upper() if isinstance(doc_id, str) else doc_id
+
+
+def same_id(reported: Any, expected: str) -> bool:
+    """Reading 4: ``reported`` names the document ``expected`` names, in either case."""
+    return isinstance(reported, str) and id_key(reported) == id_key(expected)
+
+
+def ids_in(text: str, doc_id: str) -> str:
+    """Reading 4: ``text`` with every spelling of ``doc_id`` in it written as ``doc_id`` (a URI, a message)."""
+    pattern = re.compile(re.escape(doc_id), re.IGNORECASE) if _ULID_ANY_CASE.fullmatch(doc_id) else None
+    return pattern.sub(lambda _match: doc_id, text) if pattern is not None else text
 
 
 def _json_type(value: Any) -> str:

@@ -57,6 +57,7 @@ __all__ = [
     "book_doc",
     "chapter",
     "door_on_schema",
+    "extension_arguments",
     "failed",
     "in_process",
     "in_process_service",
@@ -847,8 +848,9 @@ async def open_door(
 @asynccontextmanager
 async def door_on_schema(door_name: str, schema_name: str, storage_dir: Path) -> AsyncIterator[Door]:
     """A door onto a server of its own started on one of the shipped test schemas (``schemas/``): in process,
-    or by the command given (``--mcp-command``); not applicable for a server reached by URL."""
-    schema = TEST_SCHEMAS / schema_name
+    or by the command given (``--mcp-command``); not applicable for a server reached by URL. ``book.schema.json``
+    is the suite's own schema: a fresh server of the kind every other test uses, on an empty storage."""
+    schema = BOOK_SCHEMA if schema_name == BOOK_SCHEMA.name else TEST_SCHEMAS / schema_name
     if in_process(door_name):
         async with open_door(door_name, storage_dir, schema=schema) as door:
             yield door

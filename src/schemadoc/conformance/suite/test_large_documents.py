@@ -11,6 +11,7 @@ import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
+from ..readings import id_key
 from .doors import UNKNOWN_DOC_ID, Doc, Door, book_doc, chapter, failed, new_doc, ok
 
 pytestmark = pytest.mark.anyio
@@ -273,8 +274,9 @@ async def test_search_finds_string_leaves_across_documents_with_snippets_and_pag
     ok(await second.update("/chapters/0/sections/0/paragraphs/0/text", "A lighthouse on the cliff."))
     ids = [first.doc_id, second.doc_id]
     body = ok(await door.call("document_search", {"query": "LIGHTHOUSE", "doc_ids": ids}))
-    assert [(hit["doc_id"], hit["pointer"]) for hit in body["hits"]] == [
-        (first.doc_id, "/chapters/1/title"), (second.doc_id, "/chapters/0/sections/0/paragraphs/0/text")]
+    assert [(id_key(hit["doc_id"]), hit["pointer"]) for hit in body["hits"]] == [
+        (id_key(first.doc_id), "/chapters/1/title"),
+        (id_key(second.doc_id), "/chapters/0/sections/0/paragraphs/0/text")]
     assert "Lighthouse Keeper" in body["hits"][0]["snippet"]
     assert body["has_more"] is False and body["next_cursor"] is None
     page = ok(await door.call("document_search", {"query": "lighthouse", "doc_ids": ids, "limit": 1}))
