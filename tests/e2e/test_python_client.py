@@ -15,6 +15,7 @@ from http_server import Server
 
 from schemadoc.client import AsyncClient, Client, ClientError, VersionConflictError
 from schemadoc.client import models as m
+from schemadoc.operations.results import JournalSummaryBody
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +74,30 @@ def test_every_operation_has_a_typed_result(client: Client) -> None:
     assert client.revert(doc, 1, 9).version == 10
     assert client.delete_document(doc, 10).deleted is True
     assert client.undelete_document(doc).deleted is False
+
+
+def test_the_arguments_beyond_the_spec_reach_the_server(client: Client) -> None:
+    """content, valid, fill_defaults, summary, include_defaults and format: each sent where the server reads it."""
+    doc = client.create_document(content={"title": "Given"}).doc_id
+    assert client.read_node(doc, "/title").node_content == "Given"
+    assert client.read_node(doc, "/tags").node_content == []  # the schema's default filled in
+    assert not client.validate_node(doc, "/", {"title": "Bare"}).valid
+    assert client.validate_node(doc, "/", {"title": "Bare"}, fill_defaults=True).valid
+    with pytest.raises(ClientError) as refused:
+        client.update_node(doc, "/", {"title": "Bare"}, 1)
+    assert refused.value.code == "validation-failed"
+    assert client.update_node(doc, "/", {"title": "Bare"}, 1, fill_defaults=True).version == 2
+    chapter = {"id": "ch-1", "title": "One", "sections": [{"title": "S", "paragraphs": []}]}
+    assert client.create_node(doc, "/chapters/-", chapter, 2, fill_defaults=True).version == 3
+    assert all(isinstance(entry, JournalSummaryBody) for entry in client.history(doc, summary=True).entries)
+    assert all(isinstance(entry, m.JournalEntryBody) for entry in client.history(doc).entries)
+    plain = client.next_incomplete(doc, limit=50)
+    with_defaults = client.next_incomplete(doc, limit=50, include_defaults=True)
+    assert len(with_defaults.items) > len(plain.items)
+    assert "Bare" in client.render(doc, format="markdown").text
+    assert doc not in [d.doc_id for d in client.list_documents(limit=1000, valid=False).documents]
+    assert doc in [d.doc_id for d in client.list_documents(limit=1000).documents]
+    assert client.get_node_schema().node_schema["title"] == "Book"
 
 
 def test_errors_are_raised_with_the_error_object(client: Client) -> None:

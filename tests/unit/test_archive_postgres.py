@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from contract.storage import commit_patch, create_document
 from pg_support import throwaway_schema
-from storage_contract import commit_patch, create_document
 
 from schemadoc.storage.memory import MemoryDocumentStore
 

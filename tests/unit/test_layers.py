@@ -2,13 +2,16 @@
 
 The imports of every module under ``src/schemadoc`` (``conformance/`` excepted: it reaches a server
 only over the wire, and is kept apart on purpose) are read from the source with ``ast``, at module
-level and inside functions alike. Imports under ``if TYPE_CHECKING:`` are left out: they only name
-types for the type checker and never run. ``from package import name`` counts as an import of the
-submodule ``package.name`` when there is one, else of the package.
+level, inside functions and under ``if TYPE_CHECKING:`` alike: an import that only names a type still
+ties the two modules together for a reader and for the type checker, so it may not close a circle or
+point upward either. ``from package import name`` counts as an import of the submodule
+``package.name`` when there is one, else of the package.
 
 The layers are read from the table "Layers" in ``docs/architecture.md``: a module may import its
 own layer (without a circle) and the layers below it, never one above. A new module or package
-outside every row of the table fails until the table places it.
+outside every row of the table fails until the table places it. The two doors (``interfaces/mcp_door/``
+and ``interfaces/rest/``) share a row and never import each other; no module or package is named like a
+library imported beside it or inside it (``interfaces/mcp.py`` beside ``from mcp import ...`` was one).
 """
 
 from __future__ import annotations
@@ -67,15 +70,16 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _import_nodes(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement that can run (those under ``if TYPE_CHECKING:`` left out; its ``else`` kept)."""
+def _import_nodes(tree: ast.AST, *, type_checking: bool = True) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement; with ``type_checking=False`` only those that can run (the body of
+    ``if TYPE_CHECKING:`` left out, its ``else`` kept)."""
     found: list[ast.Import | ast.ImportFrom] = []
     pending: list[ast.AST] = [tree]
     while pending:
         node = pending.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
             found.append(node)
-        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+        elif not type_checking and isinstance(node, ast.If) and _is_type_checking(node.test):
             pending.extend(node.orelse)
             continue
         pending.extend(ast.iter_child_nodes(node))
@@ -182,10 +186,62 @@ def test_no_module_imports_a_higher_layer() -> None:
     assert upward == []
 
 
+def _package(name: str) -> str:
+    return name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+
+
+def test_the_doors_never_import_each_other() -> None:
+    doors = ("schemadoc.interfaces.mcp_door", "schemadoc.interfaces.rest")
+
+    def door(name: str) -> str | None:
+        return next((top for top in doors if name == top or name.startswith(top + ".")), None)
+
+    crossing = sorted(f"{name} imports {target}" for name, targets in GRAPH.items() for target in targets
+                      if door(name) and door(target) and door(name) != door(target))
+    assert crossing == []
+    assert _layer("schemadoc.interfaces.mcp_door.server") == _layer("schemadoc.interfaces.rest.routes")
+
+
+def _libraries(path: Path) -> set[str]:
+    """The top-level names of the libraries (not ours) a module imports, under ``TYPE_CHECKING`` too."""
+    names: set[str] = set()
+    for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.partition(".")[0] for alias in node.names)
+        elif not node.level and node.module:
+            names.add(node.module.partition(".")[0])
+    return names - {"schemadoc", "__future__"}
+
+
+def _name_clashes(libraries: dict[str, set[str]], packages: set[str]) -> list[str]:
+    """The modules and packages named like a library imported beside them or inside them.
+
+    ``libraries``: the libraries each module imports, by its dotted name; ``packages``: the names that are
+    packages (their ``__init__.py`` counts inside them). A module ``x.py`` beside an import of ``x`` reads, to a
+    person or a tool resolving names, as an import of itself; so does every ``import x`` inside a package ``x/``
+    (ruff then sorts it as first-party), or beside it."""
+    inside: dict[str, set[str]] = {}
+    for name, imported in libraries.items():
+        inside.setdefault(name if name in packages else name.rpartition(".")[0], set()).update(imported)
+    clashes = []
+    for name in libraries:
+        parent, _, stem = name.rpartition(".")
+        if stem in inside.get(parent, set()):
+            clashes.append(f"{name}{' (a package)' if name in packages else ''} beside an import of the library {stem}")
+        if name in packages and stem in inside.get(name, set()):
+            clashes.append(f"{name} (a package) holds an import of the library {stem}")
+    return sorted(clashes)
+
+
+def test_no_module_is_named_like_a_library_imported_beside_it_or_inside_it() -> None:
+    packages = {name for name, path in MODULES.items() if path.name == "__init__.py"}
+    assert _name_clashes({name: _libraries(path) for name, path in MODULES.items()}, packages) == []
+
+
 def test_the_layer_table_is_read_from_the_architecture_page() -> None:
     assert LAYERS[0] == ("schemadoc", "schemadoc.errors")
     assert ("schemadoc.service",) in LAYERS
-    assert "schemadoc.interfaces" in LAYERS[-1]
+    assert "schemadoc.interfaces.cli" in LAYERS[-1]
     assert len({name for members in LAYERS for name in members}) == sum(map(len, LAYERS))
 
 
@@ -200,16 +256,34 @@ def test_circles_are_found(graph: dict[str, set[str]], expected: list[list[str]]
     assert _cycles(graph) == expected
 
 
-def test_type_checking_imports_are_left_out_and_function_imports_kept() -> None:
+def test_a_module_named_like_a_library_beside_it_or_inside_it_is_found() -> None:
+    flat = {"p.interfaces.mcp": {"anyio"}, "p.interfaces.mcp_prompts": {"mcp", "pydantic"}}
+    assert _name_clashes(flat, set()) == ["p.interfaces.mcp beside an import of the library mcp"]
+    named = {"p.interfaces.mcp": set(), "p.interfaces.mcp.server": {"mcp"}, "p.interfaces.app": {"fastapi"}}
+    assert _name_clashes(named, {"p.interfaces.mcp"}) == ["p.interfaces.mcp (a package) holds an import of the "
+                                                          "library mcp"]
+    assert _name_clashes({**named, "p.interfaces.mcp.server": set(), "p.interfaces.app": {"mcp"}},
+                         {"p.interfaces.mcp"}) == ["p.interfaces.mcp (a package) beside an import of the library mcp"]
+    door = {"p.interfaces.mcp_door": set(), "p.interfaces.mcp_door.server": {"mcp"}, "p.interfaces.app": {"mcp"}}
+    assert _name_clashes(door, {"p.interfaces.mcp_door"}) == []
+
+
+def test_type_checking_imports_and_function_imports_are_counted() -> None:
     tree = ast.parse(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from schemadoc.service import DocumentService\n"
+        "else:\n    from schemadoc import errors\n"
         "def f():\n    from schemadoc.interfaces import app\n")
-    modules = {node.module for node in _import_nodes(tree) if isinstance(node, ast.ImportFrom)}
-    assert modules == {"typing", "schemadoc.interfaces"}
+    every = {node.module for node in _import_nodes(tree) if isinstance(node, ast.ImportFrom)}
+    assert every == {"typing", "schemadoc.service", "schemadoc", "schemadoc.interfaces"}
+    running = {node.module for node in _import_nodes(tree, type_checking=False) if isinstance(node, ast.ImportFrom)}
+    assert running == {"typing", "schemadoc", "schemadoc.interfaces"}
 
 
 def test_a_module_is_placed_in_the_most_specific_layer() -> None:
     assert _layer("schemadoc.storage.files") == _layer("schemadoc.storage")
     assert _layer("schemadoc.errors") < _layer("schemadoc.pointer") < _layer("schemadoc.service.core")
-    assert _layer("schemadoc.interfaces.rest.routes") == len(LAYERS) - 1
+    doors = _layer("schemadoc.interfaces.rest.routes")
+    assert _layer("schemadoc.config") < _layer("schemadoc.interfaces.http.guards") < doors
+    assert doors == _layer("schemadoc.interfaces.mcp_door") < _layer("schemadoc.interfaces.app")
+    assert _layer("schemadoc.interfaces.app") < _layer("schemadoc.interfaces.cli.command") == len(LAYERS) - 1

@@ -1,6 +1,6 @@
 """What only the files store does: the directory, its layout, crash recovery and inter-process locks.
 
-The behaviour every store shares is in the contract suite (test_storage_contract.py).
+The behaviour every store shares is in the contract suite (tests/contract/test_storage_contract.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 import pytest
-from storage_contract import commit_patch, create_document, current_content, new_doc_id
+from contract.storage import commit_patch, create_document, current_content, new_doc_id
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, replay, utc_now
@@ -533,7 +533,7 @@ from schemadoc.storage import disk
 from schemadoc.storage.files import FileDocumentStore
 from schemadoc.storage.journal import Tail, fold
 from schemadoc.storage.layout import Corrupt
-from storage_contract import commit_patch
+from contract.storage import commit_patch
 store = FileDocumentStore(sys.argv[1])
 store.open()
 while not Path(sys.argv[5]).exists():  # start together
@@ -552,7 +552,7 @@ def test_writers_in_several_processes_never_lose_or_repeat_a_version(
     meta = create_document(store, {"log": []})
     processes, rounds = 3, 20
     go = tmp_path / "go"
-    paths = [str(SRC), str(SRC.parent / "tests"), os.environ.get("PYTHONPATH")]  # tests/: storage_contract
+    paths = [str(SRC), str(SRC.parent / "tests"), os.environ.get("PYTHONPATH")]  # tests/: contract.storage
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
     children = [subprocess.Popen([sys.executable, "-c", COMMIT_IN_A_LOOP, str(directory), meta.doc_id,
                                   str(rounds), f"p{i}", str(go)], env=env) for i in range(processes)]

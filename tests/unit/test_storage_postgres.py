@@ -16,9 +16,9 @@ from typing import Any
 import orjson
 import psycopg
 import pytest
+from contract.storage import commit_patch, create_document, delete_document, new_doc_id
 from pg_support import URL, empty_tables, throwaway_schema, url_with_schema
 from psycopg import sql
-from storage_contract import commit_patch, create_document, delete_document, new_doc_id
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.storage.base import DocumentMeta

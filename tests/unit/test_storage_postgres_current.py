@@ -16,10 +16,10 @@ from typing import Any
 
 import psycopg
 import pytest
+from contract.storage import commit_patch, create_document, delete_document
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pg_support import empty_tables, throwaway_schema
-from storage_contract import commit_patch, create_document, delete_document
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.storage.base import DocumentMeta

@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import psycopg
 import pytest
+from contract.storage import create_document, current_content
 from pg_cluster import PrivateCluster
 from pg_support import drop_schema, require_postgres, url_with_schema
-from storage_contract import create_document, current_content
 
 from schemadoc.config import load_settings
 from schemadoc.errors import SchemaDocError

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import httpx
 
 from schemadoc.client import models as m
-from schemadoc.client._operations import Operations, Request, document_path
+from schemadoc.client._operations import AsyncOperations, Request, SyncOperations, document_path
 from schemadoc.client._sse import Event, EventStream
 from schemadoc.client.errors import ClientError, VersionConflictError, error_for
 
@@ -38,7 +38,7 @@ def body_of(response: httpx.Response) -> Any:
         return response.text
 
 
-class Client(Operations):
+class Client(SyncOperations):
     """A schemadoc server's REST API (``/api/v1``), one method per operation, typed results.
 
     Errors are raised as :class:`~schemadoc.client.ClientError` (``version-conflict`` as
@@ -139,7 +139,7 @@ class Client(Operations):
             time.sleep(retry_seconds)
 
 
-class AsyncClient(Operations):
+class AsyncClient(AsyncOperations):
     """A schemadoc server's REST API (``/api/v1``) for asyncio (and anyio) code: :class:`~schemadoc.client.Client`'s
     methods, each awaited, with the same errors and versions.
 

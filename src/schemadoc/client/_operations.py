@@ -15,7 +15,7 @@ import functools
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 from urllib.parse import quote
 
 from pydantic import TypeAdapter
@@ -23,9 +23,6 @@ from pydantic import TypeAdapter
 from schemadoc.client import models as m
 from schemadoc.operations.catalogue import BY_NAME
 from schemadoc.operations.operation import Route
-
-if TYPE_CHECKING:
-    from schemadoc.client import AsyncClient, Client
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -96,10 +93,10 @@ class Endpoint(Generic[P, T]):
     def __get__(self, client: None, owner: type[Any]) -> Self: ...
 
     @overload
-    def __get__(self, client: AsyncClient, owner: type[Any]) -> Callable[P, Awaitable[T]]: ...
+    def __get__(self, client: AsyncOperations, owner: type[Any]) -> Callable[P, Awaitable[T]]: ...
 
     @overload
-    def __get__(self, client: Client, owner: type[Any]) -> Callable[P, T]: ...
+    def __get__(self, client: SyncOperations, owner: type[Any]) -> Callable[P, T]: ...
 
     def __get__(self, client: Any, owner: type[Any]) -> Any:
         if client is None:
@@ -123,19 +120,24 @@ class Operations:
         return Request("GET", "/health", _raw)
 
     @Endpoint
-    def create_document(self) -> Request[m.CreateDocumentResult]:
-        """A new document built from the schema's defaults, at version 1."""
-        return request("document_create")
+    def create_document(self, content: Any = None, *,
+                        placeholders: Sequence[str] | None = None) -> Request[m.CreateDocumentResult]:
+        """A new document at version 1: ``content`` with the schema's defaults filled in, or built from the defaults
+        alone when it is ``None`` (left out of the request); ``placeholders``: as a suggested call gives them."""
+        return request("document_create", **({} if content is None else {"content": content}),
+                       **_marks(placeholders))
 
     @Endpoint
     def list_documents(self, *, limit: int | None = None, offset: int | None = None,
-                       where: Sequence[str | Sequence[Any]] | None = None, sort: str | None = None,
-                       cursor: str | None = None) -> Request[m.ListDocumentsResult]:
-        """Documents a page at a time: ``where`` filters (``"key op value"`` or ``[key, op, value]``), ``sort`` a key
-        (``-`` first: descending), ``cursor`` the ``next_cursor`` of the page before (docs/search.md)."""
+                       valid: bool | None = None, where: Sequence[str | Sequence[Any]] | None = None,
+                       sort: str | None = None, cursor: str | None = None) -> Request[m.ListDocumentsResult]:
+        """Documents a page at a time: ``valid`` only those the schema accepts (``True``) or refuses (``False``);
+        ``where`` filters (``"key op value"`` or ``[key, op, value]``), ``sort`` a key (``-`` first: descending),
+        ``cursor`` the ``next_cursor`` of the page before (docs/search.md)."""
         spelled = [item if isinstance(item, str) else f"{item[0]} {item[1]} {json.dumps(item[2])}" if len(item) == 3
                    else f"{item[0]} {item[1]}" for item in where or ()]
-        return request("document_list", limit=limit, offset=offset, where=spelled, sort=sort, cursor=cursor)
+        return request("document_list", limit=limit, offset=offset, valid=None if valid is None else str(valid).lower(),
+                       where=spelled, sort=sort, cursor=cursor)
 
     @Endpoint
     def read_node(self, doc_id: str, path: str = "/", *, at_version: int | None = None, max_depth: int | None = None,
@@ -148,17 +150,19 @@ class Operations:
 
     @Endpoint
     def update_node(self, doc_id: str, path: str, node_data: Any, version: int, *, dry_run: bool = False,
+                    fill_defaults: bool = False,
                     placeholders: Sequence[str] | None = None) -> Request[m.UpdateNodeResult]:
         """``placeholders``: as a suggested call gives them (the values the server made up in ``node_data``)."""
         return request("document_update_node", doc_id=doc_id, path=path, node_data=node_data, version=version,
-                       dry_run=dry_run, **_marks(placeholders))
+                       dry_run=dry_run, fill_defaults=fill_defaults, **_marks(placeholders))
 
     @Endpoint
     def create_node(self, doc_id: str, path: str, node_data: Any, version: int, *, dry_run: bool = False,
+                    fill_defaults: bool = False,
                     placeholders: Sequence[str] | None = None) -> Request[m.CreateNodeResult]:
         """Create the node at ``path`` (``/items/-`` appends)."""
         return request("document_create_node", doc_id=doc_id, path=path, node_data=node_data, version=version,
-                       dry_run=dry_run, **_marks(placeholders))
+                       dry_run=dry_run, fill_defaults=fill_defaults, **_marks(placeholders))
 
     @Endpoint
     def delete_node(self, doc_id: str, path: str, version: int, *,
@@ -186,9 +190,11 @@ class Operations:
                        dry_run=dry_run)
 
     @Endpoint
-    def validate_node(self, doc_id: str, path: str, node_data: Any) -> Request[m.ValidateNodeResult]:
+    def validate_node(self, doc_id: str, path: str, node_data: Any, *,
+                      fill_defaults: bool = False) -> Request[m.ValidateNodeResult]:
         """The verdict a write of ``node_data`` at ``path`` would get now; nothing is written."""
-        return request("document_validate_node", doc_id=doc_id, path=path, node_data=node_data)
+        return request("document_validate_node", doc_id=doc_id, path=path, node_data=node_data,
+                       fill_defaults=fill_defaults)
 
     @Endpoint
     def delete_document(self, doc_id: str, version: int) -> Request[m.DocumentStateResult]:
@@ -207,9 +213,11 @@ class Operations:
 
     @Endpoint
     def history(self, doc_id: str, *, since_version: int | None = None, limit: int | None = None,
-                actor: str | None = None) -> Request[m.HistoryResult]:
-        """The journal, oldest first; ``actor``: only the versions that actor (a token's name, a door) made."""
-        return request("document_history", doc_id=doc_id, since_version=since_version, limit=limit, actor=actor)
+                summary: bool = False, actor: str | None = None) -> Request[m.HistoryResult]:
+        """The journal, oldest first; ``summary``: each version's op, path, time and patch size instead of its
+        patch; ``actor``: only the versions that actor (a token's name, a door) made."""
+        return request("document_history", doc_id=doc_id, since_version=since_version, limit=limit, summary=summary,
+                       actor=actor)
 
     @Endpoint
     def read_version(self, doc_id: str, version: int) -> Request[Any]:
@@ -217,7 +225,7 @@ class Operations:
         return Request("GET", document_path(doc_id, f"/versions/{int(version)}"), _raw)
 
     @Endpoint
-    def diff(self, doc_id: str, from_version: int, to_version: int | None = None) -> Request[m.DiffResult]:
+    def diff(self, doc_id: str, from_version: int, to_version: int) -> Request[m.DiffResult]:
         return request("document_diff", doc_id=doc_id, from_version=from_version, to_version=to_version)
 
     @Endpoint
@@ -237,7 +245,7 @@ class Operations:
         return request("schema_get_root", dereferenced=dereferenced)
 
     @Endpoint
-    def get_node_schema(self, path: str, *, doc_id: str | None = None,
+    def get_node_schema(self, path: str = "/", *, doc_id: str | None = None,
                         dereferenced: bool | None = None) -> Request[m.NodeSchemaResult]:
         # dereferenced=False is said (the server's default is true), so it is sent as text
         return request("schema_get_node", path=path, doc_id=doc_id,
@@ -254,9 +262,11 @@ class Operations:
                        max_bytes=max_bytes)
 
     @Endpoint
-    def next_incomplete(self, doc_id: str, path: str = "/", *,
-                        limit: int | None = None) -> Request[m.NextIncompleteResult]:
-        return request("document_next_incomplete", doc_id=doc_id, path=path, limit=limit)
+    def next_incomplete(self, doc_id: str, path: str = "/", *, limit: int | None = None,
+                        include_defaults: bool = False) -> Request[m.NextIncompleteResult]:
+        """``include_defaults``: also list values equal to their schema default."""
+        return request("document_next_incomplete", doc_id=doc_id, path=path, limit=limit,
+                       include_defaults=include_defaults)
 
     @Endpoint
     def search(self, query: str, *, path: str | None = None, doc_ids: Sequence[str] | None = None,
@@ -271,8 +281,16 @@ class Operations:
         return request("document_stats", doc_id=doc_id)
 
     @Endpoint
-    def render(self, doc_id: str, path: str = "/", *, offset: int | None = None, limit: int | None = None,
-               max_bytes: int | None = None) -> Request[m.RenderResult]:
-        """The node as Markdown, driven by the schema."""
-        return request("document_render", doc_id=doc_id, path=path, format="markdown", offset=offset, limit=limit,
+    def render(self, doc_id: str, path: str = "/", *, format: str = "markdown", offset: int | None = None,
+               limit: int | None = None, max_bytes: int | None = None) -> Request[m.RenderResult]:
+        """The node as Markdown (the only ``format``), driven by the schema."""
+        return request("document_render", doc_id=doc_id, path=path, format=format, offset=offset, limit=limit,
                        max_bytes=max_bytes)
+
+
+class SyncOperations(Operations):
+    """What :class:`~schemadoc.client.Client` is: each method returns its result."""
+
+
+class AsyncOperations(Operations):
+    """What :class:`~schemadoc.client.AsyncClient` is: each method returns an awaitable of its result."""

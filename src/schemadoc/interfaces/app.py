@@ -36,7 +36,6 @@ from starlette.routing import Match, Route
 import schemadoc
 from schemadoc.config import Settings
 from schemadoc.errors import SchemaDocError
-from schemadoc.interfaces.cli.common import create_service
 from schemadoc.interfaces.http.access import AccessGuard, HostPolicy, TokensFile
 from schemadoc.interfaces.http.apidocs import add_api_docs
 from schemadoc.interfaces.http.feeds import HEARTBEAT_SECONDS
@@ -46,7 +45,6 @@ from schemadoc.interfaces.http.guards import (
     McpReader,
     RequestLimits,
     SessionLimit,
-    open_sessions,
     telemetry,
 )
 from schemadoc.interfaces.http.metrics import CONTENT_TYPE_LATEST, Metrics
@@ -55,7 +53,7 @@ from schemadoc.interfaces.http.shutdown import STOPPING, StopGate, Stopping
 from schemadoc.interfaces.http.subscribers import SubscriberSlots, slots_of
 from schemadoc.interfaces.http.tracing import tracing_from_environment
 from schemadoc.interfaces.mcp_door.server import build_mcp_server
-from schemadoc.interfaces.mcp_door.sessions import SessionOwners, live_sessions
+from schemadoc.interfaces.mcp_door.sessions import SessionOwners, live_sessions, open_sessions
 from schemadoc.interfaces.rest.lane import RestLane, route_pattern
 from schemadoc.interfaces.rest.routes import (
     BINDINGS,
@@ -66,6 +64,7 @@ from schemadoc.interfaces.rest.routes import (
     rest_router,
     rest_state,
 )
+from schemadoc.interfaces.startup import create_service
 from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.reading.request_examples import with_request_examples
 from schemadoc.service import DocumentService

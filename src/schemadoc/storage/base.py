@@ -11,7 +11,7 @@ to date off the write path with :meth:`DocumentStore.write_snapshot`. The docume
 current version is the snapshot with the journal entries after it replayed
 (:meth:`DocumentStore.load` returns both).
 
-Every store runs the same contract suite (``tests/storage_contract``).
+Every store runs the same contract suite (``tests/contract/storage``).
 """
 
 from __future__ import annotations

@@ -19,14 +19,12 @@ from mcp.types import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.interfaces.http.bodies import READ_BODY, check_depth, dump_body, parse_json
 from schemadoc.interfaces.http.logs import client_gone
 from schemadoc.interfaces.http.request_context import error_object
-from schemadoc.interfaces.mcp_door.server import SchemaDocMCPServer
-from schemadoc.interfaces.rest.routes import check_depth, dump_body
-from schemadoc.interfaces.rest.wire import READ_BODY, parse_json
 
 __all__ = ["MCP_MESSAGE_ID", "MCP_PATH", "ErrorGuard", "McpPost", "McpReader", "RequestLimits", "SessionLimit",
-           "error_bytes", "message_id", "open_sessions", "read_body", "replaying", "route_path", "send_json",
+           "error_bytes", "message_id", "read_body", "replaying", "route_path", "send_json",
            "telemetry"]
 
 log = logging.getLogger("schemadoc.http")
@@ -213,7 +211,7 @@ class McpReader:
     A body not declared as ``application/json`` is refused unread (``unsupported-media-type``, 415: the
     transport takes nothing else, and browsers send other types across origins without a preflight).
     The body is read once, never beyond ``max_bytes`` (``request-too-large``, 413), parsed once by
-    the REST door's strict parser (:func:`~schemadoc.interfaces.rest.wire.parse_json`: orjson, which
+    the strict parser both doors share (:func:`~schemadoc.interfaces.http.bodies.parse_json`: orjson, which
     refuses NaN, Infinity, invalid UTF-8, lone surrogates and trailing bytes; integers beyond 64 bits
     read exactly), and checked against ``max_depth`` (``request-too-deep``). What it refuses is
     answered with HTTP 400 and a JSON-RPC error (``-32700`` for a body that is not JSON) whose
@@ -361,11 +359,3 @@ class SessionLimit:
             f"The server already has {open_now} MCP sessions open, the most it serves (max_mcp_sessions).",
             {"limit": "max_mcp_sessions", "max_mcp_sessions": self.max_sessions, "actual": open_now})
         return error_bytes(error, MCP_PATH, scope.get(MCP_MESSAGE_ID), MCP_PATH, INTERNAL_ERROR)
-
-
-def open_sessions(server: SchemaDocMCPServer) -> Callable[[], int]:
-    """How many handshake-era sessions the server's session manager holds (the SDK keeps them private)."""
-    def count() -> int:
-        instances = getattr(server.session_manager, "_server_instances", None)
-        return len(instances) if isinstance(instances, dict) else server.session_manager.max_sessions or 0
-    return count

@@ -33,7 +33,7 @@ from schemadoc.interfaces.http.access import CREDENTIAL, Token
 from schemadoc.interfaces.http.guards import MCP_MESSAGE_ID, MCP_PATH, error_bytes, send_json
 from schemadoc.interfaces.mcp_door.server import SchemaDocMCPServer
 
-__all__ = ["SessionOwners", "live_sessions"]
+__all__ = ["SessionOwners", "live_sessions", "open_sessions"]
 
 _SESSION_HEADER = b"mcp-session-id"
 _VERSION_HEADER = b"mcp-protocol-version"
@@ -162,3 +162,11 @@ def live_sessions(server: SchemaDocMCPServer) -> Callable[[], Container[str]]:
         return manager._server_instances
 
     return live
+
+
+def open_sessions(server: SchemaDocMCPServer) -> Callable[[], int]:
+    """How many handshake-era sessions the server's session manager holds (the SDK keeps them private)."""
+    def count() -> int:
+        instances = getattr(server.session_manager, "_server_instances", None)
+        return len(instances) if isinstance(instances, dict) else server.session_manager.max_sessions or 0
+    return count

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from contract.storage.helpers import commit_patch, create_document, new_doc_id
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.storage.base import DocumentStore, Verdict
-from storage_contract.helpers import commit_patch, create_document, new_doc_id
 
 __all__ = ["VerdictsContract"]
 

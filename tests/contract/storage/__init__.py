@@ -1,4 +1,4 @@
-"""The contract suite every document store passes (imported by the store tests as ``storage_contract``).
+"""The contract suite every document store passes (imported by the store tests as ``contract.storage``).
 
 A store's test module is a few lines::
 
@@ -17,10 +17,8 @@ check that the journal replays to the stored content.
 from __future__ import annotations
 
 import pytest
-
-from schemadoc.storage.base import DocumentStore
-from storage_contract.documents import DocumentsContract
-from storage_contract.helpers import (
+from contract.storage.documents import DocumentsContract
+from contract.storage.helpers import (
     BAD_DOC_IDS,
     SCHEMA_URI,
     commit_patch,
@@ -29,10 +27,12 @@ from storage_contract.helpers import (
     delete_document,
     new_doc_id,
 )
-from storage_contract.history import HistoryContract
-from storage_contract.locks import LocksContract
-from storage_contract.restore import RestoreContract
-from storage_contract.verdicts import VerdictsContract
+from contract.storage.history import HistoryContract
+from contract.storage.locks import LocksContract
+from contract.storage.restore import RestoreContract
+from contract.storage.verdicts import VerdictsContract
+
+from schemadoc.storage.base import DocumentStore
 
 __all__ = [
     "BAD_DOC_IDS",

@@ -7,11 +7,7 @@ import time
 
 import orjson
 import pytest
-
-from schemadoc.errors import SchemaDocError
-from schemadoc.ops.journal import replay
-from schemadoc.storage.base import DocumentStore
-from storage_contract.helpers import (
+from contract.storage.helpers import (
     SHORT_TIMEOUT,
     codes,
     commit_patch,
@@ -19,6 +15,10 @@ from storage_contract.helpers import (
     in_thread,
     new_doc_id,
 )
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.ops.journal import replay
+from schemadoc.storage.base import DocumentStore
 
 __all__ = ["LocksContract"]
 

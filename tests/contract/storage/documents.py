@@ -6,11 +6,7 @@ from dataclasses import replace
 
 import orjson
 import pytest
-
-from schemadoc.errors import SchemaDocError
-from schemadoc.ops.journal import JournalEntry, replay, utc_now
-from schemadoc.storage.base import DocumentMeta, DocumentStore, RecoveryReport, keep_checkpoints
-from storage_contract.helpers import (
+from contract.storage.helpers import (
     SCHEMA_URI,
     commit_patch,
     create_document,
@@ -18,6 +14,10 @@ from storage_contract.helpers import (
     delete_document,
     new_doc_id,
 )
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.ops.journal import JournalEntry, replay, utc_now
+from schemadoc.storage.base import DocumentMeta, DocumentStore, RecoveryReport, keep_checkpoints
 
 __all__ = ["DocumentsContract"]
 

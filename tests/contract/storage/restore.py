@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import orjson
 import pytest
+from contract.storage.helpers import SCHEMA_URI, commit_patch, create_document, current_content, new_doc_id
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, replay
 from schemadoc.storage.base import DocumentMeta, DocumentStore
-from storage_contract.helpers import SCHEMA_URI, commit_patch, create_document, current_content, new_doc_id
 
 __all__ = ["RestoreContract"]
 

@@ -7,11 +7,7 @@ from typing import Any
 
 import orjson
 import pytest
-
-from schemadoc.errors import SchemaDocError
-from schemadoc.ops.journal import JournalEntry, replay, utc_now
-from schemadoc.storage.base import DocumentMeta, DocumentStore
-from storage_contract.helpers import (
+from contract.storage.helpers import (
     BAD_DOC_IDS,
     SCHEMA_URI,
     commit_patch,
@@ -19,6 +15,10 @@ from storage_contract.helpers import (
     delete_document,
     new_doc_id,
 )
+
+from schemadoc.errors import SchemaDocError
+from schemadoc.ops.journal import JournalEntry, replay, utc_now
+from schemadoc.storage.base import DocumentMeta, DocumentStore
 
 __all__ = ["HistoryContract"]
 

@@ -1,4 +1,4 @@
-"""Every store passes the one contract suite (tests/storage_contract)."""
+"""Every store passes the one contract suite (tests/contract/storage)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from contract.storage import DocumentStoreContract
 from pg_support import empty_tables, throwaway_schema
-from storage_contract import DocumentStoreContract
 
 from schemadoc.storage.base import DocumentStore
 from schemadoc.storage.files import FileDocumentStore
