@@ -65,6 +65,7 @@ def test_a_token_in_a_file_that_is_not_a_log(tmp_path):
 
 def test_a_logged_token_fails_the_test_that_logged_it(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(E2E_CONFTEST.read_text(encoding="utf-8"))
+    pytester.makepyfile(inspector=(E2E_CONFTEST.parent / "inspector.py").read_text(encoding="utf-8"))  # it imports
     pytester.makepyfile(test_servers=TESTS)
     # the logs it leaks go outside this session's temporary directories, which the guard itself looks at
     outside = Path(tempfile.mkdtemp(prefix="token-log-guard-"))
