@@ -16,9 +16,9 @@ from schemadoc.config import load_settings, parse_size
 from schemadoc.errors import SchemaDocError
 from schemadoc.schema import load_schema
 from schemadoc.service import DocumentService
-from schemadoc.service.core import parse_stored
 from schemadoc.service.memory import BYTES_PER_BLOCK, ResidentSet, default_budget
 from schemadoc.service.models import DocState
+from schemadoc.service.payloads import parse_stored
 from schemadoc.storage.base import DocumentMeta
 from schemadoc.storage.files import FileDocumentStore
 

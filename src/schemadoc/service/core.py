@@ -8,7 +8,6 @@ in-memory state. Stored content is never mutated; callers must treat returned no
 from __future__ import annotations
 
 import gc
-import json
 import logging
 import sys
 import threading
@@ -19,7 +18,6 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar
 
-import msgspec
 import orjson
 
 from schemadoc.errors import SchemaDocError
@@ -38,6 +36,7 @@ from schemadoc.service.checks import check_current
 from schemadoc.service.feed import ChangeFeed
 from schemadoc.service.memory import BYTES_PER_BLOCK, Resident, ResidentSet, default_budget
 from schemadoc.service.models import Change, ChangeEvent, DocState, Listener
+from schemadoc.service.payloads import bounded_call, entry_size, json_bytes, parse_stored
 from schemadoc.service.placeholders import MadeUpValues
 from schemadoc.snapshotter import SnapshotPolicy, Snapshotter
 from schemadoc.storage.base import LOCK_TIMEOUT_SECONDS, DocumentMeta, DocumentStore, RecoveryReport, Verdict
@@ -463,7 +462,6 @@ class ServiceCore:
             log.warning("document %s: checkpoint of version %d not written: %s", doc_id, version, error.strerror)
 
 
-PREVIEW_BYTES = 16_384
 
 
 _NO_SPAN: AbstractContextManager[Any] = nullcontext()
@@ -472,62 +470,6 @@ _NO_SPAN: AbstractContextManager[Any] = nullcontext()
 def _no_span(name: str) -> AbstractContextManager[Any]:
     """The span hook while tracing is off: nothing (one shared, reusable null context)."""
     return _NO_SPAN
-
-
-_BIG_MEMBERS = ("node_data", "content", "patch")
-
-
-def bounded_call(call: dict[str, Any], fix: list[dict[str, Any]], prefix: str = "") -> dict[str, Any]:
-    """``call`` when its JSON fits in 16 KiB (an error stays readable within a result budget). Else the same call
-    without the member that carries the agent's own data (``omitted``: ``node_data``, ``content`` or ``patch``)
-    and, in ``omitted_fix``, the RFC 6902 operations that turn that value, as the write had it, into the corrected
-    one: relative to ``node_data`` (``fix`` less ``prefix``, the written node's pointer) or ``content``; for a
-    ``patch``, operations that append the fixes to it. The agent applies them to its own value and sends the call."""
-    if json_bytes([call]) <= PREVIEW_BYTES:
-        return call
-    arguments = call["arguments"]
-    member = next((name for name in _BIG_MEMBERS if name in arguments), None)
-    short = {key: value for key, value in call.items() if key != "arguments"}
-    if member == "patch":
-        relative = [{"op": "add", "path": "/-", "value": op} for op in fix]
-    else:
-        relative = [{**op, **{key: op[key][len(prefix):] for key in ("path", "from") if key in op}} for op in fix]
-    out = {**short, "arguments": {key: value for key, value in arguments.items() if key != member},
-           "omitted": member, "arguments_size_bytes": json_bytes([arguments])}
-    if json_bytes(relative) <= PREVIEW_BYTES:
-        out["omitted_fix"] = relative
-    return out
-
-
-def entry_size(added_bytes: int, patch: list[dict[str, Any]]) -> int:
-    """About the JSON size of a journal entry whose patch added ``added_bytes`` of values (without serialising
-    anything): the values, each operation's paths and punctuation, and the entry's own members."""
-    return 128 + added_bytes + sum(48 + len(operation.get("path", "")) + len(operation.get("from", ""))
-                                   for operation in patch)
-
-
-def json_bytes(value: list[Any]) -> int:
-    try:
-        return len(orjson.dumps(value))
-    except TypeError:  # integers beyond 64 bits
-        return len(json.dumps(value, separators=(",", ":")))
-
-
-_SNAPSHOT_DECODER = msgspec.json.Decoder()
-
-
-def parse_stored(data: bytes) -> Any:
-    """A stored document's JSON as Python values (``orjson.JSONDecodeError`` when it is not JSON).
-
-    ``msgspec`` parses straight into Python objects: measured on a 10 MiB book, 13 ms of CPU against
-    orjson's 23 ms, and a peak of the result's size against orjson's 7 times the input (its parse
-    tree), which would be a cold read's transient memory beside the budget. Integers beyond 64 bits
-    stay exact (orjson makes them floats). What it refuses, orjson is asked about, for the same error.
-    """
-    try:
-        return _SNAPSHOT_DECODER.decode(data)
-    except msgspec.DecodeError:
-        return orjson.loads(data)
 
 
 def _weakly(method: Callable[_P, _R]) -> Callable[_P, _R | None]:

@@ -13,8 +13,9 @@ from schemadoc.ops.journal import JournalEntry
 from schemadoc.pointer import format_pointer, parse_node_path, resolve
 from schemadoc.reading import json_size
 from schemadoc.service.checks import LARGEST_INTEGER, check_int, path_arg, shown_int
-from schemadoc.service.core import ServiceCore, parse_stored
+from schemadoc.service.core import ServiceCore
 from schemadoc.service.models import Change, ChangesPage, HistoryPage, NodeRead
+from schemadoc.service.payloads import parse_stored
 from schemadoc.storage.base import check_doc_id
 
 __all__ = ["ACTOR_SCAN_VERSIONS", "History"]

@@ -24,9 +24,9 @@ from schemadoc.ops.sizes import patch_size
 from schemadoc.pointer import format_pointer, parse, parse_node_path, resolve
 from schemadoc.reading.examples import fill_defaults
 from schemadoc.service.checks import check_version, path_arg
-from schemadoc.service.core import PREVIEW_BYTES, json_bytes
 from schemadoc.service.history import History
 from schemadoc.service.models import WriteResult
+from schemadoc.service.payloads import PREVIEW_BYTES, json_bytes
 from schemadoc.storage.base import check_doc_id
 from schemadoc.validation import SUGGESTED_FIRST, Repair, ValidationReport, Violation
 from schemadoc.validation.suggestions import fold_fixes
