@@ -130,8 +130,11 @@ class ServiceCore:
     def _open_search(self) -> SearchIndex:
         with self._search_guard:
             if self._search is None:
-                self._search = open_index(self.store, self.search_members, self._valid_now, self.search_extensions,
-                                          self._index_source, self._index_patches)
+                # weakly, as the snapshotter: the index's thread must not keep a dropped service alive
+                load: Any = _weakly(self._index_source)  # None once the service is gone, with its index
+                patches: Any = _weakly(self._index_patches)
+                self._search = open_index(self.store, self.search_members, _weakly(self._valid_now),
+                                          self.search_extensions, load, patches)
             return self._search
 
     @property

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.pointer import format_pointer, parse, parse_node_path, resolve
+from schemadoc.pointer import format_pointer, index_token, parse, parse_node_path, resolve
 from schemadoc.reading import (
     Incomplete,
     Outline,
@@ -245,10 +245,16 @@ class Reading(History):
         page = index.search(text, doc_ids=doc_ids, below=below, limit=limit, cursor=cursor, ranking=ranking)
         return SearchPage(page.hits, page.next_cursor)
 
-    def _concrete_below(self, tokens: list[str], doc_ids: list[str] | None, node_path: str) -> tuple[list[str], str]:
+    def _concrete_below(self, tokens: list[str], doc_ids: list[str] | None,
+                        node_path: str) -> tuple[list[str] | None, str]:
         """A ``node_path`` with negative (or huge) indices, resolved in each of ``doc_ids`` as every read resolves it:
         the documents where it names a node, and the one concrete pointer it names in all of them."""
         if doc_ids is None:
+            for token in tokens:  # an index beyond 64 bits is refused as every read refuses it
+                if len(token) > 18 and token.lstrip("-").isdigit():
+                    index_token(token, 0, node_path, allow_negative=True)
+            if not any(_NEGATIVE.fullmatch(token) for token in tokens):
+                return None, format_pointer(tokens)
             raise SchemaDocError("invalid-request", "A negative index in node_path counts from the end of an array of "
                                  "one document: give doc_ids.", {"argument": "node_path", "node_path": node_path})
         found: dict[str, list[str]] = {}

@@ -149,6 +149,14 @@ def _input(name: str) -> Iterator[BinaryIO]:
         yield file  # type: ignore[misc]
 
 
+def _index(settings: Settings) -> None:
+    """The search index brought up to date with what the import wrote (it wrote beside the service, which keeps the
+    index): opening a service on the store catches the index up, so a running server lists and finds them."""
+    from schemadoc.interfaces.startup import create_service
+
+    create_service(settings).close()
+
+
 def import_(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     use_example(args)
     settings = load_settings(overrides(args), environ)
@@ -170,6 +178,8 @@ def import_(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
                                      actor=command_actor("import"))
         finally:
             _close(store)
+    if summary.imported:
+        _index(settings)
     archived = summary.manifest.get("schema")
     if isinstance(archived, dict) and served is not None and archived.get("sha256") != served["sha256"]:
         print(f"note: the archive was exported beside another schema ({archived.get('file')}); every imported "
