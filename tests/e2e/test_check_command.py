@@ -87,9 +87,10 @@ def write_books(http: httpx.Client, count: int, seed: int) -> dict[str, int]:
 
 
 def store_files(storage: Path) -> dict[str, tuple[int, int]]:
-    """Every file under the storage directory: (size, mtime in ns)."""
+    """Every file under the storage directory but the search index (derived, kept by the server as it writes):
+    (size, mtime in ns)."""
     return {str(path.relative_to(storage)): (path.stat().st_size, path.stat().st_mtime_ns)
-            for path in sorted(storage.rglob("*")) if path.is_file()}
+            for path in sorted(storage.rglob("*")) if path.is_file() and not path.name.startswith("search-index.")}
 
 
 def expected_verdicts(http: httpx.Client, validator: jsonschema.Draft202012Validator) -> dict[str, Any]:

@@ -43,10 +43,11 @@ def close_service(service: DocumentService) -> None:
 
 
 def disk_state(storage_dir: Path) -> dict[str, bytes]:
-    """Every byte a reader could see: each file but temporaries and lock files, by relative path."""
+    """Every byte a reader could see: each file but temporaries, lock files and the search index (derived from the
+    documents, rebuilt from them), by relative path."""
     state: dict[str, bytes] = {}
     for path in sorted(storage_dir.rglob("*")):
-        if path.is_file() and not path.name.endswith((".tmp", ".lock")):
+        if path.is_file() and not path.name.endswith((".tmp", ".lock")) and not path.name.startswith("search-index."):
             state[str(path.relative_to(storage_dir))] = path.read_bytes()
     return state
 
