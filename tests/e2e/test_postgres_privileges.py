@@ -37,6 +37,8 @@ CREATE SCHEMA schemadoc AUTHORIZATION schemadoc_owner;
 GRANT USAGE ON SCHEMA schemadoc TO schemadoc_app;
 ALTER DEFAULT PRIVILEGES FOR ROLE schemadoc_owner IN SCHEMA schemadoc
     GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO schemadoc_app;
+ALTER DEFAULT PRIVILEGES FOR ROLE schemadoc_owner IN SCHEMA schemadoc
+    GRANT USAGE, SELECT ON SEQUENCES TO schemadoc_app;
 """
 
 

@@ -10,6 +10,7 @@ the store's finds and indexes again.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -17,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from schemadoc.errors import SchemaDocError
 from schemadoc.search.text import TextQuery, words_of
 from schemadoc.search.units import TextUnit
 
@@ -158,15 +160,45 @@ class SqliteBackend(Backend):
             self._connection.close()
 
 
+_CREATED = re.compile(r"CREATE (?:UNIQUE )?(?:TABLE|INDEX) IF NOT EXISTS (\w+)")
+"""The object a ``CREATE ... IF NOT EXISTS`` names."""
+
+
 class PostgresTransaction:
     dialect = "postgres"
 
     def __init__(self, connection: Any) -> None:
         self.connection = connection
+        self._locked = False
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        if sql.startswith("CREATE "):
+            self._create(sql)
+            return []
         cursor = self.connection.execute(sql.replace("?", "%s"), _no_nul(params))
         return list(cursor.fetchall()) if cursor.description is not None else []
+
+    def _create(self, sql: str) -> None:
+        """``CREATE ... IF NOT EXISTS``, one server at a time (servers starting together), and by a role without the
+        right to create (a server's row-only role) only when the object is there already: ``schemadoc migrate``, run
+        by the schema's owner, creates the index's tables."""
+        if not self._locked:
+            self.connection.execute("SELECT pg_advisory_xact_lock(7265636172)")
+            self._locked = True
+        named = _CREATED.match(sql)
+        if named is not None and self.connection.execute("SELECT to_regclass(%s)", [named.group(1)]).fetchone()[0]:
+            return
+        import psycopg  # only with the PostgreSQL store, which has it
+
+        try:
+            with self.connection.transaction():  # a savepoint: a refusal leaves the transaction usable
+                self.connection.execute(sql)
+        except psycopg.errors.InsufficientPrivilege as error:
+            raise SchemaDocError(
+                "storage-write-failed", f"The search index's tables are missing and this role cannot create them: "
+                f"{str(error).splitlines()[0]}.", {"sql": sql.split("(")[0].strip()},
+                remediation="Run `schemadoc migrate --storage-url ...` as the schema's owner, then start the server "
+                            "again.") from None
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self.connection.cursor() as cursor:

@@ -93,6 +93,22 @@ def replay(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     return EXIT_OK if same else EXIT_FAILED
 
 
+def _create_search_tables(store: Any) -> None:
+    """The search index's tables (and its extensions'), created by the owner who migrates, so that a server whose
+    role may only read and write rows finds them there."""
+    from schemadoc.search.backends import PostgresBackend
+    from schemadoc.search.semantic import default_extensions
+
+    store.open()
+    try:
+        backend = PostgresBackend(store)
+        with backend.transaction() as tx:
+            for extension in default_extensions():
+                extension.create_tables(tx)
+    finally:
+        store.close()
+
+
 def migrate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     settings = load_settings(overrides(args), environ, require_schema=False)
     configure_logging(logging.INFO)
@@ -104,6 +120,7 @@ def migrate(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     store = PostgresDocumentStore(settings.storage_url)
     applied = store.migrate()
+    _create_search_tables(store)
     if applied:
         print(f"schema {store.schema}: applied migration(s) {', '.join(str(v) for v in applied)}")
     else:
