@@ -96,8 +96,16 @@ def test_two_servers_on_one_database_check_each_document_once(tmp_path: Path, da
             for server, status in zip(servers, statuses, strict=True):
                 assert (status["valid"], status["invalid"], status["unchecked"]) == (
                     DOCUMENTS - len(invalid), len(invalid), 0)
-                listed = http.get(f"{_api(server)}/documents", params={"valid": "false", "limit": 1000}).json()
-                assert {item["doc_id"] for item in listed["documents"]} == invalid
+                # the list reads the shared search index, which the server that recorded a verdict updates from
+                # its own thread: another server sees it a moment later
+                deadline = time.monotonic() + 15
+                while True:
+                    listed = http.get(f"{_api(server)}/documents", params={"valid": "false", "limit": 1000}).json()
+                    found = {item["doc_id"] for item in listed["documents"]}
+                    if found == invalid or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.1)
+                assert found == invalid
     finally:
         for server in servers:
             server.stop()

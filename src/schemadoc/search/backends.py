@@ -225,10 +225,20 @@ class PostgresBackend(Backend):
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[PostgresTransaction]:
-        with self._store.connections.connection(self._timeout) as connection, connection.transaction():
-            schema = self._store.schema.replace('"', '""')
-            connection.execute(f'SET LOCAL search_path TO "{schema}"')
-            yield PostgresTransaction(connection)
+        import psycopg  # only with the PostgreSQL store, which has it
+
+        from schemadoc.storage.postgres.connections import is_outage
+
+        connections = self._store.connections
+        try:
+            with connections.connection(self._timeout) as connection, connection.transaction():
+                schema = self._store.schema.replace('"', '""')
+                connection.execute(f'SET LOCAL search_path TO "{schema}"')
+                yield PostgresTransaction(connection)
+        except psycopg.Error as error:  # an outage, said as the store says one (storage-unavailable), no traceback;
+            if is_outage(error):  # the store itself finds out on its next call, and probes as it does
+                raise connections.unavailable(connections.scrub(error)) from None
+            raise
 
     def text_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
                        limit: int) -> tuple[str, list[Any]]:

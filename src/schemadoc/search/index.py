@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from schemadoc.errors import SchemaDocError
 from schemadoc.search.backends import Backend
 from schemadoc.search.extension import IndexExtension, IndexTransaction, RankedUnit
 from schemadoc.search.fields import KINDS, Query, decode_cursor, encode_cursor, field_rows
@@ -39,6 +40,8 @@ log = logging.getLogger("schemadoc.search")
 _BATCH_DELAY_SECONDS = 0.005
 _OPEN_BATCH = 200
 """Documents indexed in one transaction at start-up (FTS5 flushes a segment per transaction)."""
+_OUTAGE_RETRY_SECONDS = 1.0
+"""How long the index's thread waits before applying again the changes an outage of the database held up."""
 _INTERNAL = ("search_state", "search_docs", "search_fields", "search_units")
 _UNIT_STATEMENT = ("SELECT u.text, d.label FROM search_units u JOIN search_docs d ON d.doc_id = u.doc_id "
                    "WHERE u.doc_id = ? AND u.pointer = ? AND d.deleted = 0")
@@ -230,7 +233,13 @@ class SearchIndex:
             with self._pending_lock:
                 batch, self._pending = self._pending, []
             if batch:
-                self._apply_batch(batch)
+                try:
+                    self._apply_batch(batch)
+                except SchemaDocError as error:
+                    if error.code == "storage-unavailable":  # an outage: kept, in order, for when it ends
+                        with self._pending_lock:
+                            self._pending[:0] = batch
+                    raise
 
     def _run(self) -> None:
         while not self._closed:
@@ -241,6 +250,13 @@ class SearchIndex:
             threading.Event().wait(_BATCH_DELAY_SECONDS)
             try:
                 self.sync()
+            except SchemaDocError as error:
+                if error.code != "storage-unavailable":
+                    log.error("search index: applying changes failed: %s", error.message)
+                    continue
+                log.warning("search index: changes wait for the database: %s", error.message)
+                threading.Event().wait(_OUTAGE_RETRY_SECONDS)
+                self._wake.set()
             except Exception:  # the next start-up catches up from the journal
                 log.exception("search index: applying changes failed")
 
