@@ -55,7 +55,7 @@ class ChangeChecker:
             return bool(self.locations.whole.is_valid(after))
 
     def change_errors(self, before: Any, after: Any, patch: Sequence[Any] | None = None, *,
-                      limit: int) -> list[PlacedError] | None:
+                      limit: int, unexpected: bool = True) -> list[PlacedError] | None:
         """Every error whole-document validation finds in ``after`` (in another order), found where it changed.
 
         None when that cannot be told exactly here, so the whole document must be validated: a false
@@ -67,7 +67,7 @@ class ChangeChecker:
             return None
 
         def errors(hint: Hint | None) -> list[PlacedError]:
-            out = Errors(limit)
+            out = Errors(limit, unexpected=unexpected)
             check(root, after, before, hint, (), out)
             return out
 

@@ -84,9 +84,12 @@ class _PlacedKind:
 class Errors(list[PlacedError]):
     """Errors collected by the walk; more than ``limit`` of them: report the whole document."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, *, unexpected: bool = True) -> None:
         super().__init__()
         self.limit = limit
+        self.unexpected = unexpected
+        """Whether a new member ``additionalProperties: false`` refuses is told as its object's error here (else
+        the walk gives up on it: the repair rule compares both directions, and needs every check alike in both)."""
 
     def add(self, error: PlacedError) -> None:
         if len(self) >= self.limit:

@@ -110,8 +110,8 @@ def report_after_repair(changes: ChangeChecker, before: Any, after: Any, patch: 
     the walk, run the other way, does not find there, carried through the patch."""
     if was.truncated or after is before:
         return None
-    found = changes.change_errors(before, after, patch, limit=limit)
-    gone = changes.change_errors(after, before, None, limit=limit) if found is not None else None
+    found = changes.change_errors(before, after, patch, limit=limit, unexpected=False)
+    gone = changes.change_errors(after, before, None, limit=limit, unexpected=False) if found is not None else None
     if found is None or gone is None:
         return None
     seen_there = {_sameness(violation_of(error)) for error in gone}

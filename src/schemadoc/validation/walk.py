@@ -100,7 +100,7 @@ def check(node: Node, after: Any, before: Any, hint: Hint | None = None, path: t
             sub = node.for_key(name)
             at = path if out is None else (*path, name)  # the verdict alone needs no paths
             if previous is _MISSING:
-                if sub.impossible and out is not None:  # a member additionalProperties refuses: the object's error
+                if sub.impossible and out is not None and out.unexpected:  # additionalProperties refuses it
                     node.unexpected(after, name, path, out, report=not reported)
                     reported = True
                 elif not sub.unconstrained and not sub.whole(child, at, out):
