@@ -15,6 +15,7 @@ including the commas and ``"key":`` that go with them.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,9 +24,8 @@ import orjson
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.apply import apply_patch
 from schemadoc.pointer import parse, resolve
-from schemadoc.reading.sizes import json_size
 
-__all__ = ["PatchSize", "patch_size", "serialise"]
+__all__ = ["PatchSize", "json_size", "patch_size", "serialise"]
 
 MAX_DEPTH = 255
 
@@ -34,6 +34,14 @@ MAX_DEPTH = 255
 class PatchSize:
     size: int          # the compact JSON size of the document after the patch
     added_bytes: int   # the compact JSON size of every value the patch added (a measure of the edit)
+
+
+def json_size(value: Any) -> int:
+    """Bytes of ``value`` as compact JSON (the standard library for integers beyond 64 bits)."""
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
 
 def serialise(value: Any, doc_id: str, depth: int = 0) -> bytes:

@@ -10,11 +10,10 @@ with a later object's.
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Any
 
-import orjson
+from schemadoc.ops.sizes import json_size
 
 __all__ = ["SizeCache", "json_size"]
 
@@ -23,14 +22,6 @@ _REMEMBER_FROM_BYTES = 2048
 _MAX_ENTRIES = 200_000
 _SUM_DEPTH = 2
 _SUM_FROM_CHILDREN = 32
-
-
-def json_size(value: Any) -> int:
-    """Bytes of ``value`` as compact JSON (the standard library for integers beyond 64 bits)."""
-    try:
-        return len(orjson.dumps(value))
-    except TypeError:
-        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
 
 class SizeCache:
