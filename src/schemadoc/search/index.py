@@ -49,6 +49,8 @@ Loader = Callable[[str], tuple[DocumentMeta, Any]]
 """A document's current meta and content (``SchemaDocError`` when it cannot be read)."""
 Patches = Callable[[str, int, int], list[list[dict[str, Any]]]]
 """The patches of a document's versions after ``since`` up to ``until``."""
+Metas = Callable[[list[str]], dict[str, DocumentMeta]]
+"""The current metas of some documents, read from the store itself (those gone left out)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ class SearchIndex:
         self._wake = threading.Event()
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._reread: Metas | None = None
 
     # -- life cycle ----------------------------------------------------------------------------
 
@@ -107,8 +110,14 @@ class SearchIndex:
         """Plug an extension in (before :meth:`open`)."""
         self._extensions.append(extension)
 
-    def open(self, metas: Iterable[DocumentMeta], load: Loader, patches: Patches) -> int:
-        """Bring the index up to date with the store (see the module's text); how many documents it indexed."""
+    def open(self, metas: Iterable[DocumentMeta], load: Loader, patches: Patches,
+             reread: Metas | None = None) -> int:
+        """Bring the index up to date with the store (see the module's text); how many documents it indexed.
+
+        A document whose meta alone differs from what is indexed (its verdict, mostly) has its meta read again
+        with the document's index lock held (``reread``): another server may have recorded a verdict, and
+        indexed it, since ``metas`` was read; writing the older meta would hide that verdict for good."""
+        self._reread = reread
         with self.backend.transaction() as tx:
             for extension in self._extensions:
                 extension.create_tables(tx)
@@ -158,8 +167,7 @@ class SearchIndex:
                     self._record_generation(tx, extension)
                 else:
                     self._refeed(tx, extension)
-            tx.execute("DELETE FROM search_state WHERE key = 'members'")
-            tx.execute("INSERT INTO search_state (key, value) VALUES ('members', ?)", [members])
+            _put_state(tx, "members", members)
         self._thread = threading.Thread(target=self._run, name="search-index", daemon=True)
         self._thread.start()
         return done
@@ -174,7 +182,7 @@ class SearchIndex:
                 extension.on_cleared(tx)
         self._close_thread()
         self._closed = False
-        return self.open(metas, load, patches)
+        return self.open(metas, load, patches, self._reread)
 
     def close(self) -> None:
         """Apply what is pending and stop the writer thread."""
@@ -205,9 +213,7 @@ class SearchIndex:
 
     @staticmethod
     def _record_generation(tx: IndexTransaction, extension: IndexExtension) -> None:
-        key = f"extension:{extension.name}"
-        tx.execute("DELETE FROM search_state WHERE key = ?", [key])
-        tx.execute("INSERT INTO search_state (key, value) VALUES (?, ?)", [key, extension.generation])
+        _put_state(tx, f"extension:{extension.name}", extension.generation)
 
     # -- changes -------------------------------------------------------------------------------
 
@@ -263,7 +269,16 @@ class SearchIndex:
     def _apply_open(self, batch: list[tuple[_Change, int | None]]) -> None:
         """Changes found at start-up, in one transaction (each with the version its patches start from)."""
         with self._apply_lock, self.backend.transaction() as tx:
-            for change, base in sorted(batch, key=lambda item: item[0].doc_id):
+            batch = sorted(batch, key=lambda item: item[0].doc_id)
+            metas_only = [change.doc_id for change, _ in batch if change.content is None and change.patch == []]
+            if metas_only and self._reread is not None:
+                for change, _ in batch:  # every one, in doc_id order as every batch takes them: no deadlock
+                    self.backend.lock_document(tx, change.doc_id)
+                fresh = self._reread(metas_only)
+                batch = [(_Change(change.doc_id, fresh.get(change.doc_id, change.meta), None, []), base)
+                         if change.content is None and change.patch == [] else (change, base)
+                         for change, base in batch]
+            for change, base in batch:
                 self._apply_one(tx, change, base)
 
     def _apply(self, batch: list[_Change], base: int | None = None) -> None:
@@ -399,6 +414,13 @@ def _scope(doc_ids: Sequence[str] | None, below: str) -> tuple[str, list[Any]]:
         scope += " AND (u.pointer = ? OR (u.pointer >= ? AND u.pointer < ?))"
         params += [below, below + "/", below + "0"]
     return scope, params
+
+
+def _put_state(tx: IndexTransaction, key: str, value: str) -> None:
+    """One statement, not a delete then an insert: two servers starting together both found no row to delete, and
+    the second insert failed on the key."""
+    tx.execute("INSERT INTO search_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
+               "excluded.value", [key, value])
 
 
 def _valid_code(valid: bool | None) -> int | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from schemadoc.errors import SchemaDocError
 from schemadoc.search.backends import Backend, PostgresBackend, SqliteBackend
 from schemadoc.search.extension import IndexExtension
 from schemadoc.search.index import Loader, Patches, SearchIndex
@@ -33,5 +34,20 @@ def open_index(store: DocumentStore, members: Sequence[str], status: Callable[[D
     index = SearchIndex(backend_for(store), members, status)
     for extension in extensions:
         index.add_extension(extension)
-    index.open(store.list_metas(), load, patches)
+    index.open(store.list_metas(), load, patches, lambda doc_ids: _metas(store, doc_ids))
     return index
+
+
+def _metas(store: DocumentStore, doc_ids: list[str]) -> dict[str, DocumentMeta]:
+    """The stored metas of ``doc_ids`` as they are now (PostgreSQL: one round trip past the server's cache)."""
+    read_metas = getattr(store, "read_metas", None)
+    if read_metas is not None:
+        found: dict[str, DocumentMeta] = read_metas(doc_ids)
+        return found
+    metas: dict[str, DocumentMeta] = {}
+    for doc_id in doc_ids:
+        try:
+            metas[doc_id] = store.read_meta(doc_id)
+        except SchemaDocError:
+            continue  # gone or unreadable: the meta in hand stands
+    return metas
