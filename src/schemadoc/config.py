@@ -60,6 +60,8 @@ class Settings:
     transport: str = "http"
     host: str = "127.0.0.1"
     port: int = 8080
+    workers: int = 1
+    """HTTP server processes sharing the listening socket (``serve --workers``; docs/deployment.md)."""
     log_level: str = "info"
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     max_body_bytes: int = 64 * 1024 * 1024
@@ -288,6 +290,7 @@ _SETTINGS: dict[str, tuple[_Convert, str | None]] = {
     "config_file": (_as_path, "--config"),
     "host": (_as_str, "--host"),
     "port": (_int(0, 65535), "--port"),
+    "workers": (_int(1, 64), "--workers"),
     "cors_origins": (_as_origins, None),
     "transport": (_choice(TRANSPORTS, ", ".join(TRANSPORTS)), "--transport"),
     "max_body_bytes": (_int(1), None),

@@ -268,6 +268,8 @@ def build_app(service: DocumentService, settings: Settings, *,
                                          transport_security=TransportSecuritySettings(
                                              enable_dns_rebinding_protection=False),
                                          max_sessions=settings.max_mcp_sessions,
+                                         # several workers share the socket: a session would live in one only
+                                         stateless_http=settings.workers > 1,
                                          session_idle_timeout=settings.mcp_session_idle_seconds)
 
     tracing = tracing_from_environment(tokens_file=settings.tokens_file)  # OTEL_* (docs/operations.md); None: none

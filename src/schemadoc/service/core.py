@@ -205,6 +205,12 @@ class ServiceCore:
             self._forget(notice.doc_id)
         self._publish(ChangeEvent(notice.doc_id, notice.version, notice.kind, None))
 
+    def heard_from_other_process(self, notice: StoreNotice) -> None:
+        """A commit or purge another process made on a store that does not tell of them itself (the files store
+        under ``serve --workers``, whose supervisor passes each worker's commits on): published here as a shared
+        store's are."""
+        self._on_other_process(notice)
+
     @property
     def schema_uri(self) -> str:
         """The schema's ``$id`` when it has one (no server paths leak), else its file URI."""

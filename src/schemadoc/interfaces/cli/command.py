@@ -26,7 +26,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +59,7 @@ from schemadoc.interfaces.cli.store import migrate, replay
 
 if TYPE_CHECKING:
     from schemadoc.interfaces.http.shutdown import Stopping
+    from schemadoc.interfaces.workers import Channel
     from schemadoc.service import DocumentService
 
 __all__ = ["main"]
@@ -84,6 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--transport", choices=TRANSPORTS, help="http (default) or stdio")
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", help="port to listen on (default 8080; 0 picks a free one)")
+    serve.add_argument("--workers", metavar="N",
+                       help="HTTP server processes on the one listening socket (default 1; docs/deployment.md)")
     serve.add_argument("--config", dest="config_file", metavar="FILE", help="JSON config file (default ./config.json)")
     serve.add_argument("--log-level", metavar="LEVEL", help="debug, info (default), warning or error")
     serve.add_argument("--log-format", metavar="FORMAT", help="text (default) or json: one JSON object per line")
@@ -152,12 +155,18 @@ def _listen(settings: Settings) -> socket.socket:
     return sock
 
 
-def _graceful_server_class(stopping: Stopping) -> type[Any]:
+def _graceful_server_class(stopping: Stopping, on_started: Callable[[], None] | None = None) -> type[Any]:
     import uvicorn
 
     class GracefulServer(uvicorn.Server):
         """uvicorn's server, except that a SIGTERM/SIGINT stop begins ``stopping`` (the gate refuses new requests,
-        the event streams end) and ends with exit code 0 instead of re-raising the signal."""
+        the event streams end) and ends with exit code 0 instead of re-raising the signal; ``on_started`` is
+        called once it serves (a worker tells its supervisor)."""
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started and on_started is not None:
+                on_started()
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             stopping.begin(sig)
@@ -246,15 +255,62 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     settings = load_settings(overrides(args), environ)
     configure_logging(settings.log_level_number, settings.tokens_file, settings.log_format)
     _check_schema_file(settings)
+    if settings.workers > 1 and settings.transport == "stdio":
+        raise SchemaDocError(
+            "config-invalid", f"--workers {settings.workers} needs the HTTP transport: over stdio one client speaks "
+            "to one process on its stdin and stdout.", {"setting": "workers", "value": settings.workers,
+                                                        "transport": "stdio"},
+            remediation="Leave --workers out (or give 1) with --transport stdio, or serve HTTP.")
     if settings.transport == "stdio":
         return _serve_stdio(settings)
+    if settings.workers > 1 and not hasattr(os, "fork"):
+        raise SchemaDocError(
+            "config-invalid", f"--workers {settings.workers} needs os.fork, which this platform lacks.",
+            {"setting": "workers", "value": settings.workers, "platform": sys.platform},
+            remediation="Leave --workers out, and run several servers on one PostgreSQL database instead.")
     _check_access(settings)
     sock = _listen(settings)
     try:
-        service = create_service(settings)
-        _warn_if_create_fails(service)
-        if settings.check_documents_on_start:
+        if settings.workers == 1:
+            return _serve_http(settings, sock)
+        from schemadoc.interfaces.workers import supervise
+
+        json_errors = bool(getattr(args, "json", False))
+
+        def serve_worker(channel: Channel) -> int:
+            try:
+                return _serve_http(settings, sock, channel)
+            except SchemaDocError as error:
+                report(error, as_json=json_errors)
+                return exit_code_for(error)
+            except KeyboardInterrupt:
+                return 130
+            except Exception as error:
+                log.debug("unexpected error", exc_info=True)
+                report(SchemaDocError("internal-error", f"{type(error).__name__}: {error}"), as_json=json_errors)
+                return EXIT_INTERNAL
+
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        log.info("schemadoc %s: serving http://%s:%d with %d workers, storage %s", __version__, shown, port,
+                 settings.workers, _storage_shown(settings))
+        # the files store does not tell one process of another's commits: the supervisor passes them on
+        return supervise(settings.workers, sock, serve_worker, grace_seconds=settings.shutdown_grace_seconds,
+                         relay=settings.storage_url is None, internal_code=EXIT_INTERNAL)
+    finally:
+        sock.close()
+
+
+def _serve_http(settings: Settings, sock: socket.socket, channel: Channel | None = None) -> int:
+    """One HTTP server on ``sock`` until SIGTERM/SIGINT: the whole server, or one worker of ``serve --workers``."""
+    service = create_service(settings)
+    try:
+        if channel is None or channel.index == 1:
+            _warn_if_create_fails(service)  # once, not once per worker
+        if settings.check_documents_on_start and (channel is None or channel.index == 1):
             service.start_inventory()
+        if channel is not None and settings.storage_url is None:
+            channel.relay(service)
         import uvicorn
 
         from schemadoc.interfaces.app import build_app
@@ -276,17 +332,17 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
                                 timeout_graceful_shutdown=stopping.connections_timeout(), lifespan="on",
                                 access_log=False,  # the request log writes each request's line (request_log)
                                 server_header=False)
-        server = _graceful_server_class(stopping)(config)
+        server = _graceful_server_class(stopping, None if channel is None else channel.ready)(config)
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
-        log.info("schemadoc %s: serving http://%s:%d (REST /api/v1, MCP /mcp, docs /docs), schema %s, storage %s",
-                 __version__, shown, port, service.schema_uri, _storage_shown(settings))
-        try:
-            server.run(sockets=[sock])
-        finally:
-            service.close()
+        worker = "" if channel is None else f" (worker {channel.index} of {channel.count}, pid {os.getpid()})"
+        log.info("schemadoc %s: serving http://%s:%d (REST /api/v1, MCP /mcp, docs /docs)%s, schema %s, storage %s",
+                 __version__, shown, port, worker, service.schema_uri, _storage_shown(settings))
+        server.run(sockets=[sock])
     finally:
-        sock.close()
+        if channel is not None:
+            channel.close()
+        service.close()
     if not server.started:
         print("schemadoc: internal-error: the HTTP server did not start — see the log lines above.",
               file=sys.stderr, flush=True)
