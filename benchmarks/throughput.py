@@ -5,6 +5,7 @@ Not a test: it prints figures and writes them as Markdown to ``benchmarks/result
     make bench-throughput                                  # = .venv/bin/python benchmarks/throughput.py
     .venv/bin/python benchmarks/throughput.py --clients 1,8,32 --seconds 10 --stores files,postgres
     .venv/bin/python benchmarks/throughput.py --ops-only   # only the per-operation table (10 MB book)
+    .venv/bin/python benchmarks/throughput.py --no-ops --stores files --workers 1,2   # serve --workers 1 beside 2
 
 Each store gets one real ``schemadoc serve`` on 127.0.0.1 (PostgreSQL: a throwaway schema of
 ``--url``, default ``SCHEMADOC_TEST_POSTGRES_URL`` or the local ``test`` database, dropped at the end).
@@ -19,7 +20,9 @@ Each store gets one real ``schemadoc serve`` on 127.0.0.1 (PostgreSQL: a throwaw
    other answer is counted and reported), p50 and p99 of each request, and the CPU the load
    generator itself used (user + system seconds per wall second: it shares the machine's cores
    with the server). The generator is one asyncio process writing prebuilt requests on raw
-   sockets, so that its own share stays small.
+   sockets, so that its own share stays small. ``--workers 1,2``: one server per count (``serve --workers N``,
+   each on a storage directory or schema of its own), the rows of one client count taken one after the other;
+   each row ends with the 1-minute load average (the machine may be shared).
 """
 
 from __future__ import annotations
@@ -181,6 +184,19 @@ async def measure(ports: list[int], docs: list[tuple[str, int]], clients: int, s
     return run
 
 
+def wait_for_workers(server: Server, workers: int, timeout: float = 120.0) -> None:
+    """Until every worker of a ``serve --workers`` server said it serves (the first answers health checks sooner)."""
+    if workers <= 1:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.stderr_path.read_text(errors="replace").count(f" of {workers}, pid ") >= workers:
+            time.sleep(0.5)  # its log line comes just before it accepts
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"server {server.label}: not every one of its {workers} workers started")
+
+
 def small_documents(server: Server, count: int) -> list[tuple[str, int]]:
     made = []
     for _ in range(count):
@@ -294,6 +310,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=1,
                         help="server processes per store for the throughput rows, on one storage directory or "
                              "schema, the clients spread over them (default 1)")
+    parser.add_argument("--workers", default="1",
+                        help="serve --workers counts to measure the throughput rows with, e.g. 1,2: one server per "
+                             "count and store, the rows of each client count taken one after the other "
+                             "(default 1)")
     parser.add_argument("--granian", action="store_true",
                         help="uvicorn (serve) beside Granian on the same application, files store: "
                              "stores become 'uvicorn' and 'granian'")
@@ -306,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = [int(n) for n in args.clients.split(",") if n]
     stores = [name.strip() for name in args.stores.split(",") if name.strip()]
     extra = dict(setting.split("=", 1) for setting in args.server_env)
+    worker_counts = [int(n) for n in args.workers.split(",") if n]
 
     try:
         import uvloop
@@ -317,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     pg_schema = f"bench_throughput_{uuid.uuid4().hex[:8]}"
     servers: dict[str, Server] = {}
     extras: dict[str, list[Server]] = {}
+    started: list[Server] = []  # the servers of further --workers counts
+    pg_extra: list[str] = []  # and their PostgreSQL schemas
     lines = [f"# Throughput over REST ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)", "",
              f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
              f"load average at the start {load_average()}.", ""]
@@ -331,7 +354,10 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             if name == "postgres":
                 settings["STORAGE_URL"] = f"{args.url}{'&' if '?' in args.url else '?'}schema={pg_schema}"
+            if worker_counts[0] > 1:
+                settings["WORKERS"] = str(worker_counts[0])
             servers[name] = Server(name, None, args.schema, work, settings)
+            wait_for_workers(servers[name], worker_counts[0])
             extras[name] = [Server(f"{name}-{n}", None, args.schema, work, settings, storage=servers[name].storage)
                             for n in range(2, args.processes + 1)]
         if not args.no_ops:
@@ -362,30 +388,48 @@ def main(argv: list[str] | None = None) -> int:
             lines += ["## Acknowledged writes per second (distinct documents, leaf writes)", "",
                       f"{args.seconds:g} s timed after {args.warmup:g} s of warm-up per row; the generator's CPU is "
                       "its user + system time per wall second (100 % = one core), the server's "
-                      "likewise (all its processes).", "",
-                      "| store | clients | writes/s | p50 | p99 | generator CPU | server CPU | not 200 |",
-                      "|---|---:|---:|---:|---:|---:|---:|---:|"]
+                      "likewise (all its processes: with --workers, the supervisor and every worker); the load "
+                      "is the 1-minute load average when the row ended.", "",
+                      "| store | clients | writes/s | p50 | p99 | generator CPU | server CPU | not 200 | load |",
+                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
             for name, server in servers.items():
-                docs = small_documents(server, max(counts))
+                # one server per further --workers count, on a storage (schema) of its own
+                variants = [(server, worker_counts[0])]
+                for workers in worker_counts[1:]:
+                    settings = {**extra, "WORKERS": str(workers)}
+                    if name == "postgres":
+                        settings["STORAGE_URL"] = (f"{args.url}{'&' if '?' in args.url else '?'}"
+                                                   f"schema={pg_schema}_w{workers}")
+                        pg_extra.append(f"{pg_schema}_w{workers}")
+                    other = Server(f"{name}-w{workers}", None, args.schema, work, settings)
+                    wait_for_workers(other, workers)
+                    started.append(other)
+                    variants.append((other, workers))
+                docs_of = {id(one): small_documents(one, max(counts)) for one, _ in variants}
                 for clients in counts:
-                    docs = current_versions(server, docs)
-                    group = [server, *extras[name]]
-                    label = name if len(group) == 1 else f"{name}, {len(group)} processes"
-                    run = asyncio.run(measure([one.port for one in group], docs, clients, args.seconds, args.warmup,
-                                              label, [one.process.pid for one in group]))
-                    lines.append(run.row())
-                    log(run.row())
+                    for one, workers in variants:
+                        docs = docs_of[id(one)] = current_versions(one, docs_of[id(one)])
+                        group = [one, *extras[name]] if one is server else [one]
+                        label = name if len(group) == 1 else f"{name}, {len(group)} processes"
+                        if workers > 1:
+                            label += f", {workers} workers"
+                        run = asyncio.run(measure([member.port for member in group], docs, clients, args.seconds,
+                                                  args.warmup, label, [member.process.pid for member in group]))
+                        row = run.row() + f" {os.getloadavg()[0]:.2f} |"
+                        lines.append(row)
+                        log(row)
             lines.append("")
         lines.append(f"Load average at the end {load_average()}.")
     finally:
-        for server in [*servers.values(), *(one for group in extras.values() for one in group)]:
+        for server in [*servers.values(), *(one for group in extras.values() for one in group), *started]:
             server.stop()
         if "postgres" in stores:
             try:
                 import psycopg
                 from psycopg import sql
                 with psycopg.connect(args.url, autocommit=True) as conn:
-                    conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(pg_schema)))
+                    for one in [pg_schema, *pg_extra]:
+                        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(one)))
             except Exception as error:
                 log(f"could not drop schema {pg_schema}: {error}")
         shutil.rmtree(work, ignore_errors=True)

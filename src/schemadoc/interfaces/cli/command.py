@@ -129,8 +129,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _listen(settings: Settings) -> socket.socket:
-    """A listening socket on the configured address, or ``config-invalid`` naming the problem."""
+def _listen(settings: Settings, *, reuse_port: bool = False) -> socket.socket:
+    """A listening socket on the configured address, or ``config-invalid`` naming the problem.
+
+    ``reuse_port``: bound with ``SO_REUSEPORT`` and not listening: the address reserved for the workers of
+    ``serve --workers``, each of which listens on a socket of its own bound beside it (:func:`_listen_beside`).
+    """
     try:
         infos = socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as error:
@@ -141,10 +145,13 @@ def _listen(settings: Settings) -> socket.socket:
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         if family == socket.AF_INET6:
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         sock.bind(address)
-        sock.listen(2048)
+        if not reuse_port:
+            sock.listen(2048)
     except OSError as error:
         sock.close()
         raise SchemaDocError(
@@ -152,6 +159,24 @@ def _listen(settings: Settings) -> socket.socket:
             {"setting": "port", "host": settings.host, "port": settings.port},
             remediation="Choose a free port with --port / PORT (0 picks one), or stop the other server.") from None
     sock.set_inheritable(True)
+    return sock
+
+
+def _listen_beside(reserved: socket.socket) -> socket.socket:
+    """A worker's own listening socket on the address ``reserved`` holds (``SO_REUSEPORT``: the kernel spreads new
+    connections over the workers' sockets by a hash of their addresses)."""
+    sock = socket.socket(reserved.family, reserved.type, reserved.proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if reserved.family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(reserved.getsockname())
+        sock.listen(2048)
+    except OSError as error:
+        sock.close()
+        raise SchemaDocError("config-invalid", f"A worker cannot listen beside the others: {error.strerror or error}.",
+                             {"setting": "workers"}) from None
     return sock
 
 
@@ -269,7 +294,10 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             {"setting": "workers", "value": settings.workers, "platform": sys.platform},
             remediation="Leave --workers out, and run several servers on one PostgreSQL database instead.")
     _check_access(settings)
-    sock = _listen(settings)
+    # several workers: each listens on a socket of its own beside the one reserved here (SO_REUSEPORT, Linux,
+    # which spreads connections evenly; one shared socket elsewhere goes mostly to whichever worker wakes first)
+    own_sockets = settings.workers > 1 and hasattr(socket, "SO_REUSEPORT") and sys.platform.startswith("linux")
+    sock = _listen(settings, reuse_port=own_sockets)
     try:
         if settings.workers == 1:
             return _serve_http(settings, sock)
@@ -279,7 +307,11 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
         def serve_worker(channel: Channel) -> int:
             try:
-                return _serve_http(settings, sock, channel)
+                if not own_sockets:
+                    return _serve_http(settings, sock, channel)
+                mine = _listen_beside(sock)
+                sock.close()
+                return _serve_http(settings, mine, channel)
             except SchemaDocError as error:
                 report(error, as_json=json_errors)
                 return exit_code_for(error)
