@@ -3,11 +3,11 @@
 Connections are spread over the workers by the kernel; each test that needs a request on a given worker opens
 connections until it has one on each, finding which worker accepted a connection from the worker processes'
 own sockets (psutil). Writes from many clients through both workers lose nothing and each document's versions
-stay contiguous; an event stream on one worker hears the writes made through the other (the supervisor passes
-the files store's commits on); MCP over HTTP is stateless, so a handshake-era client's requests may land on
-either worker; a worker killed with SIGKILL is replaced while the other serves; SIGTERM to the supervisor stops
-every worker, which finish their requests; a worker that cannot start stops the server with its exit code; and
-the stdio transport refuses ``--workers``.
+stay contiguous; an event stream and an MCP listen stream on one worker hear the writes made through the
+other (the supervisor passes the files store's commits on); MCP over HTTP is stateless, so a handshake-era
+client's requests may land on either worker; a worker killed with SIGKILL is replaced while the other serves;
+SIGTERM to the supervisor stops every worker; a worker that cannot start stops the server with its exit code;
+and the stdio transport refuses ``--workers``.
 """
 
 from __future__ import annotations
@@ -23,12 +23,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import orjson
 import psutil
 import pytest
 from http_server import BOOK_SCHEMA, Server
 from mcp import Client
+from mcp.shared.subscriptions import ResourceUpdated
 
 from schemadoc.config import ENVIRONMENT
 
@@ -237,6 +239,26 @@ async def test_mcp_clients_of_both_eras_call_tools_through_the_workers(server: S
             for _ in range(3):
                 result = await client.call_tool("document_create", {})
                 assert not result.is_error, result
+
+
+@pytest.mark.anyio
+async def test_an_mcp_listen_stream_hears_the_writes_made_through_each_worker(server: Server) -> None:
+    """A 2026-era ``subscriptions/listen`` stream (on whichever worker its connection reached) is told of a write
+    through each worker."""
+    with httpx.Client(timeout=60) as http:
+        doc_id = http.post(f"{server.url}/api/v1/documents").json()["doc_id"]
+    uri = f"schema://{doc_id}"
+    writers = list(connection_on_each_worker(server).values())
+    async with Client(f"{server.url}/mcp") as client, client.listen(resource_subscriptions=[uri]) as listening:
+        for n, connection in enumerate(writers):
+            status, _, body = await anyio.to_thread.run_sync(
+                call, connection, "PUT", f"/api/v1/documents/{doc_id}?path=/title",
+                {"node_data": f"Title {n}", "version": n + 1})
+            assert status == 200, body
+            with anyio.fail_after(30):
+                assert await listening.__anext__() == ResourceUpdated(uri=uri)
+    for connection in writers:
+        connection.close()
 
 
 def test_a_killed_worker_is_replaced_and_sigterm_stops_every_worker(tmp_path: Path) -> None:
