@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCHEMA ?= schemas/book.schema.json
 STORAGE ?= ./data
 
-.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-inventory bench-archive bench-migrate bench-check bench-postgres bench-throughput bench-instructions bench-refusals bench-rest bench-observability bench-validation bench-repair bench-agents bench-limits bench-startup bench-shutdown bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
+.PHONY: install serve serve-stdio test lint crash fuzz docs-browser bench-docs bench-journal bench bench-history bench-inventory bench-archive bench-migrate bench-check bench-postgres bench-throughput bench-workers bench-instructions bench-refusals bench-rest bench-observability bench-validation bench-repair bench-agents bench-limits bench-startup bench-shutdown bench-ui bench-ui-status bench-memory bench-hostile docs clean inspector
 
 # development: the server, the client, the conformance suite and the tools (make test)
 $(VENV)/.installed: pyproject.toml
@@ -87,6 +87,9 @@ bench-postgres: $(VENV)/.installed  ## the PostgreSQL store beside the files sto
 
 bench-throughput: $(VENV)/.installed  ## black box: REST per operation (10 MB) and writes/s at 1, 8, 32 clients, files and PostgreSQL (THROUGHPUT_ARGS)
 	$(PY) benchmarks/throughput.py $(THROUGHPUT_ARGS)
+
+bench-workers: $(VENV)/.installed  ## black box: writes/s at 1, 8, 32 clients through serve --workers 1 beside 2, files store (WORKERS_ARGS="--stores files,postgres --workers 1,2,3")
+	$(PY) benchmarks/throughput.py --no-ops --stores files --workers 1,2 --out benchmarks/results/throughput-workers.md $(WORKERS_ARGS)
 
 bench-instructions: $(VENV)/.installed  ## instructions per request (callgrind): read, write, leaf update; steady under load
 	$(PY) benchmarks/instructions.py

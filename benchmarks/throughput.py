@@ -73,8 +73,10 @@ class Run:
     def row(self) -> str:
         p50 = fmt_ms(statistics.median(self.latencies)) if self.latencies else "-"
         p99 = fmt_ms(percentile(self.latencies, 0.99)) if self.latencies else "-"
+        per_write = fmt_ms(self.server_cpu_seconds / self.acknowledged) if self.acknowledged else "-"
         return (f"| {self.store} | {self.clients} | {self.rate:,.0f} | {p50} | {p99} | "
-                f"{self.cpu_seconds / self.seconds:.0%} | {self.server_cpu_seconds / self.seconds:.0%} | "
+                f"{self.cpu_seconds / self.seconds:.0%} ({self.cpu_seconds:.2f} s) | "
+                f"{self.server_cpu_seconds / self.seconds:.0%} ({self.server_cpu_seconds:.2f} s) | {per_write} | "
                 f"{self.refused} |")
 
 
@@ -387,11 +389,14 @@ def main(argv: list[str] | None = None) -> int:
         if not args.ops_only:
             lines += ["## Acknowledged writes per second (distinct documents, leaf writes)", "",
                       f"{args.seconds:g} s timed after {args.warmup:g} s of warm-up per row; the generator's CPU is "
-                      "its user + system time per wall second (100 % = one core), the server's "
-                      "likewise (all its processes: with --workers, the supervisor and every worker); the load "
-                      "is the 1-minute load average when the row ended.", "",
-                      "| store | clients | writes/s | p50 | p99 | generator CPU | server CPU | not 200 | load |",
-                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                      "its user + system time per wall second (100 % = one core; in brackets the CPU seconds of "
+                      "the timed part), the server's likewise (all its processes: with --workers, the supervisor "
+                      "and every worker); CPU per write is the server's CPU seconds over the acknowledged writes "
+                      "(less sensitive to other work on the machine than the rate); the load is the 1-minute load "
+                      "average when the row ended.", "",
+                      "| store | clients | writes/s | p50 | p99 | generator CPU | server CPU | server CPU per write "
+                      "| not 200 | load |",
+                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
             for name, server in servers.items():
                 # one server per further --workers count, on a storage (schema) of its own
                 variants = [(server, worker_counts[0])]
