@@ -323,7 +323,7 @@ def supervise(count: int, listening: socket.socket, serve_worker: Callable[[Chan
     try:
         for index in range(1, count + 1):
             spawn(index)
-        log.info("schemadoc: %d workers serving one socket (pids %s); SIGTERM stops them all", count,
+        log.info("schemadoc: started %d workers on one address (pids %s); SIGTERM stops them all", count,
                  ", ".join(str(worker.pid) for worker in state.workers.values()))
         while state.workers:
             timeout = 1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic()))
