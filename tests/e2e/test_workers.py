@@ -161,6 +161,63 @@ def test_writes_from_many_clients_through_both_workers_lose_nothing(server: Serv
             assert [entry["version"] for entry in history] == list(range(1, len(acked) + 2))
 
 
+def test_the_change_feed_read_through_either_worker_lists_every_commit_once_while_both_write(
+        server: Server) -> None:
+    """A reader follows ``/changes`` on a fresh connection for every page (so through either worker) while eight
+    clients write through both: every acknowledged version of every document is listed once, each document's
+    in order, none skipped by a cursor that moved past it."""
+    api = f"{server.url}/api/v1"
+    with httpx.Client(timeout=60) as http:
+        docs = [http.post(f"{api}/documents").json()["doc_id"] for _ in range(8)]
+        cursor = http.get(f"{api}/changes", params={"limit": 1000}).json()["next_cursor"]
+        while page := http.get(f"{api}/changes", params={"since": cursor, "limit": 1000}).json()["changes"]:
+            cursor = page[-1]["cursor"]
+    written: set[tuple[str, int]] = set()
+    listed: list[tuple[str, int]] = []
+    done = threading.Event()
+    guard = threading.Lock()
+
+    def writer(doc_id: str) -> None:
+        version = 1
+        for i in range(10):
+            with httpx.Client(timeout=60) as client:  # a connection each: either worker
+                response = client.put(f"{api}/documents/{doc_id}", params={"path": "/title"},
+                                      json={"node_data": f"Title {i}", "version": version})
+            assert response.status_code == 200, response.text
+            version = int(response.headers["etag"].strip('"'))
+            with guard:
+                written.add((doc_id, version))
+
+    def reader() -> None:
+        nonlocal cursor
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with httpx.Client(timeout=60) as fresh:
+                body = fresh.get(f"{api}/changes", params={"since": cursor, "limit": 7}).json()
+            listed.extend((change["doc_id"], change["version"]) for change in body["changes"])
+            cursor = body["next_cursor"]
+            with guard:
+                if done.is_set() and written <= set(listed):
+                    return
+            if not body["changes"]:
+                time.sleep(0.05)
+
+    following = threading.Thread(target=reader)
+    following.start()
+    threads = [threading.Thread(target=writer, args=(doc_id,)) for doc_id in docs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    done.set()
+    following.join(150)
+    assert len(written) == 80
+    assert len(listed) == len(set(listed))  # each once
+    assert set(listed) == written  # none skipped, none made up
+    for doc_id in docs:
+        assert [version for one, version in listed if one == doc_id] == list(range(2, 12))
+
+
 class Follower:
     """A document's event stream on one connection (on whichever worker accepted it), read in a thread."""
 

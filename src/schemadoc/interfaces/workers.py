@@ -14,13 +14,16 @@ the files store, an advisory lock on PostgreSQL), so writes through different wo
 
 What the supervisor adds (docs/deployment.md, "Several worker processes"):
 
-- **Change events between workers** on a store that does not carry them itself (the files store): each worker
-  tells the supervisor of its own commits (document, version, kind) over its channel, a ``SOCK_SEQPACKET``
-  socket pair, and the supervisor tells every other worker, which publishes them as PostgreSQL's ``LISTEN``
-  publishes another server's commits: event streams and MCP subscribers hear every worker's writes, reading
-  the entries from the journal. A notice is small and never waits: one a worker cannot take at once (its
-  channel full) is dropped and counted in the log, and its subscribers catch up at that document's next event.
-  PostgreSQL needs no relay (each worker listens to the database itself).
+- **Change events and the change feed between workers** on a store that does not carry them itself (the files
+  store): each worker tells the supervisor of its own commits over its channel, a ``SOCK_SEQPACKET`` socket
+  pair, and the supervisor tells every other worker. A notice (document, version, kind) is published as
+  PostgreSQL's ``LISTEN`` publishes another server's commits: event streams and MCP subscribers hear every
+  worker's writes, reading the entries from the journal. The change feed's messages (:class:`WorkersFeed`)
+  make every worker's feed list every worker's commits without ever passing one still on its way. A message
+  never waits: one a worker cannot take at once (its channel full) is dropped and counted in the log; a
+  stream catches up at that document's next event, and a feed that sees the gap in the sender's sequence
+  numbers is read again from the journals. PostgreSQL needs no relay (each worker listens to the database,
+  which orders the feed).
 - **The stop**: SIGTERM or SIGINT to the supervisor sends SIGTERM to every worker, which stops as one server
   does (new requests refused, event streams ended, requests in flight finished within the grace); the
   supervisor closes its own socket at once (so new connections are refused once the workers closed
@@ -38,8 +41,10 @@ POSIX only (``os.fork``); the command refuses ``--workers`` above 1 elsewhere, a
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import ctypes
+import itertools
 import logging
 import os
 import selectors
@@ -49,25 +54,30 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from schemadoc.service.feed import ChangeFeed
+from schemadoc.service.models import Change, ChangesPage
 from schemadoc.storage.shared import StoreNotice
 
 if TYPE_CHECKING:
     from schemadoc.service import DocumentService
     from schemadoc.service.models import ChangeEvent
 
-__all__ = ["READY", "Channel", "supervise"]
+__all__ = ["READY", "TICK_SECONDS", "Channel", "WorkersFeed", "supervise"]
 
 log = logging.getLogger("schemadoc")
 
 READY = b"\x00ready"
 """What a worker sends on its channel once it serves (its HTTP server started)."""
 
-_NOTICE_MAX_BYTES = 4096  # a notice is a document id (bounded by the id rule), a version and a kind
+TICK_SECONDS = 0.05
+"""How often a worker tells the others its change feed's clock (they show each other's commits this much later)."""
+
+_MESSAGE_MAX_BYTES = 16384  # a document id (bounded by the id rule), versions, cursors, an op, a time, an actor
 _CHANNEL_BUFFER_BYTES = 1 << 20
 _RESTART_WINDOW_SECONDS = 60.0
 _RESTARTS_IN_WINDOW = 5
@@ -76,8 +86,121 @@ _KILL_AFTER_GRACE_SECONDS = 5.0
 _PR_SET_PDEATHSIG = 1
 
 
+class WorkersFeed(ChangeFeed):
+    """The change feed of one worker of several on the files store: every worker's commits, and never a cursor
+    passed while another worker may still deliver one below it.
+
+    A worker's cursors are its hybrid clock's (microseconds), those equal to its number - 1 modulo the number
+    of workers, so no two workers make the same one. Each settled commit goes to the other workers with the
+    sender's state: its clock and the lowest cursor it still has in flight; so does a tick every
+    ``TICK_SECONDS`` that moves its clock to now. A worker's future cursors are above its clock, and its
+    settled commits reach the others before anything it sends later (one ordered channel), so another worker
+    may show every cursor below ``min(in flight, clock + 1)`` of the sender's last message once it listed
+    what came before. A worker not heard from yet (starting, or replacing one that ended) holds every other
+    worker's feed back until its first tick. A lost message (a full channel; each carries the sender's
+    sequence number) makes the receiver read its feed again from the journals.
+    """
+
+    def __init__(self, index: int, count: int, send: Callable[[list[Any]], None]) -> None:
+        super().__init__()
+        self.index = index
+        self.count = count
+        self._send = send
+        self._bounds: dict[int, int | None] = {other: None for other in range(1, count + 1) if other != index}
+        self._heard: dict[int, int] = {}  # sender -> the sequence number of its last message
+        self._keys: set[tuple[str, int]] = set()
+        self._arriving: list[Change] | None = None  # other workers' commits heard while the journals are read
+
+    def reserve(self) -> int:
+        with self._lock:
+            cursor = max(self._last + 1, time.time_ns() // 1000)
+            cursor += (self.index - 1 - cursor) % self.count
+            self._last = cursor
+            self._inflight.add(cursor)
+            return cursor
+
+    def settle(self, cursor: int, change: Change | None) -> None:
+        with self._lock:
+            self._inflight.discard(cursor)
+            if change is not None:
+                self._insert(change)
+            self._send(["s", *self._state(), None if change is None else list(astuple(change))])
+
+    def tick(self) -> None:
+        """Move this worker's clock to now and tell the others (they may then show what is below it)."""
+        with self._lock:
+            self._last = max(self._last, time.time_ns() // 1000)
+            self._send(["t", *self._state()])
+
+    def _state(self) -> list[int]:
+        return [self._last, min(self._inflight) if self._inflight else 0]
+
+    def _insert(self, change: Change) -> None:
+        key = (change.doc_id, change.version)
+        if self._changes is not None and key not in self._keys:
+            self._keys.add(key)
+            bisect.insort(self._changes, change, key=lambda c: c.cursor)
+        elif self._changes is None and self._arriving is not None:
+            self._arriving.append(change)
+
+    def loaded(self) -> bool:
+        with self._lock:
+            if self._changes is None and self._arriving is None:
+                self._arriving = []  # the service reads the journals now: what arrives meanwhile is kept
+            return self._changes is not None
+
+    def load(self, changes: list[Change]) -> None:
+        with self._lock:
+            if self._changes is not None:
+                return
+            known: dict[tuple[str, int], Change] = {}
+            for change in [*changes, *(self._arriving or [])]:
+                known.setdefault((change.doc_id, change.version), change)
+            self._changes = sorted(known.values(), key=lambda c: c.cursor)
+            self._keys = set(known)
+            self._arriving = None
+            if self._changes:
+                self._last = max(self._last, self._changes[-1].cursor)
+
+    def heard(self, sender: int, sequence: int, state: tuple[int, int] | None = None,
+              change: Change | None = None) -> None:
+        """Message ``sequence`` of worker ``sender``: its feed's ``state`` (clock, lowest cursor in flight or 0) and a
+        commit it settled, when the message carries them."""
+        with self._lock:
+            if sequence != self._heard.get(sender, 0) + 1 and self._changes is not None:
+                log.warning("worker %d: messages of worker %d were lost; the change feed is read again from the "
+                            "journals", self.index, sender)
+                self._changes = None
+                self._keys = set()
+            self._heard[sender] = sequence
+            if state is not None:
+                clock, lowest = state
+                self._bounds[sender] = lowest if lowest else clock + 1
+            if change is not None:
+                self._insert(change)
+
+    def ended(self, sender: int) -> None:
+        """Worker ``sender`` ended: the feed waits for its replacement's first message."""
+        with self._lock:
+            self._heard.pop(sender, None)
+            self._bounds[sender] = None
+
+    def read(self, since: int, limit: int) -> ChangesPage:
+        with self._lock:
+            if self._changes is None:  # a gap dropped it since the service loaded it: the next read loads again
+                return ChangesPage([], since)
+            bounds = [*self._bounds.values(), *([min(self._inflight)] if self._inflight else [])]
+            watermark = 0 if None in bounds else min((bound for bound in bounds if bound is not None), default=None)
+            start = bisect.bisect_right(self._changes, since, key=lambda c: c.cursor)
+            visible = itertools.takewhile(lambda c: watermark is None or c.cursor < watermark,
+                                          itertools.islice(self._changes, start, None))
+            page = list(itertools.islice(visible, limit))
+            return ChangesPage(page, page[-1].cursor if page else since)
+
+
 class Channel:
-    """A worker's end of its channel to the supervisor: readiness, and its commits out, other workers' in."""
+    """A worker's end of its channel to the supervisor: readiness out; with :meth:`relay`, its commits and its change
+    feed's state out, the other workers' in."""
 
     def __init__(self, sock: socket.socket, index: int, count: int) -> None:
         self.sock = sock
@@ -86,9 +209,12 @@ class Channel:
         self.count = count
         self._relaying = threading.local()
         self._unsubscribe: Callable[[], None] | None = None
-        self._thread: threading.Thread | None = None
+        self._send_lock = threading.Lock()
+        self._sequence = 0
+        self._closed = threading.Event()
+        self.feed: WorkersFeed | None = None
         self.dropped = 0
-        """Own commits not told to the supervisor because the channel was full."""
+        """Messages not sent to the supervisor because the channel was full."""
 
     def ready(self) -> None:
         """Tell the supervisor this worker serves (a start-up failure after this is a worker that ended)."""
@@ -96,51 +222,77 @@ class Channel:
             self.sock.send(READY)
 
     def relay(self, service: DocumentService) -> None:
-        """Tell the other workers of this worker's commits, and publish theirs here (a store that is not shared)."""
+        """Tell the other workers of this worker's commits, and publish theirs here; keep the change feed with
+        theirs (a store that is not shared: the files store)."""
+        self.feed = WorkersFeed(self.index, self.count, self._message)
+        service.use_change_feed(self.feed)
         self._unsubscribe = service.subscribe(self._tell)
-        self._thread = threading.Thread(target=self._hear, args=(service,), name="schemadoc-worker-relay",
-                                        daemon=True)
-        self._thread.start()
+        threading.Thread(target=self._hear, args=(service, self.feed), name="schemadoc-worker-relay",
+                         daemon=True).start()
+        threading.Thread(target=self._tick, args=(self.feed,), name="schemadoc-worker-tick", daemon=True).start()
+
+    def _message(self, message: list[Any]) -> None:
+        """Send ``[kind, this worker, its sequence number, *rest]`` without waiting (dropped when the channel is
+        full: the receivers see the gap in the sequence numbers)."""
+        with self._send_lock:
+            self._sequence += 1
+            data = orjson.dumps([message[0], self.index, self._sequence, *message[1:]])
+            try:
+                self.sock.send(data, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                self.dropped += 1
+                if self.dropped == 1 or self.dropped % 1000 == 0:
+                    log.warning("worker %d: %d message(s) to the other workers dropped (channel full)",
+                                self.index, self.dropped)
+            except OSError:
+                pass  # the supervisor is gone: this worker is stopping with it
 
     def _tell(self, event: ChangeEvent) -> None:
         """A commit published here: this worker's own (sent on) or one heard from another worker (not sent back)."""
-        if getattr(self._relaying, "active", False):
-            return
-        message = orjson.dumps([event.doc_id, event.version, event.kind])
-        try:
-            self.sock.send(message, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            self.dropped += 1
-            if self.dropped == 1 or self.dropped % 1000 == 0:
-                log.warning("worker %d: %d change notice(s) not told to the other workers (channel full)",
-                            self.index, self.dropped)
-        except OSError:
-            pass  # the supervisor is gone: this worker is stopping with it
+        if not getattr(self._relaying, "active", False):
+            self._message(["e", event.doc_id, event.version, event.kind])
 
-    def _hear(self, service: DocumentService) -> None:
+    def _tick(self, feed: WorkersFeed) -> None:
+        while not self._closed.wait(TICK_SECONDS):
+            feed.tick()
+
+    def _hear(self, service: DocumentService, feed: WorkersFeed) -> None:
         while True:
             try:
-                message = self.sock.recv(_NOTICE_MAX_BYTES)
+                data = self.sock.recv(_MESSAGE_MAX_BYTES)
             except OSError:
                 return
-            if not message:
+            if not data:
                 return  # the supervisor closed its end
             try:
-                doc_id, version, kind = orjson.loads(message)
-                notice = StoreNotice(str(doc_id), int(version), str(kind))
+                kind, sender, *rest = orjson.loads(data)
+                if kind == "x":
+                    feed.ended(int(sender))
+                    continue
+                sequence, *rest = rest
+                if kind == "e":
+                    doc_id, version, what = rest
+                    feed.heard(int(sender), int(sequence))
+                    self._publish(service, StoreNotice(str(doc_id), int(version), str(what)))
+                elif kind in ("s", "t"):
+                    clock, lowest, *change = rest
+                    settled = Change(*change[0]) if change and change[0] is not None else None
+                    feed.heard(int(sender), int(sequence), (int(clock), int(lowest)), settled)
             except (orjson.JSONDecodeError, TypeError, ValueError):
-                log.warning("worker %d: an unreadable change notice from the supervisor was ignored", self.index)
-                continue
-            self._relaying.active = True
-            try:
-                service.heard_from_other_process(notice)
-            except Exception:
-                log.exception("worker %d: publishing %s v%d from another worker failed", self.index,
-                              notice.doc_id, notice.version)
-            finally:
-                self._relaying.active = False
+                log.warning("worker %d: an unreadable message from the supervisor was ignored", self.index)
+
+    def _publish(self, service: DocumentService, notice: StoreNotice) -> None:
+        self._relaying.active = True
+        try:
+            service.heard_from_other_process(notice)
+        except Exception:
+            log.exception("worker %d: publishing %s v%d from another worker failed", self.index, notice.doc_id,
+                          notice.version)
+        finally:
+            self._relaying.active = False
 
     def close(self) -> None:
+        self._closed.set()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -253,7 +405,7 @@ def supervise(count: int, listening: socket.socket, serve_worker: Callable[[Chan
     def forward(worker: _Worker) -> None:
         while True:
             try:
-                message = worker.channel.recv(_NOTICE_MAX_BYTES)
+                message = worker.channel.recv(_MESSAGE_MAX_BYTES)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
@@ -289,6 +441,10 @@ def supervise(count: int, listening: socket.socket, serve_worker: Callable[[Chan
             selector.unregister(worker.channel)
         forward(worker)  # what it said before it ended (its last notices, its readiness)
         worker.channel.close()
+        if relay:  # the others' change feeds wait for its replacement's first message
+            for other in state.workers.values():
+                with contextlib.suppress(OSError):
+                    other.channel.send(orjson.dumps(["x", worker.index]), socket.MSG_DONTWAIT)
         how = _describe(status)
         if state.stop_signal is not None:
             clean = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

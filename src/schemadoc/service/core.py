@@ -205,6 +205,11 @@ class ServiceCore:
             self._forget(notice.doc_id)
         self._publish(ChangeEvent(notice.doc_id, notice.version, notice.kind, None))
 
+    def use_change_feed(self, feed: ChangeFeed) -> None:
+        """Order the change feed with ``feed`` (before the first commit): the feed of one worker of several on
+        the files store, which also lists the other workers' commits (``serve --workers``)."""
+        self._feed = feed
+
     def heard_from_other_process(self, notice: StoreNotice) -> None:
         """A commit or purge another process made on a store that does not tell of them itself (the files store
         under ``serve --workers``, whose supervisor passes each worker's commits on): published here as a shared
