@@ -326,10 +326,6 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         shown = f"[{host}]" if ":" in host else host
         log.info("schemadoc %s: serving http://%s:%d with %d workers, storage %s", __version__, shown, port,
                  settings.workers, _storage_shown(settings))
-        if settings.storage_url is None:
-            log.info("several workers on the files store: event streams and MCP subscribers hear every worker's "
-                     "writes, but the change feed (/api/v1/changes) is each worker's own; read it through one "
-                     "worker, or store documents in PostgreSQL (docs/deployment.md)")
         # the files store does not tell one process of another's commits: the supervisor passes them on
         return supervise(settings.workers, sock, serve_worker, grace_seconds=settings.shutdown_grace_seconds,
                          relay=settings.storage_url is None, internal_code=EXIT_INTERNAL)
