@@ -12,6 +12,7 @@ and the stdio transport refuses ``--workers``.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import signal
@@ -324,11 +325,14 @@ def test_a_killed_worker_is_replaced_and_sigterm_stops_every_worker(tmp_path: Pa
         before = workers_of(server)
         os.kill(before[0], signal.SIGKILL)
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        answered = 0
         while server.stderr.count(f" of {WORKERS}, pid ") < WORKERS + 1:  # the new worker serves
             assert time.monotonic() < deadline, server.stderr
-            with httpx.Client(timeout=30) as http:  # the other worker serves meanwhile
-                assert http.get(f"{server.url}/health").status_code == 200
+            # the other worker serves meanwhile (a connection the dead one had queued is reset)
+            with contextlib.suppress(httpx.TransportError):
+                answered += httpx.get(f"{server.url}/health", timeout=30).status_code == 200
             time.sleep(0.2)
+        assert answered > 0
         after = workers_of(server)
         assert len(after) == WORKERS and before[0] not in after and before[1] in after
         assert f"(pid {before[0]}) ended unexpectedly (killed by SIGKILL); starting another" in server.stderr
