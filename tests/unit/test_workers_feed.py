@@ -84,7 +84,7 @@ steps = st.lists(st.tuples(st.sampled_from(["reserve", "commit", "fail", "tick",
 def test_a_reader_never_passes_a_commit_it_was_not_shown(plan: list[tuple[str, int]]) -> None:
     wiring = Wiring(WORKERS)
     for feed in wiring.feeds.values():
-        feed.tick()
+        feed.tick(always=True)
     wiring.deliver_all()
     in_flight: dict[int, list[int]] = {index: [] for index in wiring.feeds}
     cursor = 0
@@ -114,7 +114,7 @@ def test_a_reader_never_passes_a_commit_it_was_not_shown(plan: list[tuple[str, i
         for one in reserved:
             wiring.feeds[worker].settle(one, None)
     for feed in wiring.feeds.values():
-        feed.tick()
+        feed.tick(always=True)
     wiring.deliver_all()
     shown += wiring.read_all(reader, cursor)
     cursors = [change.cursor for change in wiring.committed]
@@ -128,6 +128,9 @@ def test_a_worker_not_heard_from_holds_the_feed_back_and_a_lost_message_reads_it
     cursor = first.reserve()
     first.settle(cursor, Change(cursor, "a", 2, "update_node", "t", None))
     assert first.read(0, 10).changes == []  # worker 2 never spoke: it may still deliver anything
+    second.tick()  # owes nothing: silent
+    assert not wiring.deliver(2, 1)
+    wiring.deliver(1, 2)  # worker 1's commit reaches worker 2, which owes a tick now
     second.tick()
     wiring.deliver(2, 1)
     assert [change.cursor for change in first.read(0, 10).changes] == [cursor]
@@ -138,7 +141,7 @@ def test_a_worker_not_heard_from_holds_the_feed_back_and_a_lost_message_reads_it
     wiring.deliver_all()
     later = first.reserve()
     first.settle(later, Change(later, "b", 2, "update_node", "t", None))
-    first.tick()
+    first.tick(always=True)
     wiring.deliver(1, 2, lose=True)  # the settlement is lost ...
     wiring.deliver(1, 2)  # ... the tick after it shows the gap
     assert not second.loaded()  # so worker 2 reads its feed again from the journals

@@ -92,13 +92,15 @@ class WorkersFeed(ChangeFeed):
 
     A worker's cursors are its hybrid clock's (microseconds), those equal to its number - 1 modulo the number
     of workers, so no two workers make the same one. Each settled commit goes to the other workers with the
-    sender's state: its clock and the lowest cursor it still has in flight; so does a tick every
-    ``TICK_SECONDS`` that moves its clock to now. A worker's future cursors are above its clock, and its
-    settled commits reach the others before anything it sends later (one ordered channel), so another worker
-    may show every cursor below ``min(in flight, clock + 1)`` of the sender's last message once it listed
-    what came before. A worker not heard from yet (starting, or replacing one that ended) holds every other
-    worker's feed back until its first tick. A lost message (a full channel; each carries the sender's
-    sequence number) makes the receiver read its feed again from the journals.
+    sender's state: its clock and the lowest cursor it still has in flight; so does a tick (at most every
+    ``TICK_SECONDS``) that moves its clock to now, sent once when the worker starts and then only when
+    another worker's commit arrived since it last spoke (an idle server sends nothing). A worker's future
+    cursors are above its clock, and its settled commits reach the others before anything it sends later
+    (one ordered channel), so another worker may show every cursor below ``min(in flight, clock + 1)`` of
+    the sender's last message once it listed what came before. A worker not heard from yet (starting, or
+    replacing one that ended) holds every other worker's feed back until its first tick. A lost message (a
+    full channel; each carries the sender's sequence number) makes the receiver read its feed again from
+    the journals.
     """
 
     def __init__(self, index: int, count: int, send: Callable[[list[Any]], None]) -> None:
@@ -110,6 +112,7 @@ class WorkersFeed(ChangeFeed):
         self._heard: dict[int, int] = {}  # sender -> the sequence number of its last message
         self._keys: set[tuple[str, int]] = set()
         self._arriving: list[Change] | None = None  # other workers' commits heard while the journals are read
+        self._owed = False  # another worker's commit arrived since this one last spoke: tick
 
     def reserve(self) -> int:
         with self._lock:
@@ -125,12 +128,17 @@ class WorkersFeed(ChangeFeed):
             if change is not None:
                 self._insert(change)
             self._send(["s", *self._state(), None if change is None else list(astuple(change))])
+            self._owed = False
 
-    def tick(self) -> None:
-        """Move this worker's clock to now and tell the others (they may then show what is below it)."""
+    def tick(self, *, always: bool = False) -> None:
+        """Move this worker's clock to now and tell the others (they may then show what is below it): when another
+        worker's commit arrived since this worker last spoke (it waits for this), or ``always``."""
         with self._lock:
+            if not (always or self._owed):
+                return
             self._last = max(self._last, time.time_ns() // 1000)
             self._send(["t", *self._state()])
+            self._owed = False
 
     def _state(self) -> list[int]:
         return [self._last, min(self._inflight) if self._inflight else 0]
@@ -178,6 +186,7 @@ class WorkersFeed(ChangeFeed):
                 self._bounds[sender] = lowest if lowest else clock + 1
             if change is not None:
                 self._insert(change)
+                self._owed = True
 
     def ended(self, sender: int) -> None:
         """Worker ``sender`` ended: the feed waits for its replacement's first message."""
@@ -253,6 +262,7 @@ class Channel:
             self._message(["e", event.doc_id, event.version, event.kind])
 
     def _tick(self, feed: WorkersFeed) -> None:
+        feed.tick(always=True)  # the others wait for this worker's first word
         while not self._closed.wait(TICK_SECONDS):
             feed.tick()
 
