@@ -328,6 +328,7 @@ class SearchIndex:
                 self._failures += 1
                 self._retry_at = time.monotonic() + RETRY_FAILED_SECONDS
         if first:
+            self._wake.set()  # the writer thread, maybe waiting for the next change, now waits for the retry
             log.error("search index: the changes of document %s failed to apply (%s: %s); its entry stays as it was "
                       "and is indexed again from the store within %.0f s (and at the next start-up)", doc_id,
                       type(error).__name__, _said(error), RETRY_FAILED_SECONDS)

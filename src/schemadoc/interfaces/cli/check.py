@@ -215,6 +215,7 @@ def check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     configure_logging(logging.WARNING)
     from schemadoc.schema import load_schema
     from schemadoc.storage.current import open_for_reading
+    from schemadoc.store_check import StoreCheck
     from schemadoc.validation import DocumentValidator
 
     assert settings.schema_path is not None  # load_settings requires one
