@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pg_support import throwaway_schema
 
+from schemadoc.interfaces.http.metrics import Metrics
 from schemadoc.schema import LoadedSchema, load_schema
 from schemadoc.search import index as index_module
 from schemadoc.search.backends import SqliteBackend
@@ -134,6 +135,10 @@ def test_one_bad_document_does_not_drop_the_others_and_is_caught_up(open_service
     assert found(service, "POISON") == set()
     assert index.failures() == {"failed": 1, "failures": 1, "caught_up": 0}
     assert set(index.failed_documents()) == {bad}
+    metrics = Metrics(service)
+    exposed = metrics.exposition().decode()
+    assert "schemadoc_search_index_failed_documents 1.0" in exposed
+    assert "schemadoc_search_index_failures_total 1.0" in exposed
     errors = [r for r in caplog.records if r.levelno == logging.ERROR and bad in r.getMessage()]
     assert len(errors) == 1
     # the writer thread tries again from the store while it still fails: not logged again, not counted again
@@ -145,6 +150,8 @@ def test_one_bad_document_does_not_drop_the_others_and_is_caught_up(open_service
     until(lambda: index.failures()["failed"] == 0)
     assert found(service, "POISON") == {bad}
     assert index.failures() == {"failed": 0, "failures": 1, "caught_up": 1}
+    assert "schemadoc_search_index_failed_documents 0.0" in metrics.exposition().decode()
+    metrics.close()
 
 
 def test_a_document_still_failing_when_the_process_ends_is_indexed_at_the_next_start(open_service: Factory) -> None:
