@@ -24,7 +24,7 @@ from schemadoc.schema import LoadedSchema, load_schema
 from schemadoc.search import index as index_module
 from schemadoc.search.backends import SqliteBackend
 from schemadoc.search.extension import IndexTransaction, RankedUnit
-from schemadoc.search.index import FAILED_VERSION, SearchIndex
+from schemadoc.search.index import SearchIndex
 from schemadoc.search.text import parse_text_query
 from schemadoc.search.units import TextUnit
 from schemadoc.service import DocumentService
@@ -110,6 +110,13 @@ def indexed_version(service: DocumentService, doc_id: str) -> int | None:
     return int(rows[0][0]) if rows else None
 
 
+def marks(service: DocumentService) -> set[str]:
+    """The documents the index marks as failed, for the next start-up."""
+    with service.search_index.backend.transaction(write=False) as tx:
+        rows = tx.execute("SELECT key FROM search_state WHERE key LIKE ?", ["failed:%"])
+    return {str(row[0]).removeprefix("failed:") for row in rows}
+
+
 def until(condition: Callable[[], bool]) -> None:
     deadline = time.monotonic() + WAIT_SECONDS
     while not condition():
@@ -135,6 +142,7 @@ def test_one_bad_document_does_not_drop_the_others_and_is_caught_up(open_service
     assert found(service, "POISON") == set()
     assert index.failures() == {"failed": 1, "failures": 1, "caught_up": 0}
     assert set(index.failed_documents()) == {bad}
+    assert marks(service) == {bad}
     metrics = Metrics(service)
     exposed = metrics.exposition().decode()
     assert "schemadoc_search_index_failed_documents 1.0" in exposed
@@ -150,6 +158,7 @@ def test_one_bad_document_does_not_drop_the_others_and_is_caught_up(open_service
     until(lambda: index.failures()["failed"] == 0)
     assert found(service, "POISON") == {bad}
     assert index.failures() == {"failed": 0, "failures": 1, "caught_up": 1}
+    assert marks(service) == set()
     assert "schemadoc_search_index_failed_documents 0.0" in metrics.exposition().decode()
     metrics.close()
 
@@ -164,14 +173,16 @@ def test_a_document_still_failing_when_the_process_ends_is_indexed_at_the_next_s
     service.update_node(other, "/title", "lantern", 1)
     service.search_index.sync()
     assert found(service, "lantern") == {other}
-    assert indexed_version(service, doc_id) == FAILED_VERSION  # marked: any later open indexes it whole
-    assert found(service, "harbour") == {doc_id}  # its old entry still answers meanwhile
+    assert marks(service) == {doc_id}  # any later start indexes it whole
+    assert indexed_version(service, doc_id) == 1  # its old entry, as it was, still answers meanwhile
+    assert found(service, "harbour") == {doc_id}
     service.close()
     again = open_service(_disarmed())
     assert found(again, "lantern") == {doc_id, other}
     assert found(again, "harbour") == set()
     assert indexed_version(again, doc_id) == 2
     assert again.search_index.failures()["failed"] == 0
+    assert marks(again) == set()
 
 
 def test_a_document_that_fails_at_start_up_does_not_stop_the_start(open_service: Factory) -> None:
@@ -189,9 +200,11 @@ def test_a_document_that_fails_at_start_up_does_not_stop_the_start(open_service:
     third = open_service(poison)
     assert found(third, "storm") == {other}
     assert set(third.search_index.failed_documents()) == {doc_id}
+    assert marks(third) == {doc_id}
     poison.armed = False
     assert third.search_index.retry_failed() == 0
     assert found(third, "storm") == {doc_id, other}
+    assert marks(third) == set()
 
 
 def _disarmed() -> Poison:

@@ -20,9 +20,9 @@ never written over with an older meta of the same version. A process without an 
 verdicts (``schemadoc check --record``) tells the index with :func:`index_verdicts`.
 
 A batch that fails for another reason than an outage of the database is applied again one document at a time;
-a document that still fails is logged once, counted (:meth:`SearchIndex.failures`), marked in the index (its
-version indexed set to -1, so that the next start-up, here or in another process, indexes it whole) and
-indexed again from the store by the writer thread every :data:`RETRY_FAILED_SECONDS`.
+a document that still fails is logged once, counted (:meth:`SearchIndex.failures`), marked in ``search_state``
+(so that the next start-up, here or in another process, indexes it whole; its entry, as it was, still answers)
+and indexed again from the store by the writer thread every :data:`RETRY_FAILED_SECONDS`.
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ _OUTAGE_RETRY_SECONDS = 1.0
 """How long the index's thread waits before applying again the changes an outage of the database held up."""
 RETRY_FAILED_SECONDS = 30.0
 """How often the index's thread indexes again, from the store, the documents whose changes failed to apply."""
-FAILED_VERSION = -1
-"""The version indexed of a document whose changes failed: behind every version, so the next start-up (or any
-process's next change of it) indexes it whole."""
+_FAILED_MARK = "failed:"
+"""``search_state`` keys ``failed:{doc_id}``: a document whose changes failed, indexed whole at the next start-up
+(by whichever process opens the index first; its entry, left as it was, still answers meanwhile)."""
 _VERDICT_BATCH = 200
 """Documents whose verdicts :func:`index_verdicts` writes in one transaction."""
 _INTERNAL = ("search_state", "search_docs", "search_fields", "search_units")
@@ -155,6 +155,7 @@ class SearchIndex:
                 log.info("search index: indexed members changed, every document is indexed again")
             indexed = {row[0]: (row[1], row[2], row[3]) for row in
                        tx.execute("SELECT doc_id, version, valid, deleted FROM search_docs")}
+            marked = {key[len(_FAILED_MARK):] for key in state if key.startswith(_FAILED_MARK)}
             stale_extensions = [e for e in self._extensions if state.get(f"extension:{e.name}") != e.generation]
             fresh = not indexed  # a new index: the documents indexed below feed every extension once
             if fresh:
@@ -167,6 +168,8 @@ class SearchIndex:
                 self._apply_open(batch)
                 batch = []
             known = indexed.pop(meta.doc_id, None)
+            if meta.doc_id in marked:  # its changes failed in some process: indexed whole, from the store
+                known = None
             if known is not None and known[0] == meta.version and not whole:
                 if known[1] != _valid_code(self._status(meta)) or known[2] != (meta.deleted_at is not None):
                     batch.append((_Change(meta.doc_id, meta, None, []), None))
@@ -185,6 +188,9 @@ class SearchIndex:
         self._apply_open(batch)
         if indexed:
             self._apply([_Change(doc_id, None) for doc_id in indexed])
+        with self._pending_lock:
+            still = set(self._failed)
+        self._unmark(sorted(marked - still))
         with self.backend.transaction() as tx:
             if done or indexed:  # the planner's statistics, after a build or a catch-up
                 for table in ("search_docs", "search_fields", "search_units"):
@@ -211,6 +217,8 @@ class SearchIndex:
                 extension.on_cleared(tx)
         self._close_thread()
         self._closed = False
+        with self._pending_lock:
+            self._failed.clear()  # every document is indexed again: those that still fail are set aside again
         return self.open(metas, load, patches, self._reread)
 
     def close(self) -> None:
@@ -332,13 +340,13 @@ class SearchIndex:
             log.error("search index: the changes of document %s failed to apply (%s: %s); its entry stays as it was "
                       "and is indexed again from the store within %.0f s (and at the next start-up)", doc_id,
                       type(error).__name__, _said(error), RETRY_FAILED_SECONDS)
-        try:
-            with self.backend.transaction() as tx:
-                self.backend.lock_document(tx, doc_id)
-                tx.execute("UPDATE search_docs SET version = ? WHERE doc_id = ?", [FAILED_VERSION, doc_id])
-        except Exception as mark:  # the database refuses even that: this process's retry is what is left
-            log.warning("search index: document %s could not be marked for the next start-up: %s", doc_id,
-                        _said(mark))
+        if first:
+            try:
+                with self.backend.transaction() as tx:
+                    _put_state(tx, _FAILED_MARK + doc_id, self._failed[doc_id])
+            except Exception as mark:  # the database refuses even that: this process's retry is what is left
+                log.warning("search index: document %s could not be marked for the next start-up: %s", doc_id,
+                            _said(mark))
 
     def _resolved(self, doc_id: str) -> None:
         with self._pending_lock:
@@ -346,6 +354,18 @@ class SearchIndex:
                 return
             self._caught_up += 1
         log.info("search index: document %s is indexed again", doc_id)
+        self._unmark([doc_id])
+
+    def _unmark(self, doc_ids: Iterable[str]) -> None:
+        keys = [[_FAILED_MARK + doc_id] for doc_id in doc_ids]
+        if not keys:
+            return
+        try:
+            with self.backend.transaction() as tx:
+                tx.executemany("DELETE FROM search_state WHERE key = ?", keys)
+        except Exception as error:  # the mark stays: the next start-up indexes the document whole once more
+            log.warning("search index: %d mark(s) of failed documents could not be removed: %s", len(keys),
+                        _said(error))
 
     def retry_failed(self) -> int:
         """Index again, whole and from the store, every document whose changes failed; how many are still failing.
