@@ -178,6 +178,7 @@ class SearchIndex:
                 meta, content = load(meta.doc_id)
             except Exception as error:
                 log.warning("search index: document %s cannot be read: %s", meta.doc_id, error)
+                marked.discard(meta.doc_id)  # its mark, if any, stays for the next start-up
                 continue
             patch: list[dict[str, Any]] | None = None
             base = known[0] if known is not None and 0 < known[0] < meta.version and not whole else None
@@ -190,7 +191,7 @@ class SearchIndex:
             self._apply([_Change(doc_id, None) for doc_id in indexed])
         with self._pending_lock:
             still = set(self._failed)
-        self._unmark(sorted(marked - still))
+        self._unmark(sorted(marked - still))  # indexed whole above, or gone from the store
         with self.backend.transaction() as tx:
             if done or indexed:  # the planner's statistics, after a build or a catch-up
                 for table in ("search_docs", "search_fields", "search_units"):
@@ -306,12 +307,12 @@ class SearchIndex:
     def _apply_alone(self, batch: list[_Change], error: BaseException) -> None:
         """A batch failed for another reason than an outage: its documents applied again one at a time (each with
         its changes in order), so that one bad document cannot drop the others' changes."""
-        log.warning("search index: a batch of %d change(s) failed (%s: %s); applying them one document at a time",
-                    len(batch), type(error).__name__, _said(error))
         by_document: dict[str, list[_Change]] = {}
         for change in batch:
             by_document.setdefault(change.doc_id, []).append(change)
         documents = sorted(by_document)
+        failed: list[str] = []
+        new = 0
         for position, doc_id in enumerate(documents):
             try:
                 self._apply_batch(by_document[doc_id])
@@ -320,18 +321,27 @@ class SearchIndex:
                     with self._pending_lock:
                         self._pending[:0] = [c for d in documents[position:] for c in by_document[d]]
                     raise
-                self._set_aside(doc_id, failure)
+                failed.append(doc_id)
+                new += self._set_aside(doc_id, failure)
             except Exception as failure:
-                self._set_aside(doc_id, failure)
+                failed.append(doc_id)
+                new += self._set_aside(doc_id, failure)
             else:
                 self._resolved(doc_id)
+        # said once per document (by _set_aside); a batch held up only by documents known to fail is not said again
+        level = logging.DEBUG if failed and not new else logging.WARNING
+        log.log(level, "search index: a batch of %d change(s) failed (%s: %s); applied one document at a time, "
+                "%d of %d document(s) failed", len(batch), type(error).__name__, _said(error), len(failed),
+                len(documents))
 
-    def _set_aside(self, doc_id: str, error: BaseException) -> None:
+    def _set_aside(self, doc_id: str, error: BaseException) -> bool:
         """Remember that ``doc_id``'s changes failed (logged the first time), and mark it in the index itself so
-        that the next start-up of any process indexes it whole, should this one end before it catches up."""
+        that the next start-up of any process indexes it whole, should this one end before it catches up. Whether
+        it is the document's first failure."""
+        said = f"{type(error).__name__}: {_said(error)}"
         with self._pending_lock:
             first = doc_id not in self._failed
-            self._failed[doc_id] = f"{type(error).__name__}: {_said(error)}"
+            self._failed[doc_id] = said
             if first:
                 self._failures += 1
                 self._retry_at = time.monotonic() + RETRY_FAILED_SECONDS
@@ -343,10 +353,11 @@ class SearchIndex:
         if first:
             try:
                 with self.backend.transaction() as tx:
-                    _put_state(tx, _FAILED_MARK + doc_id, self._failed[doc_id])
+                    _put_state(tx, _FAILED_MARK + doc_id, said)
             except Exception as mark:  # the database refuses even that: this process's retry is what is left
                 log.warning("search index: document %s could not be marked for the next start-up: %s", doc_id,
                             _said(mark))
+        return first
 
     def _resolved(self, doc_id: str) -> None:
         with self._pending_lock:
