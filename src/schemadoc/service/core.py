@@ -134,7 +134,7 @@ class ServiceCore:
                 load: Any = _weakly(self._index_source)  # None once the service is gone, with its index
                 patches: Any = _weakly(self._index_patches)
                 self._search = open_index(self.store, self.search_members, _weakly(self._valid_now),
-                                          self.search_extensions, load, patches)
+                                          self.search_extensions, load, patches, schema_digest=self.schema.digest)
             return self._search
 
     @property
