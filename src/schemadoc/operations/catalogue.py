@@ -176,7 +176,8 @@ def _search(call: Call, args: a.SearchArgs) -> BaseModel:
     page = call.service.search(args.query, args.node_path, args.doc_ids, limit=args.limit, cursor=args.cursor,
                                ranking=args.ranking)
     hits = [r.SearchHitBody.model_validate(hit, from_attributes=True) for hit in page.hits]
-    return r.SearchResult(query=args.query, hits=hits, has_more=page.has_more, next_cursor=page.next_cursor)
+    return r.SearchResult(query=args.query, hits=hits, has_more=page.has_more, next_cursor=page.next_cursor,
+                          note=page.note)
 
 
 def _stats(call: Call, args: a.DocumentArgs) -> BaseModel:

@@ -104,6 +104,8 @@ class SearchHit:
 class TextPage:
     hits: list[SearchHit]
     next_cursor: str | None
+    note: str | None = None
+    """What the ranking's extension says of this answer (for example: not ready, full text answered)."""
 
 
 class SearchIndex:
@@ -206,7 +208,16 @@ class SearchIndex:
                 _put_state(tx, "schema", self._schema_digest)
         self._thread = threading.Thread(target=self._run, name="search-index", daemon=True)
         self._thread.start()
+        for extension in self._extensions:  # work of their own from now on (the semantic feed: docs/search.md)
+            opened = getattr(extension, "on_opened", None)
+            if opened is not None:
+                opened(self._in_index)
         return done
+
+    def _in_index(self, work: Callable[[IndexTransaction], Any]) -> Any:
+        """An extension's ``work`` in one write transaction, between this process's batches."""
+        with self._apply_lock, self.backend.transaction() as tx:
+            return work(tx)
 
     def rebuild(self, metas: Iterable[DocumentMeta], load: Loader, patches: Patches) -> int:
         """Forget everything and index every document again (on demand)."""
@@ -229,6 +240,10 @@ class SearchIndex:
         self.backend.close()
 
     def _close_thread(self) -> None:
+        for extension in self._extensions:
+            closing = getattr(extension, "on_closing", None)
+            if closing is not None:
+                closing()
         self._closed = True
         self._wake.set()
         if self._thread is not None:
@@ -237,6 +252,9 @@ class SearchIndex:
 
     def _refeed(self, tx: IndexTransaction, extension: IndexExtension) -> None:
         extension.on_cleared(tx)
+        if getattr(extension, "feeds_itself", False):  # it reads the units itself, after start-up
+            self._record_generation(tx, extension)
+            return
         current: str | None = None
         units: list[TextUnit] = []
         for doc_id, pointer, text in tx.execute("SELECT doc_id, pointer, text FROM search_units ORDER BY doc_id, id"):
@@ -620,8 +638,10 @@ class SearchIndex:
                                           unit.score))
                 if len(hits) > limit:
                     break
+            noted = getattr(extension, "note", None)
+            note = noted(tx) if noted is not None else None
         more = len(hits) > limit
-        return TextPage(hits[:limit], encode_cursor(binding, [start + limit]) if more else None)
+        return TextPage(hits[:limit], encode_cursor(binding, [start + limit]) if more else None, note)
 
 
 def _scope(doc_ids: Sequence[str] | None, below: str) -> tuple[str, list[Any]]:
