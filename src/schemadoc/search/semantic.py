@@ -79,6 +79,7 @@ _UNITS = "semantic_units"
 _PACKS = "semantic_packs"
 _GONE = "semantic_gone"
 _CELLS = "semantic_cellinfo"
+_CENTROIDS = "semantic_centroids"
 _STATE = "semantic_state"
 _FORMER = ("semantic_vectors", "semantic_cells")
 """The tables of the format before packed codes (generation ``...float32-cells-1``), dropped when cleared."""
@@ -146,10 +147,11 @@ class SemanticRanking:
     """The ``semantic`` index extension: a vector per text unit, kept from each write's changed units.
 
     **Cells.** Once the table holds :data:`TRAIN_AT` vectors, they are grouped into :data:`CELLS` cells
-    (spherical k-means, centroids stored in ``semantic_cellinfo`` with the count of each cell, kept by every
-    write); a new vector joins its nearest cell. A query across documents reads the cells nearest to it until it
-    has read :data:`SCAN_MIN` vectors or :data:`SCAN_SHARE` of them, whichever is more: every vector below that
-    size, a bounded share above it. A query in one document scores all of that document's vectors.
+    (spherical k-means, centroids stored in ``semantic_centroids``, the count of each cell in
+    ``semantic_cellinfo``, kept by every write); a new vector joins its nearest cell. A query across documents
+    reads the cells nearest to it until it has read :data:`SCAN_MIN` vectors or :data:`SCAN_SHARE` of them,
+    whichever is more: every vector below that size, a bounded share above it. A query in one document scores all
+    of that document's vectors.
 
     **Packs.** A cell's vectors are read as one row of ``semantic_packs``: their ids and their sign codes (32
     bytes each, :func:`~schemadoc.search.embeddings.codes`). A vector written since its cell was packed is
@@ -199,13 +201,13 @@ class SemanticRanking:
                    f"packed SMALLINT NOT NULL, code {blob} NOT NULL, vector {blob} NOT NULL)")
         tx.execute(f"CREATE UNIQUE INDEX IF NOT EXISTS {_UNITS}_unit ON {_UNITS} (doc_id, pointer)")
         tx.execute(f"CREATE INDEX IF NOT EXISTS {_UNITS}_loose ON {_UNITS} (cell, id, code) WHERE packed = 0")
-        tx.execute(f"CREATE INDEX IF NOT EXISTS {_UNITS}_cell ON {_UNITS} (cell)")
         tx.execute(f"CREATE TABLE IF NOT EXISTS {_PACKS} (cell INTEGER PRIMARY KEY, ids {blob} NOT NULL, "
                    f"codes {blob} NOT NULL)")
         tx.execute(f"CREATE TABLE IF NOT EXISTS {_GONE} (cell INTEGER NOT NULL, id BIGINT NOT NULL, "
                    f"PRIMARY KEY (cell, id))")
         tx.execute(f"CREATE TABLE IF NOT EXISTS {_CELLS} (cell INTEGER PRIMARY KEY, units BIGINT NOT NULL, "
-                   f"loose BIGINT NOT NULL, centroid {blob})")
+                   f"loose BIGINT NOT NULL)")
+        tx.execute(f"CREATE TABLE IF NOT EXISTS {_CENTROIDS} (cell INTEGER PRIMARY KEY, centroid {blob} NOT NULL)")
         tx.execute(f"CREATE TABLE IF NOT EXISTS {_STATE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
     def on_units_changed(self, tx: IndexTransaction, doc_id: str, removed: Sequence[str],
@@ -223,7 +225,7 @@ class SemanticRanking:
         self._forget(tx, rows)
 
     def on_cleared(self, tx: IndexTransaction) -> None:
-        for table in (_UNITS, _PACKS, _GONE, _CELLS, _STATE):
+        for table in (_UNITS, _PACKS, _GONE, _CELLS, _CENTROIDS, _STATE):
             tx.execute(f"DELETE FROM {table}")
         if tx.dialect == "sqlite":  # the former format's rows (a PostgreSQL role may not drop: they stay, unread)
             for table in _FORMER:
@@ -294,14 +296,13 @@ class SemanticRanking:
             marks = _marks(cells)
             gone = np.array([row[0] for row in tx.execute(f"SELECT id FROM {_GONE} WHERE cell IN ({marks})", cells)],
                             dtype=np.int64)
-            for ids, codes in tx.execute(f"SELECT ids, codes FROM {_PACKS} WHERE cell IN ({marks})", cells):
-                coarse.feed(np.frombuffer(ids, dtype="<i8"),
-                            np.frombuffer(codes, dtype=np.uint8).reshape(-1, CODE_BYTES), gone)
+            packs = tx.execute(f"SELECT ids, codes FROM {_PACKS} WHERE cell IN ({marks})", cells)
+            coarse.feed(np.frombuffer(b"".join(bytes(row[0]) for row in packs), dtype="<i8"),
+                        np.frombuffer(b"".join(bytes(row[1]) for row in packs), dtype=np.uint8).reshape(-1, CODE_BYTES),
+                        gone)
             loose = tx.execute(f"SELECT id, code FROM {_UNITS} WHERE packed = 0 AND cell IN ({marks})", cells)
-            if loose:
-                coarse.feed(np.array([row[0] for row in loose], dtype=np.int64),
-                            np.frombuffer(b"".join(bytes(row[1]) for row in loose), dtype=np.uint8)
-                            .reshape(-1, CODE_BYTES))
+            coarse.feed(np.array([row[0] for row in loose], dtype=np.int64),
+                        np.frombuffer(b"".join(bytes(row[1]) for row in loose), dtype=np.uint8).reshape(-1, CODE_BYTES))
         self.scored = coarse.scored
         found: list[tuple[float, int, tuple[str, str]]] = []
         for ids in _chunks([int(i) for i in coarse.best()]):
@@ -463,8 +464,7 @@ class SemanticRanking:
             if token:
                 from schemadoc.search.embeddings import unpack
 
-                rows = tx.execute(f"SELECT centroid FROM {_CELLS} WHERE cell >= 0 AND centroid IS NOT NULL "
-                                  f"ORDER BY cell")
+                rows = tx.execute(f"SELECT centroid FROM {_CENTROIDS} ORDER BY cell")
                 centroids = unpack([bytes(row[0]) for row in rows])
             self._cells = (token, centroids)
         return self._cells[1]
@@ -483,8 +483,11 @@ class SemanticRanking:
         tx.execute(f"DELETE FROM {_CELLS}")
         tx.execute(f"DELETE FROM {_PACKS}")
         tx.execute(f"DELETE FROM {_GONE}")
-        tx.executemany(f"INSERT INTO {_CELLS} (cell, units, loose, centroid) VALUES (?, 0, 0, ?)",
+        tx.execute(f"DELETE FROM {_CENTROIDS}")
+        tx.executemany(f"INSERT INTO {_CENTROIDS} (cell, centroid) VALUES (?, ?)",
                        [(cell, centroid.tobytes()) for cell, centroid in enumerate(centroids)])
+        tx.executemany(f"INSERT INTO {_CELLS} (cell, units, loose) VALUES (?, 0, 0)",
+                       [(cell,) for cell in range(len(centroids))])
         counts: dict[int, int] = {}
         last = -1
         while rows := tx.execute(f"SELECT id, vector FROM {_UNITS} WHERE id > ? ORDER BY id LIMIT {_BLOCK}", [last]):
