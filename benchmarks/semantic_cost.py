@@ -200,8 +200,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--scan-min", type=int, default=semantic.SCAN_MIN,
                         help="score at least this many vectors per query (default: the server's)")
+    parser.add_argument("--rerank-min", type=int, default=semantic.RERANK_MIN,
+                        help="score exactly at least this many of the nearest by code (default: the server's)")
     args = parser.parse_args(argv)
     semantic.SCAN_MIN = args.scan_min
+    semantic.RERANK_MIN = args.rerank_min
     if not semantic.installed():
         sys.exit("the semantic extra is not installed: pip install 'schemadoc[semantic]'")
     texts = docstrings()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pg_support import throwaway_schema
 
 from schemadoc.schema import LoadedSchema, load_schema
 from schemadoc.search import semantic
@@ -60,9 +61,9 @@ def schema() -> LoadedSchema:
     return load_schema(BOOK_SCHEMA)
 
 
-def stored_store(schema: LoadedSchema, directory: Path, books: int = 12) -> list[str]:
-    """A files store with books and its index, made by a server without the extra: no vector anywhere."""
-    service = DocumentService(schema, store_for(directory, None))
+def stored_store(schema: LoadedSchema, directory: Path, books: int = 12, url: str | None = None) -> list[str]:
+    """A store with books and its index, made by a server without the extra: no vector anywhere."""
+    service = DocumentService(schema, store_for(directory, url))
     service.open()
     ids = [service.create_document(book)[0] for book in search_quality.make_corpus(books=books).books]
     service.search_index.sync()
@@ -70,11 +71,22 @@ def stored_store(schema: LoadedSchema, directory: Path, books: int = 12) -> list
     return ids
 
 
-def with_extra(schema: LoadedSchema, directory: Path, extension: semantic.SemanticRanking) -> DocumentService:
-    service = DocumentService(schema, store_for(directory, None))
+def with_extra(schema: LoadedSchema, directory: Path, extension: semantic.SemanticRanking,
+               url: str | None = None) -> DocumentService:
+    service = DocumentService(schema, store_for(directory, url))
     service.search_extensions.extend([extension, semantic.HybridRanking(extension)])
     service.open()
     return service
+
+
+@pytest.fixture(params=["files", "postgres"])
+def url(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """Where the store is: a files store's directory, or a throwaway PostgreSQL schema (the index's tables there)."""
+    if request.param == "files":
+        yield None
+        return
+    with throwaway_schema() as found:
+        yield found
 
 
 @pytest.fixture
@@ -89,12 +101,16 @@ def pointers(service: DocumentService, query: str, ranking: str) -> list[tuple[s
     return [(hit.doc_id, hit.pointer) for hit in service.search(query, ranking=ranking).hits]
 
 
-def index_rows(directory: Path, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(directory / "search-index.sqlite3") as db:
+def index_rows(where: Path | DocumentService, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Rows of the index's database: a files store's SQLite file, or the service's own index."""
+    if isinstance(where, DocumentService):
+        with where.search_index.backend.transaction(write=False) as tx:
+            return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in tx.execute(sql, params)]
+    with sqlite3.connect(where / "search-index.sqlite3") as db:
         return db.execute(sql, params).fetchall()
 
 
-def assert_vectors_are_of_the_current_text(directory: Path) -> None:
+def assert_vectors_are_of_the_current_text(directory: Path | DocumentService) -> None:
     """Every unit of two words or more has one vector, made from its current text; no other vector is left."""
     units = {(doc, pointer): text for doc, pointer, text in index_rows(directory, "SELECT doc_id, pointer, text "
                                                                                   "FROM search_units")}
@@ -105,14 +121,15 @@ def assert_vectors_are_of_the_current_text(directory: Path) -> None:
 
 
 def test_start_up_answers_at_once_and_search_says_meaning_is_still_being_indexed(
-        schema: LoadedSchema, tmp_path: Path, opened: list[DocumentService], monkeypatch: pytest.MonkeyPatch) -> None:
+        schema: LoadedSchema, url: str | None, tmp_path: Path, opened: list[DocumentService],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(semantic, "FEED_UNITS", 20)
-    directory = tmp_path / "docs"
-    stored_store(schema, directory)
+    stored_store(schema, tmp_path / "docs", url=url)
     gated = Gated()
     extension = semantic.SemanticRanking(gated)  # type: ignore[arg-type]
-    service = with_extra(schema, directory, extension)  # returns while the feed's first batch waits at the gate
+    service = with_extra(schema, tmp_path / "docs", extension, url)  # returns while the first batch waits at the gate
     opened.append(service)
+    directory = service
     assert gated.waiting.wait(30) and not extension.fed.is_set()
     assert index_rows(directory, "SELECT count(*) FROM semantic_units") == [(0,)]
     for ranking in ("semantic", "hybrid"):
@@ -129,18 +146,20 @@ def test_start_up_answers_at_once_and_search_says_meaning_is_still_being_indexed
     assert_vectors_are_of_the_current_text(directory)
     page = service.search("keeping a lighthouse lit", ranking="semantic")
     assert page.note is None and any("wick" in hit.snippet for hit in page.hits[:5])  # found by meaning now
-    assert index_rows(directory, "SELECT count(*) FROM semantic_state WHERE key LIKE 'feed%'") == [(0,)]
+    feed_keys = "('feed_after', 'feed_done', 'feed_total')"
+    assert index_rows(directory, f"SELECT count(*) FROM semantic_state WHERE key IN {feed_keys}") == [(0,)]
 
 
 def test_writes_during_the_feed_end_with_the_vectors_of_their_current_text(
-        schema: LoadedSchema, tmp_path: Path, opened: list[DocumentService], monkeypatch: pytest.MonkeyPatch) -> None:
+        schema: LoadedSchema, url: str | None, tmp_path: Path, opened: list[DocumentService],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(semantic, "FEED_UNITS", 20)
-    directory = tmp_path / "docs"
-    ids = sorted(stored_store(schema, directory))
+    ids = sorted(stored_store(schema, tmp_path / "docs", url=url))
     gated = Gated()
     extension = semantic.SemanticRanking(gated)  # type: ignore[arg-type]
-    service = with_extra(schema, directory, extension)
+    service = with_extra(schema, tmp_path / "docs", extension, url)
     opened.append(service)
+    directory = service
     assert gated.waiting.wait(30)  # the first batch (the first documents) is read, waiting to be embedded
     first, last = ids[0], ids[-1]
     for doc_id, text in ((first, "The tide tables are printed each January for the harbour master."),
