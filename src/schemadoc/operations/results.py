@@ -310,7 +310,6 @@ class SearchResult(Result):
     hits: list[SearchHitBody]
     has_more: bool
     next_cursor: str | None = None
-    note: str | None = None
 
 
 class StatsResult(Result):
