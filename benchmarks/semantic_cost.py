@@ -38,7 +38,7 @@ import numpy as np
 
 from schemadoc.search import semantic
 from schemadoc.search.backends import SQLITE_CACHE_KIB
-from schemadoc.search.embeddings import codes, embedder, pack
+from schemadoc.search.embeddings import codes, embedder, nearest_cells, pack
 from schemadoc.search.units import TextUnit, text_units
 
 _MODULES = ("os", "re", "json", "collections", "itertools", "functools", "pathlib", "typing", "argparse", "logging",
@@ -140,29 +140,39 @@ def queries(base: np.ndarray, questions: np.ndarray, sizes: list[int], tx_dir: P
         extension = semantic.SemanticRanking()
         extension.create_tables(tx)
         exact: list[list[tuple[float, int]]] = [[] for _ in questions]  # the true top 10 of each query, by id
+        built = time.perf_counter()
+        counts: dict[int, int] = {}
         for start in range(0, size, 8_192):
             count = min(8_192, size - start)
             pairs = rng.integers(0, len(base), (count, 2))
             mixed = base[pairs[:, 0]] + 0.6 * base[pairs[:, 1]] + 0.05 * rng.standard_normal((count, 256))
             mixed = (mixed / np.linalg.norm(mixed, axis=1, keepdims=True)).astype(np.float32)
             signs = codes(mixed)
+            centroids = extension._centroids(tx)  # as a server: the first TRAIN_AT vectors make the cells, each
+            cells = [-1] * count if centroids is None else nearest_cells(mixed, centroids).tolist()  # later joins one
             tx.executemany("INSERT INTO semantic_units (id, doc_id, pointer, digest, cell, packed, code, vector) "
-                           "VALUES (?, ?, ?, x'00', -1, 0, ?, ?)",
-                           [(start + i + 1, f"d{(start + i) // 100:07}", f"/u/{(start + i) % 100}", signs[i].tobytes(),
-                             pack(v)) for i, v in enumerate(mixed)])
+                           "VALUES (?, ?, ?, x'00', ?, 0, ?, ?)",
+                           [(start + i + 1, f"d{(start + i) // 100:07}", f"/u/{(start + i) % 100}", cells[i],
+                             signs[i].tobytes(), pack(v)) for i, v in enumerate(mixed)])
+            for cell in cells:
+                counts[cell] = counts.get(cell, 0) + 1
+            if centroids is None and start + count >= semantic.TRAIN_AT:
+                tx.execute("INSERT INTO semantic_cellinfo (cell, units, loose) VALUES (-1, ?, ?)",
+                           [counts[-1], counts[-1]])
+                extension._train(tx)
+                counts = {}
             scores = mixed @ query_vectors.T
             for q in range(len(questions)):
                 best = np.argpartition(-scores[:, q], 10)[:10]
                 exact[q] = sorted(exact[q] + [(float(scores[i, q]), start + int(i) + 1) for i in best],
                                   key=lambda item: -item[0])[:10]
-        tx.execute("INSERT INTO semantic_cellinfo (cell, units, loose) VALUES (-1, ?, ?)", [size, size])
-        trained = time.perf_counter()
-        if size >= semantic.TRAIN_AT:
-            extension._train(tx)
-        else:
-            extension._repack(tx, -1)
+        tx.executemany("INSERT INTO semantic_cellinfo (cell, units, loose) VALUES (?, ?, ?) ON CONFLICT (cell) DO "
+                       "UPDATE SET units = units + excluded.units, loose = loose + excluded.loose",
+                       [(cell, n, n) for cell, n in counts.items()])
+        for cell in sorted(counts):
+            extension._repack(tx, cell)
         tx.db.commit()
-        trained = time.perf_counter() - trained
+        built = time.perf_counter() - built
         megabytes = path.stat().st_size / 1e6
         every_ms, cells_ms, cells_wall, scored, every_recall, cells_recall = [], [], [], [], [], []
         for q in range(len(questions)):
@@ -182,7 +192,7 @@ def queries(base: np.ndarray, questions: np.ndarray, sizes: list[int], tx_dir: P
             cells_recall.append(len(truth & _ids(tx, found)) / 10)
         print(f"{size:>9,} {megabytes:>8.0f} {p50_ms(every_ms):>12.1f} ms {statistics.mean(every_recall):>10.2f} "
               f"{p50_ms(cells_ms):>7.1f} ({p50_ms(cells_wall):.1f}) ms {statistics.median(scored):>11,.0f} "
-              f"{statistics.mean(cells_recall):>10.2f}   (cells made and packed in {trained:.0f} s)")
+              f"{statistics.mean(cells_recall):>10.2f}   (built in {built:.0f} s)")
         tx.db.close()
         for leftover in tx_dir.glob(f"q{size}.sqlite3*"):
             leftover.unlink()
@@ -200,11 +210,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--scan-min", type=int, default=semantic.SCAN_MIN,
                         help="score at least this many vectors per query (default: the server's)")
+    parser.add_argument("--cells", type=int, default=semantic.CELLS,
+                        help="group the vectors into this many cells (default: the server's)")
     parser.add_argument("--rerank-min", type=int, default=semantic.RERANK_MIN,
                         help="score exactly at least this many of the nearest by code (default: the server's)")
     args = parser.parse_args(argv)
     semantic.SCAN_MIN = args.scan_min
     semantic.RERANK_MIN = args.rerank_min
+    semantic.CELLS = args.cells
     if not semantic.installed():
         sys.exit("the semantic extra is not installed: pip install 'schemadoc[semantic]'")
     texts = docstrings()
