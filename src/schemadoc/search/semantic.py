@@ -85,6 +85,8 @@ _FORMER = ("semantic_vectors", "semantic_cells")
 """The tables of the format before packed codes (generation ``...float32-cells-1``), dropped when cleared."""
 _UNSORTED = -1
 """The cell of a vector stored before there are cells."""
+_HEAD = "substr(text, 1, 2000)"
+"""What the feed reads of a unit's text: what is embedded and digested of it (a batch's memory stays bounded)."""
 _FEED = "feed_after"
 """The state key of the background feed: every document whose id sorts at or before it is fed (absent: done)."""
 
@@ -194,9 +196,11 @@ class SemanticRanking:
 
     # -- the index's hooks ------------------------------------------------------------------------------
     def create_tables(self, tx: IndexTransaction) -> None:
-        blob, key = ("BYTEA", "BIGSERIAL") if tx.dialect == "postgres" else ("BLOB", "INTEGER")
+        # ids are never used again (SQLite: AUTOINCREMENT), so that a pack's gone id never names a later row
+        blob, key = ("BYTEA", "BIGSERIAL PRIMARY KEY") if tx.dialect == "postgres" else (
+            "BLOB", "INTEGER PRIMARY KEY AUTOINCREMENT")
         collate = ' COLLATE "C"' if tx.dialect == "postgres" else ""
-        tx.execute(f"CREATE TABLE IF NOT EXISTS {_UNITS} (id {key} PRIMARY KEY, doc_id TEXT NOT NULL, "
+        tx.execute(f"CREATE TABLE IF NOT EXISTS {_UNITS} (id {key}, doc_id TEXT NOT NULL, "
                    f"pointer TEXT{collate} NOT NULL, digest {blob} NOT NULL, cell INTEGER NOT NULL, "
                    f"packed SMALLINT NOT NULL, code {blob} NOT NULL, vector {blob} NOT NULL)")
         tx.execute(f"CREATE UNIQUE INDEX IF NOT EXISTS {_UNITS}_unit ON {_UNITS} (doc_id, pointer)")
@@ -309,7 +313,9 @@ class SemanticRanking:
             rows = tx.execute(f"SELECT id, doc_id, pointer, vector FROM {_UNITS} WHERE id IN ({_marks(ids)})", ids)
             if rows:
                 scores = unpack([bytes(row[3]) for row in rows]) @ vector
-                found += [(float(score), row[0], (row[1], row[2])) for score, row in zip(scores, rows, strict=True)]
+                # to float32's precision: one text stored twice scores the same wherever BLAS summed it
+                found += [(round(float(score), 6), row[0], (row[1], row[2]))
+                          for score, row in zip(scores, rows, strict=True)]
         found.sort(key=lambda item: (-item[0], item[1]))
         return [(score, unit) for score, _, unit in found[:limit]]
 
@@ -561,7 +567,7 @@ class SemanticRanking:
         if not found:
             return None
         after = found[0][0]
-        rows = tx.execute(f"SELECT doc_id, text FROM search_units WHERE doc_id > ? ORDER BY doc_id, pointer "
+        rows = tx.execute(f"SELECT doc_id, {_HEAD} FROM search_units WHERE doc_id > ? ORDER BY doc_id, pointer "
                           f"LIMIT {FEED_UNITS + 1}", [after])
         if not rows:
             tx.execute(f"DELETE FROM {_STATE} WHERE key IN (?, 'feed_done', 'feed_total')", [_FEED])
@@ -571,7 +577,7 @@ class SemanticRanking:
             tx.execute(f"INSERT INTO {_STATE} (key, value) VALUES ('feed_total', ?), ('feed_done', '0')", [str(total)])
         if len(rows) > FEED_UNITS:  # the last document may be cut: it goes in the next batch
             whole = [row for row in rows if row[0] != rows[-1][0]]
-            rows = whole or tx.execute("SELECT doc_id, text FROM search_units WHERE doc_id = ?", [rows[-1][0]])
+            rows = whole or tx.execute(f"SELECT doc_id, {_HEAD} FROM search_units WHERE doc_id = ?", [rows[-1][0]])
         return after, rows[-1][0], [row[1] for row in rows]
 
     def _feed_write(self, tx: IndexTransaction, after: str, until: str, made: dict[bytes, Any]) -> None:
@@ -580,8 +586,8 @@ class SemanticRanking:
         if not found or found[0][0] != after:
             return  # another server fed these
         units: dict[str, list[TextUnit]] = {}
-        for doc_id, pointer, text in tx.execute("SELECT doc_id, pointer, text FROM search_units WHERE doc_id > ? AND "
-                                                "doc_id <= ? ORDER BY doc_id, pointer", [after, until]):
+        for doc_id, pointer, text in tx.execute(f"SELECT doc_id, pointer, {_HEAD} FROM search_units WHERE doc_id > ? "
+                                                "AND doc_id <= ? ORDER BY doc_id, pointer", [after, until]):
             units.setdefault(doc_id, []).append(TextUnit(pointer, text))
         for doc_id, added in units.items():
             self._replace(tx, doc_id, ("",), added, made)
