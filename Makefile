@@ -153,5 +153,5 @@ bench-ui-status: $(VENV)/.installed  ## the status view in headless Chromium: pa
 bench-search-quality: $(VENV)/.installed  ## recall@5 of text, semantic and hybrid search over generated books (paraphrased and lexical queries)
 	$(PY) benchmarks/search_quality.py
 
-bench-semantic: $(VENV)/.installed  ## semantic search's cost: embedding a write, a query exact and by cells at 100,000 and 400,000 vectors (SEMANTIC_ARGS=--units N ...)
+bench-semantic: $(VENV)/.installed  ## semantic search's cost: embedding a write, a query reading every code and by cells at 100,000 and 1,000,000 vectors (SEMANTIC_ARGS="--units N ... --startup-books N")
 	$(PY) benchmarks/semantic_cost.py $(SEMANTIC_ARGS)

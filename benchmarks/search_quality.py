@@ -8,7 +8,7 @@ different meaning ("the lighthouse on the old postcard"). A query is answered wh
 lies in its target section; recall@5 is the share of queries answered (each query has one relevant
 section, so recall@5 is the hit rate at 5).
 
-    python benchmarks/search_quality.py [--books N] [--store files|memory]
+    python benchmarks/search_quality.py [--books N] [--approximate]
 
 prints recall@5 per mode and per kind of query, and the queries each mode missed.
 """
@@ -286,7 +286,14 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - a script
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--books", type=int, default=8)
     parser.add_argument("--seed", type=int, default=30)
+    parser.add_argument("--approximate", action="store_true",
+                        help="rank by the sign codes alone: of the codes read, only the best `limit` by Hamming "
+                             "distance are scored exactly (the server scores max(400, 8 x limit))")
     args = parser.parse_args(argv)
+    if args.approximate:
+        from schemadoc.search import semantic
+
+        semantic.RERANK_MIN, semantic.RERANK_FACTOR = 0, 1
 
     from common import BOOK_SCHEMA
 
@@ -312,7 +319,8 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - a script
         finally:
             service.close()
     sections = sum(len(ch["sections"]) for book in corpus.books for ch in book["chapters"])
-    print(f"search quality: {len(corpus.books)} books, {sections} sections ({len(TARGETS)} targets), "
+    print(("by codes alone (only the best `limit` by code scored exactly): " if args.approximate
+           else "") + f"search quality: {len(corpus.books)} books, {sections} sections ({len(TARGETS)} targets), "
           f"{len(corpus.queries)} queries (half paraphrased, half reusing the section's words); recall@5")
     print(f"{'mode':<10} {'paraphrase':>11} {'lexical':>8} {'all':>6}")
     for mode in modes:

@@ -4,6 +4,7 @@ there again after a restart and after the index file is deleted (rebuilt from th
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -61,6 +62,14 @@ def rest_search(http: httpx.Client, query: str, **params: Any) -> list[tuple[str
     return [(hit["doc_id"], hit["pointer"]) for hit in response.json()["hits"]]
 
 
+def meaning_indexed(http: httpx.Client) -> None:
+    """Wait until a semantic answer no longer says that meaning is still being indexed (full text answered)."""
+    end = time.monotonic() + 60
+    while (note := http.get("/search", params={"query": QUERY, "ranking": "semantic"}).json().get("note")):
+        assert "still being indexed" in note and time.monotonic() < end, note
+        time.sleep(0.1)
+
+
 async def mcp_search(url: str, query: str, **arguments: Any) -> list[tuple[str, str]]:
     async with mcp_client(url) as client:
         result = await client.call_tool("document_search", {"query": query, **arguments})
@@ -116,5 +125,6 @@ def test_the_vectors_are_there_after_a_restart_and_rebuilt_without_the_index_fil
                 path.unlink()
         with Server(data, tmp_path / "logs") as server, \
                 httpx.Client(base_url=f"{server.url}/api/v1", timeout=30) as http:
+            meaning_indexed(http)  # a new index file: the vectors are made again behind the open server
             assert rest_search(http, QUERY, ranking="semantic") == before, restart
             assert rest_search(http, QUERY)[0] == (book, LAMP), restart

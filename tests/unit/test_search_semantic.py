@@ -65,7 +65,7 @@ def ranking() -> tuple[semantic.SemanticRanking, SqliteTx]:
 
 
 def stored(tx: SqliteTx) -> dict[str, bytes]:
-    return {pointer: vector for pointer, vector in tx.execute("SELECT pointer, vector FROM semantic_vectors")}
+    return {pointer: vector for pointer, vector in tx.execute("SELECT pointer, vector FROM semantic_units")}
 
 
 def test_units_are_ranked_by_meaning(ranking: tuple[semantic.SemanticRanking, SqliteTx]) -> None:
@@ -132,7 +132,7 @@ def test_removed_units_and_documents_leave_the_ranking(ranking: tuple[semantic.S
     found = extension.rank(tx, "keeping a lighthouse lit", doc_id=None, below="", limit=20, text_rank=no_text)
     assert {unit.doc_id for unit in found} == {"doc"}
     extension.on_cleared(tx)
-    assert tx.execute("SELECT count(*) FROM semantic_vectors") == [(0,)]
+    assert tx.execute("SELECT count(*) FROM semantic_units") == [(0,)]
 
 
 def test_a_scope_ranks_only_the_units_below_it(ranking: tuple[semantic.SemanticRanking, SqliteTx]) -> None:
@@ -213,8 +213,8 @@ def _sentences() -> list[str]:
 
 
 def cell_counts(tx: SqliteTx) -> tuple[dict[int, int], dict[int, int]]:
-    kept = dict(tx.execute("SELECT cell, units FROM semantic_cells WHERE units != 0"))
-    actual = dict(tx.execute("SELECT cell, count(*) FROM semantic_vectors GROUP BY cell"))
+    kept = dict(tx.execute("SELECT cell, units FROM semantic_cellinfo WHERE units != 0"))
+    actual = dict(tx.execute("SELECT cell, count(*) FROM semantic_units GROUP BY cell"))
     return kept, actual
 
 
@@ -229,11 +229,11 @@ def test_cells_are_made_once_the_table_is_large_enough_and_kept_by_every_write(
     query = "keeping a lighthouse lit"
     for i, text in enumerate(sentences[:29]):
         extension.on_units_changed(tx, f"d{i:02}", ("",), [TextUnit("/text", text)])
-    assert tx.execute("SELECT count(*) FROM semantic_cells WHERE cell >= 0") == [(0,)]
+    assert tx.execute("SELECT count(*) FROM semantic_cellinfo WHERE cell >= 0") == [(0,)]
     exact = extension.rank(tx, query, doc_id=None, below="", limit=5, text_rank=no_text)
     for i, text in enumerate(sentences[29:], start=29):  # the 30th vector makes the cells
         extension.on_units_changed(tx, f"d{i:02}", ("",), [TextUnit("/text", text)])
-    assert tx.execute("SELECT count(*) FROM semantic_cells WHERE cell >= 0") == [(4,)]
+    assert tx.execute("SELECT count(*) FROM semantic_cellinfo WHERE cell >= 0") == [(4,)]
     kept, actual = cell_counts(tx)
     assert kept == actual and -1 not in actual and sum(actual.values()) == len(sentences)
     probed = extension.rank(tx, query, doc_id=None, below="", limit=5, text_rank=no_text)
@@ -249,5 +249,5 @@ def test_cells_are_made_once_the_table_is_large_enough_and_kept_by_every_write(
     monkeypatch.setattr(semantic, "SCAN_SHARE", 0.0)
     assert extension.rank(tx, query, doc_id=None, below="", limit=1, text_rank=no_text)[0] == exact[0]
     assert extension.scored < len(sentences) - 1
-    extension.on_cleared(tx)
-    assert cell_counts(tx) == ({}, {}) and tx.execute("SELECT count(*) FROM semantic_state") == [(0,)]
+    extension.on_cleared(tx)  # and a feed starts: every document is left to it
+    assert cell_counts(tx) == ({}, {}) and tx.execute("SELECT key, value FROM semantic_state") == [("feed_after", "")]

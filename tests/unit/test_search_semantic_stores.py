@@ -136,6 +136,7 @@ def test_a_restart_keeps_the_vectors_and_a_lost_index_rebuilds_them(open_service
     embedded = first.units_embedded
     service.close()
     again, extension = open_service()
+    assert extension.fed.wait(60)  # a new index (the memory store's) is fed in the background
     assert ranked(again, "stargazing after dark") == before
     kind = open_service.kind  # type: ignore[attr-defined]
     if kind == "memory":  # its index lives in memory: the new service builds it again
@@ -147,5 +148,6 @@ def test_a_restart_keeps_the_vectors_and_a_lost_index_rebuilds_them(open_service
         for path in (tmp_path / "docs").glob("search-index.sqlite3*"):
             path.unlink()
         rebuilt, extension = open_service()
+        assert extension.fed.wait(60)
         assert ranked(rebuilt, "stargazing after dark") == before
         assert extension.units_embedded == embedded  # each unit once (a fresh index feeds its extensions once)

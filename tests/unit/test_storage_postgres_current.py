@@ -1,5 +1,5 @@
 """The PostgreSQL store's metas known current: reads without a round trip that never go stale behind a
-commit this process heard of, and writes in two round trips.
+commit this process heard of, and writes in two round trips (a service's write in one: its commit is conditional).
 
 ``CurrentMetas`` alone is checked against a model (Hypothesis); then two stores on one schema stand for
 two server processes, as in ``test_storage_postgres.py``.
@@ -12,6 +12,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -266,3 +267,82 @@ def test_a_commit_lets_the_database_lock_go_with_it_and_a_refused_one_tells_nobo
         time.sleep(0.005)
     time.sleep(0.2)  # a notice of the refused commit would have come by now
     assert [(notice.version, notice.kind) for notice in heard] == [(1, "created"), (2, "updated")]
+
+
+# -- a service's writes: one round trip, judged again under the lock when the meta known is not the client's ------
+
+COUNTER = Path(__file__).resolve().parents[1] / "schemas" / "counter.schema.json"
+
+
+def _services(stores: Any) -> tuple[Any, Any]:
+    from schemadoc.schema import load_schema
+    from schemadoc.service import DocumentService
+
+    schema = load_schema(COUNTER)
+    return tuple(DocumentService(schema, store) for store in stores)  # type: ignore[return-value]
+
+
+def test_a_service_write_whose_version_is_known_current_is_one_round_trip(
+        monkeypatch: pytest.MonkeyPatch, stores: Any) -> None:
+    first, _ = _services(stores)
+    doc_id = first.create_document({"count": 0})[0]
+    version = first.update_node(doc_id, "/count", 1, 1).version  # the state and the meta known from here on
+    trips = _RoundTrips(monkeypatch)
+    for n in range(2, 6):
+        version = first.update_node(doc_id, "/count", n, version).version
+    assert version == 6
+    assert trips.counts["round trips"] == 4  # one a write: the commit's pipeline, no lock taken before it
+    assert stores[1].read_meta(doc_id).version == 6
+
+
+def test_a_write_judged_on_a_meta_not_heard_yet_is_judged_again_and_a_stale_one_refused(
+        monkeypatch: pytest.MonkeyPatch, stores: Any) -> None:
+    """The first server has not heard the second's commit: a client that has (it sends the new version) is
+    accepted, and one that sends the version the first server knew is refused, whatever the first knew."""
+    first, second = _services(stores)
+    doc_id = first.create_document({"count": 0})[0]
+    assert first.read_node(doc_id, "").version == 1
+    monkeypatch.setattr(stores[0].current, "heard", lambda *args: None)  # deaf: nothing of the second is heard
+    assert second.update_node(doc_id, "/count", 10, 1).version == 2
+    assert stores[0].read_meta(doc_id).version == 1  # what the first server's reads know
+    with pytest.raises(SchemaDocError) as raised:  # committed conditionally on version 1: refused by the database
+        first.update_node(doc_id, "/count", 11, 1)
+    assert raised.value.code == "version-conflict"
+    assert raised.value.details["actual_version"] == 2 and "Re-read" in (raised.value.remediation or "")
+    assert first.update_node(doc_id, "/count", 12, 2).version == 3  # judged again with the database's meta
+    assert _wait_for_version(stores[1], doc_id, 3).version == 3  # the second hears it
+    assert second.read_node(doc_id, "/count").node == 12
+    assert [entry.version for entry in stores[1].read_journal(doc_id)] == [1, 2, 3]
+
+
+def test_concurrent_writers_on_two_servers_lose_no_update(stores: Any) -> None:
+    """Increments through both servers at once, each retrying on version-conflict: every one lands once."""
+    services = _services(stores)
+    doc_id = services[0].create_document({"count": 0})[0]
+    errors: list[BaseException] = []
+
+    def increment(service: Any, times: int) -> None:
+        try:
+            for _ in range(times):
+                while True:
+                    read = service.read_node(doc_id, "/count")
+                    try:
+                        service.update_node(doc_id, "/count", read.node + 1, read.version)
+                        break
+                    except SchemaDocError as error:
+                        if error.code != "version-conflict":
+                            raise
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=increment, args=(services[i % 2], 15)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert errors == []
+    deadline = time.monotonic() + NOTICE_TIMEOUT_SECONDS
+    while services[0].read_node(doc_id, "/count").node != 60 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert services[0].read_node(doc_id, "/count").node == 60
+    assert [entry.version for entry in stores[0].read_journal(doc_id)] == list(range(1, 62))

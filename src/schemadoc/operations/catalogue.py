@@ -13,6 +13,8 @@ entry below.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
 from schemadoc.errors import SchemaDocError
@@ -176,7 +178,13 @@ def _search(call: Call, args: a.SearchArgs) -> BaseModel:
     page = call.service.search(args.query, args.node_path, args.doc_ids, limit=args.limit, cursor=args.cursor,
                                ranking=args.ranking)
     hits = [r.SearchHitBody.model_validate(hit, from_attributes=True) for hit in page.hits]
-    return r.SearchResult(query=args.query, hits=hits, has_more=page.has_more, next_cursor=page.next_cursor)
+    # ``note`` (docs/search.md: meaning still being indexed) only when there is one: an extra member, which keeps the
+    # declared answer (and tools/list) as it was
+    body: dict[str, Any] = {"query": args.query, "hits": hits, "has_more": page.has_more,
+                            "next_cursor": page.next_cursor}
+    if page.note is not None:
+        body["note"] = page.note
+    return r.SearchResult.model_validate(body)
 
 
 def _stats(call: Call, args: a.DocumentArgs) -> BaseModel:

@@ -17,16 +17,26 @@ The index calls, in order:
   index remembers each extension's ``name`` and ``generation``; when they are new or changed, it clears
   and refeeds that extension from its own units table (no document is loaded for it);
 - :meth:`IndexExtension.rank` when ``document_search`` asks for the ranking the extension is named for.
+
+An extension may also have (each optional, looked up by name):
+
+- ``feeds_itself = True``: when its ``generation`` is new over an existing index, the index clears it
+  (:meth:`IndexExtension.on_cleared`) and does not feed it the stored units: the extension reads them itself,
+  later (the semantic extension embeds them in the background);
+- ``on_opened(run)``: called once the index is open (the server answers from then on), with a
+  :data:`RunInIndex` for work of its own in the index's database; ``on_closing()`` before the index closes;
+- ``note(tx)``: a sentence the answer ranked by this extension carries (None: nothing to say), for example that
+  its ranking is not ready yet and full text answered instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeAlias
 
 from schemadoc.search.units import TextUnit
 
-__all__ = ["IndexExtension", "IndexTransaction", "RankedUnit"]
+__all__ = ["IndexExtension", "IndexTransaction", "RankedUnit", "RunInIndex"]
 
 
 class RankedUnit(NamedTuple):
@@ -49,6 +59,11 @@ class IndexTransaction(Protocol):
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run one statement for each row of parameters."""
         ...
+
+
+RunInIndex: TypeAlias = Callable[[Callable[["IndexTransaction"], Any]], Any]
+"""``run(work)``: ``work(tx)`` in one write transaction of the index, between the index's own batches (never
+at the same time as one of this process's), and what it returned."""
 
 
 class IndexExtension(Protocol):

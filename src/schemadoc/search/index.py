@@ -12,14 +12,26 @@ On :meth:`SearchIndex.open` the versions indexed are compared with the store's: 
 up to date from its journal (the patches since the version indexed name the places to index again), one
 missing is indexed whole, one gone is removed. A change of the indexed members or of the served schema
 (verdicts) is found the same way, from what ``search_state`` recorded.
+
+Several processes write one index (a SQLite file in the storage directory, tables in PostgreSQL). Each change
+is applied with the document's index lock held (:meth:`~schemadoc.search.backends.Backend.lock_document`) and
+the document's meta read again from the store under it: a verdict another process recorded and indexed is
+never written over with an older meta of the same version. A process without an index of its own that records
+verdicts (``schemadoc check --record``) tells the index with :func:`index_verdicts`.
+
+A batch that fails for another reason than an outage of the database is applied again one document at a time;
+a document that still fails is logged once, counted (:meth:`SearchIndex.failures`), marked in ``search_state``
+(so that the next start-up, here or in another process, indexes it whole; its entry, as it was, still answers)
+and indexed again from the store by the writer thread every :data:`RETRY_FAILED_SECONDS`.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -33,7 +45,8 @@ from schemadoc.search.text import TextQuery, snippet
 from schemadoc.search.units import TextUnit, UnitChange, changed_units, document_label, text_units
 from schemadoc.storage.base import DocumentMeta
 
-__all__ = ["ListedPage", "SearchHit", "SearchIndex", "TextPage"]
+__all__ = ["RETRY_FAILED_SECONDS", "ListedPage", "SearchHit", "SearchIndex", "TextPage", "index_verdicts",
+           "served_digest", "verdict_status"]
 
 log = logging.getLogger("schemadoc.search")
 
@@ -42,6 +55,13 @@ _OPEN_BATCH = 200
 """Documents indexed in one transaction at start-up (FTS5 flushes a segment per transaction)."""
 _OUTAGE_RETRY_SECONDS = 1.0
 """How long the index's thread waits before applying again the changes an outage of the database held up."""
+RETRY_FAILED_SECONDS = 30.0
+"""How often the index's thread indexes again, from the store, the documents whose changes failed to apply."""
+_FAILED_MARK = "failed:"
+"""``search_state`` keys ``failed:{doc_id}``: a document whose changes failed, indexed whole at the next start-up
+(by whichever process opens the index first; its entry, left as it was, still answers meanwhile)."""
+_VERDICT_BATCH = 200
+"""Documents whose verdicts :func:`index_verdicts` writes in one transaction."""
 _INTERNAL = ("search_state", "search_docs", "search_fields", "search_units")
 _UNIT_STATEMENT = ("SELECT u.text, d.label FROM search_units u JOIN search_docs d ON d.doc_id = u.doc_id "
                    "WHERE u.doc_id = ? AND u.pointer = ? AND d.deleted = 0")
@@ -84,6 +104,8 @@ class SearchHit:
 class TextPage:
     hits: list[SearchHit]
     next_cursor: str | None
+    note: str | None = None
+    """What the ranking's extension says of this answer (for example: not ready, full text answered)."""
 
 
 class SearchIndex:
@@ -103,6 +125,12 @@ class SearchIndex:
         self._closed = False
         self._thread: threading.Thread | None = None
         self._reread: Metas | None = None
+        self._load: Loader | None = None
+        self._failed: dict[str, str] = {}
+        """Documents whose changes failed to apply, and why (indexed again from the store by the writer thread)."""
+        self._failures = 0
+        self._caught_up = 0
+        self._retry_at = 0.0
 
     # -- life cycle ----------------------------------------------------------------------------
 
@@ -118,6 +146,7 @@ class SearchIndex:
         with the document's index lock held (``reread``): another server may have recorded a verdict, and
         indexed it, since ``metas`` was read; writing the older meta would hide that verdict for good."""
         self._reread = reread
+        self._load = load
         with self.backend.transaction() as tx:
             for extension in self._extensions:
                 extension.create_tables(tx)
@@ -128,6 +157,7 @@ class SearchIndex:
                 log.info("search index: indexed members changed, every document is indexed again")
             indexed = {row[0]: (row[1], row[2], row[3]) for row in
                        tx.execute("SELECT doc_id, version, valid, deleted FROM search_docs")}
+            marked = {key[len(_FAILED_MARK):] for key in state if key.startswith(_FAILED_MARK)}
             stale_extensions = [e for e in self._extensions if state.get(f"extension:{e.name}") != e.generation]
             fresh = not indexed  # a new index: the documents indexed below feed every extension once
             if fresh:
@@ -140,6 +170,8 @@ class SearchIndex:
                 self._apply_open(batch)
                 batch = []
             known = indexed.pop(meta.doc_id, None)
+            if meta.doc_id in marked:  # its changes failed in some process: indexed whole, from the store
+                known = None
             if known is not None and known[0] == meta.version and not whole:
                 if known[1] != _valid_code(self._status(meta)) or known[2] != (meta.deleted_at is not None):
                     batch.append((_Change(meta.doc_id, meta, None, []), None))
@@ -148,6 +180,7 @@ class SearchIndex:
                 meta, content = load(meta.doc_id)
             except Exception as error:
                 log.warning("search index: document %s cannot be read: %s", meta.doc_id, error)
+                marked.discard(meta.doc_id)  # its mark, if any, stays for the next start-up
                 continue
             patch: list[dict[str, Any]] | None = None
             base = known[0] if known is not None and 0 < known[0] < meta.version and not whole else None
@@ -158,6 +191,9 @@ class SearchIndex:
         self._apply_open(batch)
         if indexed:
             self._apply([_Change(doc_id, None) for doc_id in indexed])
+        with self._pending_lock:
+            still = set(self._failed)
+        self._unmark(sorted(marked - still))  # indexed whole above, or gone from the store
         with self.backend.transaction() as tx:
             if done or indexed:  # the planner's statistics, after a build or a catch-up
                 for table in ("search_docs", "search_fields", "search_units"):
@@ -168,9 +204,20 @@ class SearchIndex:
                 else:
                     self._refeed(tx, extension)
             _put_state(tx, "members", members)
+            if self._schema_digest:  # what ``valid`` means here, for a process that records verdicts without an index
+                _put_state(tx, "schema", self._schema_digest)
         self._thread = threading.Thread(target=self._run, name="search-index", daemon=True)
         self._thread.start()
+        for extension in self._extensions:  # work of their own from now on (the semantic feed: docs/search.md)
+            opened = getattr(extension, "on_opened", None)
+            if opened is not None:
+                opened(self._in_index)
         return done
+
+    def _in_index(self, work: Callable[[IndexTransaction], Any]) -> Any:
+        """An extension's ``work`` in one write transaction, between this process's batches."""
+        with self._apply_lock, self.backend.transaction() as tx:
+            return work(tx)
 
     def rebuild(self, metas: Iterable[DocumentMeta], load: Loader, patches: Patches) -> int:
         """Forget everything and index every document again (on demand)."""
@@ -182,6 +229,8 @@ class SearchIndex:
                 extension.on_cleared(tx)
         self._close_thread()
         self._closed = False
+        with self._pending_lock:
+            self._failed.clear()  # every document is indexed again: those that still fail are set aside again
         return self.open(metas, load, patches, self._reread)
 
     def close(self) -> None:
@@ -191,6 +240,10 @@ class SearchIndex:
         self.backend.close()
 
     def _close_thread(self) -> None:
+        for extension in self._extensions:
+            closing = getattr(extension, "on_closing", None)
+            if closing is not None:
+                closing()
         self._closed = True
         self._wake.set()
         if self._thread is not None:
@@ -199,6 +252,9 @@ class SearchIndex:
 
     def _refeed(self, tx: IndexTransaction, extension: IndexExtension) -> None:
         extension.on_cleared(tx)
+        if getattr(extension, "feeds_itself", False):  # it reads the units itself, after start-up
+            self._record_generation(tx, extension)
+            return
         current: str | None = None
         units: list[TextUnit] = []
         for doc_id, pointer, text in tx.execute("SELECT doc_id, pointer, text FROM search_units ORDER BY doc_id, id"):
@@ -234,28 +290,163 @@ class SearchIndex:
         self._wake.set()
 
     def sync(self) -> None:
-        """Apply every pending change now (after the batch the writer thread may be applying)."""
+        """Apply every pending change now (after the batch the writer thread may be applying).
+
+        Raises ``storage-unavailable`` during an outage of the database (the changes wait, in order, for its
+        end). Any other failure of the batch is not raised: the batch is applied again one document at a time
+        and the documents that still fail are set aside (:meth:`failures`)."""
         with self._apply_lock:
             with self._pending_lock:
                 batch, self._pending = self._pending, []
-            if batch:
-                try:
-                    self._apply_batch(batch)
-                except SchemaDocError as error:
-                    if error.code == "storage-unavailable":  # an outage: kept, in order, for when it ends
-                        with self._pending_lock:
-                            self._pending[:0] = batch
+            if not batch:
+                return
+            try:
+                self._apply_batch(batch)
+            except SchemaDocError as error:
+                if error.code == "storage-unavailable":  # an outage: kept, in order, for when it ends
+                    with self._pending_lock:
+                        self._pending[:0] = batch
                     raise
+                self._apply_alone(batch, error)
+            except Exception as error:
+                self._apply_alone(batch, error)
+
+    def failures(self) -> dict[str, int]:
+        """``failed``: documents whose changes failed to apply and wait to be indexed again from the store;
+        ``failures``: documents set aside so since this process started; ``caught_up``: of those, indexed since."""
+        with self._pending_lock:
+            return {"failed": len(self._failed), "failures": self._failures, "caught_up": self._caught_up}
+
+    def failed_documents(self) -> dict[str, str]:
+        """The documents :meth:`failures` counts as ``failed``, each with the error."""
+        with self._pending_lock:
+            return dict(self._failed)
+
+    def _apply_alone(self, batch: list[_Change], error: BaseException) -> None:
+        """A batch failed for another reason than an outage: its documents applied again one at a time (each with
+        its changes in order), so that one bad document cannot drop the others' changes."""
+        by_document: dict[str, list[_Change]] = {}
+        for change in batch:
+            by_document.setdefault(change.doc_id, []).append(change)
+        documents = sorted(by_document)
+        failed: list[str] = []
+        new = 0
+        for position, doc_id in enumerate(documents):
+            try:
+                self._apply_batch(by_document[doc_id])
+            except SchemaDocError as failure:
+                if failure.code == "storage-unavailable":  # the rest waits for the database, in order
+                    with self._pending_lock:
+                        self._pending[:0] = [c for d in documents[position:] for c in by_document[d]]
+                    raise
+                failed.append(doc_id)
+                new += self._set_aside(doc_id, failure)
+            except Exception as failure:
+                failed.append(doc_id)
+                new += self._set_aside(doc_id, failure)
+            else:
+                self._resolved(doc_id)
+        # said once per document (by _set_aside); a batch held up only by documents known to fail is not said again
+        level = logging.DEBUG if failed and not new else logging.WARNING
+        log.log(level, "search index: a batch of %d change(s) failed (%s: %s); applied one document at a time, "
+                "%d of %d document(s) failed", len(batch), type(error).__name__, _said(error), len(failed),
+                len(documents))
+
+    def _set_aside(self, doc_id: str, error: BaseException) -> bool:
+        """Remember that ``doc_id``'s changes failed (logged the first time), and mark it in the index itself so
+        that the next start-up of any process indexes it whole, should this one end before it catches up. Whether
+        it is the document's first failure."""
+        said = f"{type(error).__name__}: {_said(error)}"
+        with self._pending_lock:
+            first = doc_id not in self._failed
+            self._failed[doc_id] = said
+            if first:
+                self._failures += 1
+                self._retry_at = time.monotonic() + RETRY_FAILED_SECONDS
+        if first:
+            self._wake.set()  # the writer thread, maybe waiting for the next change, now waits for the retry
+            log.error("search index: the changes of document %s failed to apply (%s: %s); its entry stays as it was "
+                      "and is indexed again from the store within %.0f s (and at the next start-up)", doc_id,
+                      type(error).__name__, _said(error), RETRY_FAILED_SECONDS)
+        if first:
+            try:
+                with self.backend.transaction() as tx:
+                    _put_state(tx, _FAILED_MARK + doc_id, said)
+            except Exception as mark:  # the database refuses even that: this process's retry is what is left
+                log.warning("search index: document %s could not be marked for the next start-up: %s", doc_id,
+                            _said(mark))
+        return first
+
+    def _resolved(self, doc_id: str) -> None:
+        with self._pending_lock:
+            if self._failed.pop(doc_id, None) is None:
+                return
+            self._caught_up += 1
+        log.info("search index: document %s is indexed again", doc_id)
+        self._unmark([doc_id])
+
+    def _unmark(self, doc_ids: Iterable[str]) -> None:
+        keys = [[_FAILED_MARK + doc_id] for doc_id in doc_ids]
+        if not keys:
+            return
+        try:
+            with self.backend.transaction() as tx:
+                tx.executemany("DELETE FROM search_state WHERE key = ?", keys)
+        except Exception as error:  # the mark stays: the next start-up indexes the document whole once more
+            log.warning("search index: %d mark(s) of failed documents could not be removed: %s", len(keys),
+                        _said(error))
+
+    def retry_failed(self) -> int:
+        """Index again, whole and from the store, every document whose changes failed; how many are still failing.
+        The writer thread calls it every :data:`RETRY_FAILED_SECONDS` while some are."""
+        with self._pending_lock:
+            failed = sorted(self._failed)
+            self._retry_at = time.monotonic() + RETRY_FAILED_SECONDS
+        load = self._load
+        if not failed or load is None:
+            return len(failed)
+        with self._apply_lock:
+            for doc_id in failed:
+                try:
+                    found = load(doc_id)
+                    if found is None:  # the service is gone
+                        break
+                    meta, content = found
+                    change = _Change(doc_id, meta, content, None)
+                except SchemaDocError as error:
+                    if error.code == "storage-unavailable":
+                        raise
+                    if error.code != "document-not-found":
+                        continue  # still unreadable: tried again at the next round
+                    change = _Change(doc_id, None)  # purged meanwhile
+                try:
+                    self._apply_batch([change])
+                except SchemaDocError as error:
+                    if error.code == "storage-unavailable":
+                        raise
+                    self._set_aside(doc_id, error)
+                except Exception as error:
+                    self._set_aside(doc_id, error)
+                else:
+                    self._resolved(doc_id)
+        with self._pending_lock:
+            return len(self._failed)
 
     def _run(self) -> None:
         while not self._closed:
-            self._wake.wait()
+            with self._pending_lock:
+                due = self._retry_at - time.monotonic() if self._failed else None
+            self._wake.wait(None if due is None else max(due, 0.0))
             self._wake.clear()
             if self._closed:
                 return
             threading.Event().wait(_BATCH_DELAY_SECONDS)
             try:
                 self.sync()
+                with self._pending_lock:
+                    retry = bool(self._failed) and time.monotonic() >= self._retry_at
+                if retry:
+                    self.retry_failed()
             except SchemaDocError as error:
                 if error.code != "storage-unavailable":
                     log.error("search index: applying changes failed: %s", error.message)
@@ -267,7 +458,32 @@ class SearchIndex:
                 log.exception("search index: applying changes failed")
 
     def _apply_open(self, batch: list[tuple[_Change, int | None]]) -> None:
-        """Changes found at start-up, in one transaction (each with the version its patches start from)."""
+        """Changes found at start-up, in one transaction (each with the version its patches start from); when that
+        fails for another reason than an outage, one document at a time (a bad one is set aside, as at run time)."""
+        try:
+            self._apply_open_batch(batch)
+        except SchemaDocError as error:
+            if error.code == "storage-unavailable":
+                raise
+            self._open_alone(batch, error)
+        except Exception as error:
+            self._open_alone(batch, error)
+
+    def _open_alone(self, batch: list[tuple[_Change, int | None]], error: BaseException) -> None:
+        log.warning("search index: %d document(s) failed to index together at start-up (%s: %s); indexing them one "
+                    "at a time", len(batch), type(error).__name__, _said(error))
+        with self._apply_lock:
+            for change, base in sorted(batch, key=lambda item: item[0].doc_id):
+                try:
+                    self._apply_batch([change], base)
+                except SchemaDocError as failure:
+                    if failure.code == "storage-unavailable":
+                        raise
+                    self._set_aside(change.doc_id, failure)
+                except Exception as failure:
+                    self._set_aside(change.doc_id, failure)
+
+    def _apply_open_batch(self, batch: list[tuple[_Change, int | None]]) -> None:
         with self._apply_lock, self.backend.transaction() as tx:
             batch = sorted(batch, key=lambda item: item[0].doc_id)
             metas_only = [change.doc_id for change, _ in batch if change.content is None and change.patch == []]
@@ -287,8 +503,30 @@ class SearchIndex:
 
     def _apply_batch(self, batch: list[_Change], base: int | None = None) -> None:
         with self.backend.transaction() as tx:
-            for change in sorted(batch, key=lambda c: c.doc_id):  # stable: one document's changes stay in order
+            changes = sorted(batch, key=lambda c: c.doc_id)  # stable: one document's changes stay in order
+            if self._reread is not None:
+                changes = self._fresh(tx, changes)
+            for change in changes:
                 self._apply_one(tx, change, base)
+
+    def _fresh(self, tx: IndexTransaction, changes: list[_Change]) -> list[_Change]:
+        """``changes`` (in doc_id order) with each meta read again from the store, with the documents' index locks
+        held: a meta of the same version may carry a later verdict (a check recorded it since, and may have
+        indexed it already). A meta of another version is left as it is (its own change follows)."""
+        assert self._reread is not None
+        doc_ids = list(dict.fromkeys(change.doc_id for change in changes if change.meta is not None))
+        if not doc_ids:
+            return changes
+        for doc_id in doc_ids:  # in doc_id order, as every batch takes them: no deadlock
+            self.backend.lock_document(tx, doc_id)
+        fresh = self._reread(doc_ids)
+        out: list[_Change] = []
+        for change in changes:
+            now = fresh.get(change.doc_id) if change.meta is not None else None
+            if now is not None and change.meta is not None and now.version == change.meta.version:
+                change = replace(change, meta=now)
+            out.append(change)
+        return out
 
     def _apply_one(self, tx: IndexTransaction, change: _Change, base: int | None) -> None:
         doc_id, meta = change.doc_id, change.meta
@@ -400,8 +638,10 @@ class SearchIndex:
                                           unit.score))
                 if len(hits) > limit:
                     break
+            noted = getattr(extension, "note", None)
+            note = noted(tx) if noted is not None else None
         more = len(hits) > limit
-        return TextPage(hits[:limit], encode_cursor(binding, [start + limit]) if more else None)
+        return TextPage(hits[:limit], encode_cursor(binding, [start + limit]) if more else None, note)
 
 
 def _scope(doc_ids: Sequence[str] | None, below: str) -> tuple[str, list[Any]]:
@@ -425,3 +665,56 @@ def _put_state(tx: IndexTransaction, key: str, value: str) -> None:
 
 def _valid_code(valid: bool | None) -> int | None:
     return None if valid is None else int(valid)
+
+
+def _said(error: BaseException) -> str:
+    """An error's message, one line, bounded (for the log and :meth:`SearchIndex.failed_documents`)."""
+    text = error.message if isinstance(error, SchemaDocError) else str(error)
+    text = text.splitlines()[0] if text else type(error).__name__
+    return text if len(text) <= 300 else text[:299] + "\u2026"
+
+
+def verdict_status(meta: DocumentMeta, digest: str) -> bool | None:
+    """What the schema of ``digest`` is known to say of the document at its version (None: not checked yet)."""
+    verdict = meta.verdict
+    if verdict is None or verdict.digest != digest or verdict.version != meta.version:
+        return None
+    return verdict.valid
+
+
+def served_digest(backend: Backend) -> str | None:
+    """The digest of the schema the index's ``valid`` column follows (the one its servers serve), as the last of them
+    to open it recorded it; None when none recorded one."""
+    with backend.transaction(write=False) as tx:
+        rows = tx.execute("SELECT value FROM search_state WHERE key = 'schema'")
+    return str(rows[0][0]) if rows else None
+
+
+def index_verdicts(backend: Backend, doc_ids: Sequence[str], reread: Metas) -> int:
+    """Write into a shared index the verdicts a process without an index of its own recorded in the store
+    (``schemadoc check --record``); how many entries changed.
+
+    Each document's meta is read again from the store with its index lock held (``reread``), and its ``valid``
+    set as the served schema (:func:`served_digest`) reads that meta, only where the index holds that very version:
+    an entry behind or ahead belongs to a change another process is applying, which reads the meta again under
+    the same lock, so a verdict is never written over by an older meta. Nothing is written when the index records
+    no served schema (the next start-up compares every verdict)."""
+    digest = served_digest(backend)
+    if digest is None:
+        return 0
+    changed = 0
+    ordered = sorted(set(doc_ids))
+    for start in range(0, len(ordered), _VERDICT_BATCH):
+        part = ordered[start:start + _VERDICT_BATCH]
+        with backend.transaction() as tx:
+            for doc_id in part:  # in doc_id order, as every batch takes them: no deadlock
+                backend.lock_document(tx, doc_id)
+            for doc_id, meta in sorted(reread(part).items()):
+                code = _valid_code(verdict_status(meta, digest))
+                rows = tx.execute("SELECT valid FROM search_docs WHERE doc_id = ? AND version = ?",
+                                  [doc_id, meta.version])
+                if rows and rows[0][0] != code:
+                    tx.execute("UPDATE search_docs SET valid = ? WHERE doc_id = ? AND version = ?",
+                               [code, doc_id, meta.version])
+                    changed += 1
+    return changed

@@ -10,7 +10,7 @@ from schemadoc.search.extension import IndexExtension
 from schemadoc.search.index import Loader, Patches, SearchIndex
 from schemadoc.storage.base import DocumentMeta, DocumentStore
 
-__all__ = ["INDEX_FILE", "backend_for", "open_index"]
+__all__ = ["INDEX_FILE", "backend_for", "existing_backend", "open_index", "stored_metas"]
 
 INDEX_FILE = "search-index.sqlite3"
 """The index of a files store, in its storage directory (with SQLite's ``-wal`` and ``-shm`` beside it)."""
@@ -29,16 +29,33 @@ def backend_for(store: DocumentStore) -> Backend:
     return SqliteBackend(None)
 
 
+def existing_backend(store: DocumentStore) -> Backend | None:
+    """The index of ``store`` when a server made one (None otherwise: nothing is created), for a process that has no
+    index of its own but changes what one holds (``schemadoc check --record``)."""
+    from schemadoc.storage.files import FileDocumentStore
+    from schemadoc.storage.postgres import PostgresDocumentStore
+
+    if isinstance(store, PostgresDocumentStore):
+        with store.connections.connection(30.0) as connection:
+            schema = store.schema.replace('"', '""')
+            row = connection.execute("SELECT to_regclass(%s)", [f'"{schema}".search_state']).fetchone()
+        return PostgresBackend(store) if row is not None and row[0] is not None else None
+    if isinstance(store, FileDocumentStore) and (store.storage_dir / INDEX_FILE).is_file():
+        return SqliteBackend(store.storage_dir / INDEX_FILE)
+    return None
+
+
 def open_index(store: DocumentStore, members: Sequence[str], status: Callable[[DocumentMeta], bool | None],
-               extensions: Sequence[IndexExtension], load: Loader, patches: Patches) -> SearchIndex:
-    index = SearchIndex(backend_for(store), members, status)
+               extensions: Sequence[IndexExtension], load: Loader, patches: Patches, *,
+               schema_digest: str = "") -> SearchIndex:
+    index = SearchIndex(backend_for(store), members, status, schema_digest=schema_digest)
     for extension in extensions:
         index.add_extension(extension)
-    index.open(store.list_metas(), load, patches, lambda doc_ids: _metas(store, doc_ids))
+    index.open(store.list_metas(), load, patches, lambda doc_ids: stored_metas(store, doc_ids))
     return index
 
 
-def _metas(store: DocumentStore, doc_ids: list[str]) -> dict[str, DocumentMeta]:
+def stored_metas(store: DocumentStore, doc_ids: list[str]) -> dict[str, DocumentMeta]:
     """The stored metas of ``doc_ids`` as they are now (PostgreSQL: one round trip past the server's cache)."""
     read_metas = getattr(store, "read_metas", None)
     if read_metas is not None:

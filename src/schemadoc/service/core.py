@@ -134,7 +134,7 @@ class ServiceCore:
                 load: Any = _weakly(self._index_source)  # None once the service is gone, with its index
                 patches: Any = _weakly(self._index_patches)
                 self._search = open_index(self.store, self.search_members, _weakly(self._valid_now),
-                                          self.search_extensions, load, patches)
+                                          self.search_extensions, load, patches, schema_digest=self.schema.digest)
             return self._search
 
     @property
@@ -256,11 +256,20 @@ class ServiceCore:
         document's write lock and caught up with disk."""
         if not dry_run:
             self.store.read_meta(doc_id)  # document-not-found before a lock file is made for nothing
-        with self._states.pinned(doc_id), \
-                nullcontext() if dry_run else self.store.write_lock(doc_id, self.lock_timeout):
-            state = self._state(doc_id)
-            check_current(doc_id, version, state.meta.version)
-            yield state
+        commit_lock = None if dry_run else getattr(self.store, "commit_lock", None)
+        with self._states.pinned(doc_id):
+            if commit_lock is not None:  # PostgreSQL: no database lock, the commit conditional on the version
+                with commit_lock(doc_id, self.lock_timeout):
+                    state = self._state(doc_id)
+                    if state.meta.version == version:
+                        yield state
+                        return
+                # the meta known here is not the client's version: judged again from the meta read with the
+                # database lock (another server's commit may not have reached this one yet)
+            with nullcontext() if dry_run else self.store.write_lock(doc_id, self.lock_timeout):
+                state = self._state(doc_id)
+                check_current(doc_id, version, state.meta.version)
+                yield state
 
     def _state(self, doc_id: str, *, include_deleted: bool = False) -> DocState:
         """The in-memory state of a document, loaded on first use and caught up with the store.
@@ -403,8 +412,11 @@ class ServiceCore:
                 try:
                     with self.span("journal commit"):
                         self.store.commit(meta, entry, data)
-                except SchemaDocError:
+                except SchemaDocError as error:
                     self._forget(doc_id)  # the store may have rolled the document forward
+                    actual = error.details.get("actual_version")
+                    if error.code == "version-conflict" and isinstance(actual, int):  # another server's commit
+                        check_current(doc_id, state.meta.version, actual)  # came first: said as any stale version
                     raise
             self._states.put(doc_id, DocState(meta, content), None if state is not None else 2 * size)
             if self._search is not None:

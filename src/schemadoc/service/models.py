@@ -47,6 +47,8 @@ class NodeView:
 class SearchPage:
     hits: list[SearchHit]
     next_cursor: str | None
+    note: str | None = None
+    """Said of the answer by the ranking (semantic search still being indexed: full text answered)."""
 
     @property
     def has_more(self) -> bool:

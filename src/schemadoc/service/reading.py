@@ -243,7 +243,7 @@ class Reading(History):
             raise SchemaDocError("invalid-request", f"Unknown ranking {ranking!r}: this server ranks by "
                                  f"{', '.join(index.rankings())}.", {"argument": "ranking"})
         page = index.search(text, doc_ids=doc_ids, below=below, limit=limit, cursor=cursor, ranking=ranking)
-        return SearchPage(page.hits, page.next_cursor)
+        return SearchPage(page.hits, page.next_cursor, page.note)
 
     def _concrete_below(self, tokens: list[str], doc_ids: list[str] | None,
                         node_path: str) -> tuple[list[str] | None, str]:

@@ -19,6 +19,7 @@ from typing import Any
 from schemadoc.ops.carry import carry
 from schemadoc.validation.incremental import ChangeChecker
 from schemadoc.validation.violations import VALID, ValidationReport, Violation, report_order, violation_of
+from schemadoc.validation.walk import hint_of
 
 __all__ = ["Repair", "ViolationKey", "judge_repair", "report_after_repair", "violation_keys"]
 
@@ -107,9 +108,13 @@ def report_after_repair(changes: ChangeChecker, before: Any, after: Any, patch: 
     The walk of a change (:mod:`.incremental`) looks at the same checks in both documents: where they differ, every
     node's own keywords and the subtrees that are new. A check it skips finds the same in both (at a place the
     patch may have shifted). So the violations of ``after`` are those the walk finds in it, and those of ``before``
-    the walk, run the other way, does not find there, carried through the patch."""
-    if was.truncated or after is before:
-        return None
+    the walk, run the other way, does not find there, carried through the patch. That holds where the walk pairs
+    what the patch carries: a patch of replacements, or of one insertion or removal (:func:`~.walk.hint_of`). After
+    any other (a move, two insertions), an array's items are compared by position while the places follow each item:
+    a member the same in two different items would be skipped there and its old violation carried elsewhere."""
+    if was.truncated or after is before or hint_of(patch) is None:
+        return None  # a patch that moves items (a move, or several inserts and removals): the walk, which then pairs
+        # the items of an array by position, and the carrying of places, which follows each item, would disagree
     found = changes.change_errors(before, after, patch, limit=limit, unexpected=False)
     gone = changes.change_errors(after, before, None, limit=limit, unexpected=False) if found is not None else None
     if found is None or gone is None:

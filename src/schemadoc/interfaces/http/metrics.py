@@ -175,6 +175,11 @@ class _StateCollector(Collector):
                      journal_bytes)
         yield _gauge("schemadoc_snapshot_lag_seconds", "Age of the oldest write not yet in a snapshot (0: none).",
                      max(time.monotonic() - oldest, 0.0) if oldest is not None else 0.0)
+        failures = self.service.search_index.failures()
+        yield _gauge("schemadoc_search_index_failed_documents", "Documents whose search index changes failed to apply "
+                     "and wait to be indexed again from the store.", failures["failed"])
+        yield CounterMetricFamily("schemadoc_search_index_failures", "Documents whose search index changes failed to "
+                                  "apply (each counted once until it is indexed again).", value=failures["failures"])
         connections = getattr(self.service.store, "connections", None)
         stats = getattr(connections, "stats", None)
         if callable(stats):

@@ -10,6 +10,12 @@ Taking the lock and reading the document's meta are one round trip (a pipeline: 
 statement of its own, after the lock was granted, so it sees every commit before). The meta read under
 the lock is what :meth:`PostgresDocumentStore.read_meta` answers inside the block. A commit lets the
 database lock go in its own round trip (:meth:`WriteLocks.released_by_commit`), after its transaction ended.
+
+A write's own lock (:meth:`WriteLocks.hold` with ``optimistic``) takes no database lock: the lock of this
+process, a pooled connection, and the meta known current (no round trip) or read alone. Its commit is
+conditional on the version it read (:data:`~.statements.COMMIT`), and takes the writers' lock in its own
+pipeline, so a write costs one round trip; a commit another server's got ahead of is refused as
+``version-conflict``, as a write with a stale version is.
 """
 
 from __future__ import annotations
@@ -46,6 +52,10 @@ class _Held(threading.local):
         self.locks: dict[str, psycopg.Connection[Any]] = {}
         self.metas: dict[str, DocumentMeta | None] = {}
         self.released: set[str] = set()
+        self.optimistic: set[str] = set()
+        """Held without a database lock (a write's own, :meth:`WriteLocks.hold` with ``optimistic``)."""
+        self.writers: set[str] = set()
+        """Of those, the ones whose commit was sent with the writers' lock before it."""
 
 
 class _Local:
@@ -61,8 +71,10 @@ class _Local:
 class WriteLocks:
     """The write locks of one store (see the module docstring)."""
 
-    def __init__(self, schema: str, connections: Connections, read_meta: sql.Composed, failed: Failed) -> None:
+    def __init__(self, schema: str, connections: Connections, read_meta: sql.Composed, failed: Failed,
+                 known: Callable[[str], DocumentMeta | None] = lambda doc_id: None) -> None:
         self.schema = schema
+        self._known = known
         self.connections = connections
         self.writer_key = lock_key(schema, "#writers")  # held (shared) by every writing session
         self._read_meta = read_meta
@@ -94,13 +106,22 @@ class WriteLocks:
     def unlock_params(self, doc_id: str) -> tuple[int, int, int, int]:
         return (*lock_key(self.schema, doc_id), *self.writer_key)
 
+    def optimistic(self, doc_id: str) -> bool:
+        """Whether this thread holds ``doc_id``'s lock without a database lock (its commit takes the writers')."""
+        return doc_id in self.held.optimistic
+
+    def taking_writers(self, doc_id: str) -> None:
+        """An optimistic commit takes the writers' lock in its pipeline: let it go at the block's end unless the
+        commit did (:meth:`released_by_commit`)."""
+        self.held.writers.add(doc_id)
+
     def released_by_commit(self, doc_id: str) -> None:
         """The commit let the database lock go (in its pipeline): the block's end must not again."""
         self.held.released.add(doc_id)
 
     @contextmanager
-    def hold(self, doc_id: str, timeout: float) -> Iterator[None]:
-        """See :meth:`PostgresDocumentStore.write_lock`."""
+    def hold(self, doc_id: str, timeout: float, *, optimistic: bool = False) -> Iterator[None]:
+        """See :meth:`PostgresDocumentStore.write_lock` (and ``commit_lock``, ``optimistic``: no database lock)."""
         doc_id = check_doc_id(doc_id)
         held = self.held
         if doc_id in held.locks:
@@ -113,10 +134,13 @@ class WriteLocks:
             if not got:
                 raise lock_timeout(doc_id, timeout)
             try:
-                stack, conn, meta = self.connections.retrying(lambda: self._checkout(doc_id, timeout, started))
+                stack, conn, meta = self.connections.retrying(
+                    lambda: self._checkout(doc_id, timeout, started, optimistic))
                 with stack:
                     held.metas[doc_id] = meta
                     held.locks[doc_id] = conn
+                    if optimistic:
+                        held.optimistic.add(doc_id)
                     try:
                         yield
                     finally:
@@ -124,22 +148,30 @@ class WriteLocks:
                         held.metas.pop(doc_id, None)
                         if doc_id in held.released:
                             held.released.discard(doc_id)
+                        elif optimistic:
+                            if doc_id in held.writers:  # a commit that failed half-way may have kept it
+                                with contextlib.suppress(psycopg.Error):
+                                    conn.execute("SELECT pg_advisory_unlock_shared(%s, %s)", self.writer_key)
                         else:
                             with contextlib.suppress(psycopg.Error):  # a lost connection has lost its locks too
                                 conn.execute("SELECT " + UNLOCK, self.unlock_params(doc_id))
+                        held.optimistic.discard(doc_id)
+                        held.writers.discard(doc_id)
             finally:
                 local.lock.release()
         finally:
             self._leave(doc_id, local)
 
-    def _checkout(self, doc_id: str, timeout: float,
-                  started: float) -> tuple[ExitStack, psycopg.Connection[Any], DocumentMeta | None]:
+    def _checkout(self, doc_id: str, timeout: float, started: float,
+                  optimistic: bool = False) -> tuple[ExitStack, psycopg.Connection[Any], DocumentMeta | None]:
         """A pooled connection holding the lock, the stack that gives it back, and the meta read with the lock.
         Run through :meth:`~.connections.Connections.retrying`: after an outage nobody had noticed (the pooled
         connections died with a database that is back), the lock is taken on the reopened pool."""
         stack = ExitStack()
         try:
             conn = stack.enter_context(self.connections.connection(max(timeout, 0.5)))
+            if optimistic:
+                return stack, conn, self._current(conn, doc_id)
             left = max(timeout - (time.monotonic() - started), 0.0)
             return stack, conn, self._acquire(conn, doc_id, timeout, left)
         except BaseException:
@@ -159,6 +191,17 @@ class WriteLocks:
             local.users -= 1
             if local.users == 0:
                 self._local.pop(doc_id, None)
+
+    def _current(self, conn: psycopg.Connection[Any], doc_id: str) -> DocumentMeta | None:
+        """The meta known current (no round trip), else read alone."""
+        known = self._known(doc_id)
+        if known is not None:
+            return known
+        try:
+            found = conn.execute(self._read_meta, (doc_id,), binary=True).fetchone()
+        except psycopg.Error as error:
+            raise self._failed(error, doc_id, conn) from None
+        return None if found is None else _meta(doc_id, found)
 
     def _acquire(self, conn: psycopg.Connection[Any], doc_id: str, timeout: float,
                  left: float) -> DocumentMeta | None:

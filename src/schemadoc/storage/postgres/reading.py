@@ -62,7 +62,8 @@ class StoreReads:
         self.connections = Connections(self.url, name=f"schemadoc-{self.schema}", pool_size=pool_size)
         self._statements: dict[str, sql.Composed] = {}
         self._locks = WriteLocks(self.schema, self.connections, self._sql(READ_META),
-                                 lambda error, doc_id, conn: self._failed(error, doc_id, write=True, conn=conn))
+                                 lambda error, doc_id, conn: self._failed(error, doc_id, write=True, conn=conn),
+                                 lambda doc_id: self.current.get(doc_id))
         self._held = self._locks.held
         self._writer_keys = {"k1": self._locks.writer_key[0], "k2": self._locks.writer_key[1]}  # the feed's
         self.current = CurrentMetas()

@@ -29,6 +29,7 @@ __all__ = [
     "META_COLUMNS",
     "META_COUNT",
     "NOTIFY_AND_UNLOCK",
+    "NOTIFY_AND_UNLOCK_WRITERS",
     "POSITION",
     "PURGES",
     "TABLES",
@@ -79,6 +80,13 @@ SELECT (SELECT pg_notify(%(channel)s::text, %(payload)s::text) FROM {journal}
 """After a commit, in the next transaction: its notification, when the journal holds the very line it wrote (its
 SHA-256: a refused commit tells nobody, though another one made that version), and the release of the
 document's lock and the writers' lock."""
+
+NOTIFY_AND_UNLOCK_WRITERS: Final = """
+SELECT (SELECT pg_notify(%(channel)s::text, %(payload)s::text) FROM {journal}
+        WHERE doc_id = %(doc_id)s::text AND version = %(version)s::integer AND sha256(entry) = %(digest)s::bytea),
+    pg_advisory_unlock_shared(%(w1)s, %(w2)s)
+"""
+"""As :data:`NOTIFY_AND_UNLOCK`, after a commit made without the document's lock (an optimistic one)."""
 
 HORIZON_CTES: Final = """
 WITH snapshot AS (SELECT pg_current_snapshot() AS s),

@@ -44,6 +44,7 @@ from schemadoc.storage.postgres.statements import (
     KINDS,
     META_COLUMNS,
     NOTIFY_AND_UNLOCK,
+    NOTIFY_AND_UNLOCK_WRITERS,
     verdict_text,
 )
 from schemadoc.storage.postgres.statements import meta as _meta
@@ -230,7 +231,11 @@ class PostgresDocumentStore(StoreReads):
         with (self.write_lock(doc_id), self._connection(doc_id) as conn,
               self._listener.own_commit(doc_id, meta.version) as cursor):
             try:
+                optimistic = self._locks.optimistic(doc_id)
                 with conn.pipeline() as pipeline:
+                    if optimistic:  # no document lock was taken: the writers' lock, before the commit's transaction
+                        self._locks.taking_writers(doc_id)
+                        conn.execute("SELECT pg_advisory_lock_shared(%s, %s)", self._locks.writer_key)
                     written = conn.execute(self._sql(COMMIT), {
                         "doc_id": doc_id, "version": meta.version, "schema_uri": meta.schema_uri,
                         "created_at": meta.created_at, "modified_at": meta.modified_at,
@@ -240,7 +245,8 @@ class PostgresDocumentStore(StoreReads):
                         "actor": entry.actor, "entry": line})
                     _sync_queued(pipeline)  # the commit's transaction ends here, before the next statement
                     k1, k2, w1, w2 = self._locks.unlock_params(doc_id)
-                    conn.execute(self._sql(NOTIFY_AND_UNLOCK), {"channel": self.channel, "payload": payload,
+                    notify = NOTIFY_AND_UNLOCK_WRITERS if optimistic else NOTIFY_AND_UNLOCK
+                    conn.execute(self._sql(notify), {"channel": self.channel, "payload": payload,
                                                                  "doc_id": doc_id, "version": meta.version,
                                                                  "digest": hashlib.sha256(line).digest(),
                                                                  "k1": k1, "k2": k2, "w1": w1, "w2": w2})
@@ -375,6 +381,14 @@ class PostgresDocumentStore(StoreReads):
         return self.connections.connect(application_name=f"schemadoc-listen-{self.origin}"[:63])
 
     # -- locks -----------------------------------------------------------------------------------
+
+    optimistic_commits = True
+
+    def commit_lock(self, doc_id: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> AbstractContextManager[None]:
+        """A write's lock: this process's, with no database lock; the meta known current, else read alone; the
+        commit is conditional on that version and takes the writers' lock itself (:mod:`~.locks`). One round
+        trip a write where :meth:`write_lock` costs two."""
+        return self._locks.hold(doc_id, timeout, optimistic=True)
 
     def write_lock(self, doc_id: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> AbstractContextManager[None]:
         """A lock of this process, then a session advisory lock on a pooled connection, held for the block
