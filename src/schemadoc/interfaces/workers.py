@@ -31,8 +31,9 @@ What the supervisor adds (docs/deployment.md, "Several worker processes"):
   worker stopped cleanly.
 - **A worker that ends** unexpectedly (killed, crashed, exited) after it served is logged with its exit status and
   replaced by a new one at once (after a second when it had lived less than ten); more than five ends within a
-  minute stop the whole server with ``EXIT_INTERNAL``. A worker that ends before it served (a start-up failure:
-  the store cannot be opened, the port's socket is gone) stops the whole server with that worker's exit code.
+  minute stop the whole server with ``EXIT_INTERNAL``. A worker that exits before it served (a start-up failure:
+  the store cannot be opened, the port's socket is gone) stops the whole server with that worker's exit code;
+  one killed by a signal while it started is replaced as above.
 - **Workers end with the supervisor**: each asks the kernel for SIGTERM when its parent dies (``PR_SET_PDEATHSIG``
   on Linux), so a supervisor killed with SIGKILL leaves no server behind.
 
@@ -463,7 +464,7 @@ def supervise(count: int, listening: socket.socket, serve_worker: Callable[[Chan
                 state.exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else internal_code
             log.debug("worker %d (pid %d) stopped: %s", worker.index, pid, how)
             return
-        if not worker.ready:
+        if not worker.ready and not os.WIFSIGNALED(status):  # it failed to start: its replacement would too
             log.error("worker %d (pid %d) ended before it served (%s): stopping the server", worker.index, pid, how)
             failed = os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0
             state.exit_code = os.WEXITSTATUS(status) if failed else internal_code
