@@ -136,13 +136,16 @@ class SqliteBackend(Backend):
             self._connection.execute("COMMIT")
 
     def insert_units(self, tx: Any, doc_id: str, units: Sequence[TextUnit]) -> None:
-        """The units, then their words into FTS5 in one statement (a trigger per row took 2-3 times as long)."""
+        """The units with the ids after the largest (the write transaction holds the table), then the same rows
+        into FTS5 from the values in hand: an ``INSERT ... SELECT`` from ``search_units`` took 4 times as long
+        (about 13 ms for a book of 260 units, against 3), a trigger per row 2-3 times."""
         if not units:
             return
-        last = tx.execute("SELECT coalesce(max(id), 0) FROM search_units")[0][0]
-        super().insert_units(tx, doc_id, units)
-        tx.execute("INSERT INTO search_fts (rowid, text) SELECT id, text FROM search_units WHERE id > ? AND doc_id = ?",
-                   [last, doc_id])
+        first = tx.execute("SELECT coalesce(max(id), 0) FROM search_units")[0][0] + 1
+        tx.executemany("INSERT INTO search_units (id, doc_id, pointer, text) VALUES (?, ?, ?, ?)",
+                       [(first + i, doc_id, unit.pointer, unit.text) for i, unit in enumerate(units)])
+        tx.executemany("INSERT INTO search_fts (rowid, text) VALUES (?, ?)",
+                       [(first + i, unit.text) for i, unit in enumerate(units)])
 
     def text_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
                        limit: int) -> tuple[str, list[Any]]:

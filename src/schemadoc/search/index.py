@@ -314,7 +314,7 @@ class SearchIndex:
                 units = UnitChange(("",), tuple(text_units(change.content)), None)
             else:
                 units = changed_units(change.content, change.patch)
-            self._write_units(tx, doc_id, units)
+            self._write_units(tx, doc_id, units, fresh=indexed is None)
             tx.execute("DELETE FROM search_fields WHERE doc_id = ?", [doc_id])
             tx.executemany("INSERT INTO search_fields (doc_id, field, pos, kind, rank, num, txt) "
                            "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -330,8 +330,11 @@ class SearchIndex:
                    [doc_id, meta.version, meta.created_at, meta.modified_at, _valid_code(self._status(meta)),
                     int(meta.deleted_at is not None), label])
 
-    def _write_units(self, tx: IndexTransaction, doc_id: str, units: UnitChange) -> None:
-        for prefix in units.removed:
+    def _write_units(self, tx: IndexTransaction, doc_id: str, units: UnitChange, *, fresh: bool = False) -> None:
+        """``fresh``: the document has no row in the index (so no units): nothing to delete. On SQLite a delete
+        from ``search_units``, even of no row, makes FTS5 write out the words it holds (its trigger's statement
+        opens a savepoint): once per document, a build made one small segment per book and merged them."""
+        for prefix in () if fresh else units.removed:
             if prefix == "":
                 tx.execute("DELETE FROM search_units WHERE doc_id = ?", [doc_id])
             else:
