@@ -9,14 +9,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from pg_support import throwaway_schema
 from search_reference import Doc, expected
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.schema import LoadedSchema, load_schema
 from schemadoc.service import DocumentService
 from schemadoc.storage import store_for
+from schemadoc.storage.base import DocumentMeta
 from schemadoc.storage.files import FileDocumentStore
 from schemadoc.storage.memory import MemoryDocumentStore
 from schemadoc.storage.postgres import PostgresDocumentStore
@@ -224,3 +227,102 @@ def test_two_servers_writing_one_document_in_turn_index_every_version(open_servi
             listed = reader.list_documents(where=[["/metadata/status", "eq", STATUSES[turn % 3]], ["/tags", "eq",
                                                                                                    f"t{turn}"]])
             assert [meta.doc_id for meta in listed.documents] == [doc_id]
+
+
+def _listed_everything(service: DocumentService, where: list[list[Any]] | None = None,
+                       sort: str | None = None) -> tuple[list[Any], int]:
+    """Every page of a listing by cursor (pages of 3): the metas listed with their labels, and the total."""
+    listed: list[Any] = []
+    cursor, totals = None, set()
+    while True:
+        page = service.list_documents(limit=3, cursor=cursor, where=where, sort=sort)
+        listed += [(meta, page.labels.get(meta.doc_id)) for meta in page.documents]
+        totals.add(page.total)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert len(totals) == 1, totals  # every page of one listing counts the same documents
+    return listed, totals.pop()
+
+
+def _as_stored(service: DocumentService) -> dict[str, tuple[Any, Any, str | None]]:
+    """What the store says of each live document: its meta, the served schema's verdict, its label."""
+    found = {}
+    for meta in service.store.list_metas():
+        if meta.deleted_at is None:
+            content = service.read_document(meta.doc_id)[0]
+            title = content.get("title") if isinstance(content, dict) else None
+            found[meta.doc_id] = (meta, service.current_verdict(meta), title)
+    return found
+
+
+def test_a_listed_page_is_what_the_store_says_of_each_document(open_service: Factory, schema: LoadedSchema) -> None:
+    """Each listed document's meta (version, times, size, snapshot version, digest), verdict and label are the
+    store's, page after page, after writes, deletes, undeletes and verdicts recorded by a check."""
+    service = open_service()
+    for i in range(4):  # written past the service: unchecked under the served schema until a check
+        doc_id = f"01K{i:023d}"
+        content = book(i)
+        data = orjson.dumps(content)
+        now = utc_now()
+        service.store.create(DocumentMeta(doc_id=doc_id, version=1, schema_uri=schema.base_uri, created_at=now,
+                                          modified_at=now, content_size_bytes=len(data)),
+                             JournalEntry(version=1, op="create", patch=[{"op": "add", "path": "", "value": content}],
+                                          at=now, info={"seq": 0}), data)
+    service = open_service()  # a restart indexes them
+    ids = list(corpus(service, 7))
+    service.update_node(ids[0], "/title", "Retitled", 1)
+    service.update_node(ids[1], "/metadata/status", "published", 1)
+    service.delete_document(ids[2], 1)
+    service.delete_document(ids[3], 1)
+    service.undelete_document(ids[3])
+    service.check_document("01K" + "0" * 23)
+    service.check_document(f"01K{1:023d}")
+
+    def check() -> None:
+        stored = _as_stored(service)
+        for where, sort in (([], "created"), ([], "-modified"), ([["/metadata/status", "ne", "review"]], "/title"),
+                            ([["valid", "eq", True]], "-version")):
+            listed, total = _listed_everything(service, where, sort)
+            selected = {doc_id for doc_id in stored if doc_id in {meta.doc_id for meta, _ in listed}}
+            assert total == len(listed) == len(selected), (where, sort)
+            for meta, label in listed:
+                stored_meta, verdict, title = stored[meta.doc_id]
+                assert meta == stored_meta, (where, sort)
+                assert service.current_verdict(meta) == verdict
+                assert label == title
+        everything, total = _listed_everything(service)
+        assert total == len(stored) and {meta.doc_id for meta, _ in everything} == set(stored)
+
+    check()
+    service.update_node(ids[4], "/title", "Again", 1)
+    service.delete_document(ids[5], 1)
+    service.check_document(f"01K{2:023d}")
+    check()
+    check()  # the same listings again (their totals known): still the store's
+    service = open_service()  # and after a restart
+    check()
+
+
+def test_totals_follow_every_write_of_this_server_and_another(open_service: Factory) -> None:
+    """A listing's total is kept between pages; a write (this service's, or another's on the same directory or
+    database) changes what the next page counts."""
+    first = open_service()
+    ids = list(corpus(first, 6))
+    drafts = [["/metadata/status", "eq", "draft"]]
+    assert first.list_documents(where=drafts).total == 2
+    assert first.list_documents().total == 6
+    first.create_document(book(3))  # a draft
+    assert first.list_documents(where=drafts).total == 3
+    first.delete_document(ids[0], 1)  # a draft
+    assert first.list_documents(where=drafts).total == 2
+    assert first.list_documents().total == 6
+    if not isinstance(first.store, FileDocumentStore | PostgresDocumentStore):
+        return
+    second = open_service()
+    second.create_document(book(0))
+    second.update_node(ids[1], "/metadata/status", "draft", 1)
+    second.search_index.sync()
+    assert first.list_documents(where=drafts).total == 4
+    assert first.list_documents().total == 7
+    assert second.list_documents(where=drafts).total == 4

@@ -82,6 +82,11 @@ class Backend:
         score (higher better), text, label."""
         raise NotImplementedError
 
+    def generation(self, tx: Any) -> Any:
+        """Within a read transaction, after its first statement: a value equal in two transactions only when
+        they see the same index (nothing committed in between); None when the backend cannot tell."""
+        return None
+
     def lock_document(self, tx: Any, doc_id: str) -> None:
         """Keep other writers of the index off this document until the transaction ends (SQLite: its write
         transaction already does)."""
@@ -117,6 +122,8 @@ class SqliteBackend(Backend):
         self._connection = sqlite3.connect(":memory:" if path is None else str(path), check_same_thread=False,
                                            isolation_level=None, timeout=30)
         self._lock = threading.RLock()
+        self._commits = 0
+        """Write transactions this connection committed (``PRAGMA data_version`` counts the others')."""
         with self._lock:
             if path is not None:
                 self._connection.execute("PRAGMA journal_mode=WAL")
@@ -134,6 +141,13 @@ class SqliteBackend(Backend):
                 self._connection.execute("ROLLBACK")
                 raise
             self._connection.execute("COMMIT")
+            if write:
+                self._commits += 1
+
+    def generation(self, tx: Any) -> Any:
+        """This connection's commits and ``PRAGMA data_version`` (moved on by every other connection's commit,
+        this process's or another's on the same file), read inside the transaction: its snapshot's."""
+        return self._commits, tx.execute("PRAGMA data_version")[0][0]
 
     def insert_units(self, tx: Any, doc_id: str, units: Sequence[TextUnit]) -> None:
         """The units with the ids after the largest (the write transaction holds the table), then the same rows
@@ -235,6 +249,8 @@ class PostgresBackend(Backend):
         connections = self._store.connections
         try:
             with connections.connection(self._timeout) as connection, connection.transaction():
+                if not write:  # one snapshot for every statement: a page, its count and generation agree
+                    connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 schema = self._store.schema.replace('"', '""')
                 connection.execute(f'SET LOCAL search_path TO "{schema}"')
                 yield PostgresTransaction(connection)
@@ -254,6 +270,11 @@ class PostgresBackend(Backend):
                 "JOIN search_docs d ON d.doc_id = u.doc_id, to_tsquery('simple', ?) q "
                 f"WHERE u.tsv @@ q AND d.deleted = 0 AND {scope}) m WHERE 1 = 1{keyset} "
                 "ORDER BY m.score DESC, m.id LIMIT ?", [*params, limit])
+
+    def generation(self, tx: Any) -> Any:
+        """The transaction's snapshot (repeatable read): two equal snapshots see the same committed
+        transactions, so the same index. Any commit in the database moves it on, the documents' own included."""
+        return tx.execute("SELECT pg_current_snapshot()::text")[0][0]
 
     def lock_document(self, tx: Any, doc_id: str) -> None:
         """Servers indexing one document at once take turns (documents in doc_id order in every batch: no deadlock)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,8 @@ __all__ = ["ListedPage", "SearchHit", "SearchIndex", "TextPage"]
 log = logging.getLogger("schemadoc.search")
 
 _BATCH_DELAY_SECONDS = 0.005
+_COUNTS_KEPT = 64
+"""The totals of the latest filters kept, each with the index generation it was counted at (``find``)."""
 _OPEN_BATCH = 200
 """Documents indexed in one transaction at start-up (FTS5 flushes a segment per transaction)."""
 _OUTAGE_RETRY_SECONDS = 1.0
@@ -103,6 +106,8 @@ class SearchIndex:
         self._closed = False
         self._thread: threading.Thread | None = None
         self._reread: Metas | None = None
+        self._counts: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
+        self._counts_lock = threading.Lock()
 
     # -- life cycle ----------------------------------------------------------------------------
 
@@ -347,18 +352,47 @@ class SearchIndex:
     # -- queries -------------------------------------------------------------------------------
 
     def find(self, query: Query, *, limit: int, offset: int = 0, cursor: str | None = None) -> ListedPage:
-        """A page of the live documents ``query`` selects, in its order, with the total it selects."""
+        """A page of the live documents ``query`` selects, in its order, with the total it selects.
+
+        The total is the count of every match, which costs what the matches are, not the page: it is kept
+        with the index's generation (:meth:`Backend.generation`) and counted again only when the index changed,
+        so the pages after the first of a listing cost their keyset lookup alone, at any depth."""
         self.sync()
         after = decode_cursor(query, cursor) if cursor else None
         dialect = self.backend.dialect
         sql, params = list_statement(query, dialect, after=after, limit=limit + 1, offset=offset)
+        counting, counting_params = count_statement(query, dialect)
+        key = (counting, *counting_params)
         with self.backend.transaction(write=False) as tx:
             rows = tx.execute(sql, params)
-            total = tx.execute(*count_statement(query, dialect))[0][0]
+            generation = self.backend.generation(tx)
+            total = self._known_count(key, generation)
+            if total is None:
+                total = int(tx.execute(counting, counting_params)[0][0])
+                self._keep_count(key, generation, total)
         more = len(rows) > limit
         rows = rows[:limit]
         next_cursor = encode_cursor(query, list(rows[-1][2:])) if more and rows else None
-        return ListedPage([r[0] for r in rows], {r[0]: r[1] for r in rows}, int(total), next_cursor)
+        return ListedPage([r[0] for r in rows], {r[0]: r[1] for r in rows}, total, next_cursor)
+
+    def _known_count(self, key: tuple[Any, ...], generation: Any) -> int | None:
+        if generation is None:
+            return None
+        with self._counts_lock:
+            known = self._counts.get(key)
+            if known is None or known[0] != generation:
+                return None
+            self._counts.move_to_end(key)
+            return known[1]
+
+    def _keep_count(self, key: tuple[Any, ...], generation: Any, total: int) -> None:
+        if generation is None:
+            return
+        with self._counts_lock:
+            self._counts[key] = (generation, total)
+            self._counts.move_to_end(key)
+            while len(self._counts) > _COUNTS_KEPT:
+                self._counts.popitem(last=False)
 
     def search(self, text: TextQuery, *, doc_ids: Sequence[str] | None = None, below: str = "", limit: int = 20,
                cursor: str | None = None, ranking: str = "text") -> TextPage:
