@@ -101,14 +101,24 @@ def sort_columns(query: Query) -> list[tuple[str, bool]]:
 
 
 def _after(columns: Sequence[tuple[str, bool]], values: Sequence[Any]) -> Built:
-    """Rows after the one whose sort values are ``values``, in the order of ``columns``."""
+    """Rows after the one whose sort values are ``values``, in the order of ``columns``.
+
+    In one direction, a row value (``(c1, c2) > (?, ?)``), which both databases answer with a range of the
+    index on those columns: the page after the last row seen costs the same at any depth. (The expanded form,
+    ``c1 > ? OR (c1 = ? AND c2 > ?)``, was read as a filter over every row before it: a page cost grew with its
+    depth.) Mixed directions (a member's order: its kind first, ascending) keep the expanded form, after a bound
+    on the first column."""
+    if len({down for _, down in columns}) == 1:
+        names = ", ".join(c for c, _ in columns)
+        return f"({names}) {'<' if columns[0][1] else '>'} ({', '.join('?' * len(columns))})", list(values)
     ors: list[str] = []
-    params: list[Any] = []
+    params: list[Any] = [values[0]]
     for i, (column, down) in enumerate(columns):
         ands = [f"{c} = ?" for c, _ in columns[:i]] + [f"{column} {'<' if down else '>'} ?"]
         ors.append("(" + " AND ".join(ands) + ")")
         params += list(values[:i + 1])
-    return "(" + " OR ".join(ors) + ")", params
+    first, down = columns[0]
+    return f"{first} {'<=' if down else '>='} ? AND (" + " OR ".join(ors) + ")", params
 
 
 def _where(query: Query, dialect: str) -> Built:
