@@ -326,3 +326,22 @@ def test_totals_follow_every_write_of_this_server_and_another(open_service: Fact
     assert first.list_documents(where=drafts).total == 4
     assert first.list_documents().total == 7
     assert second.list_documents(where=drafts).total == 4
+
+
+def test_a_prefix_filter_reads_its_range_and_finds_every_text_starting_so(open_service: Factory) -> None:
+    """A prefix is answered from the index's range [prefix, the next text after every one starting with it):
+    texts whose last characters are the highest code points, or next to the surrogates, are still found."""
+    service = open_service()
+    titles = ["Book a", "Book b", "Book \U0010ffff", "Book \U0010ffff\U0010ffff", "Book \ud7ff", "Book \ud7ffx",
+              "Book \ue000", "Bool", "Booka", "\U0010ffff", "\U0010ffffz"]
+    ids = {}
+    for i, title in enumerate(titles):
+        ids[service.create_document({**book(i), "title": title})[0]] = title
+    for prefix in ("Book ", "Book a", "Book \U0010ffff", "Book \ud7ff", "Boo", "\U0010ffff", "Book \ue000"):
+        for where in ([["/title", "prefix", prefix]],):
+            listed = service.list_documents(where=where, limit=100)
+            assert sorted(ids[meta.doc_id] for meta in listed.documents) == sorted(
+                t for t in titles if t.startswith(prefix)), prefix
+            assert listed.total == sum(t.startswith(prefix) for t in titles)
+    first = min(meta.created_at for meta in service.store.list_metas())
+    assert service.list_documents(where=[["created", "prefix", first[:4]]]).total == len(titles)

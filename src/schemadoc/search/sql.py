@@ -34,8 +34,10 @@ def _value_condition(op: str, value: Any, dialect: str) -> Built:
     if op == "exists":
         return "1 = 1", []
     if op == "prefix":
-        return "(kind = 's' AND txt >= ? AND " + ("left(txt, ?) = ?)" if dialect == "postgres"
-                                                    else "substr(txt, 1, ?) = ?)"), [value, len(value), value]
+        bound, more = _below_prefix("txt", value)
+        return ("(kind = 's' AND txt >= ? AND " + bound + ("left(txt, ?) = ?)" if dialect == "postgres"
+                                                           else "substr(txt, 1, ?) = ?)"),
+                [value, *more, len(value), value])
     if op == "contains":
         return ("(kind = 's' AND " + ("strpos(txt, ?) > 0)" if dialect == "postgres" else "instr(txt, ?) > 0)"),
                 [value])
@@ -45,6 +47,19 @@ def _value_condition(op: str, value: Any, dialect: str) -> Built:
     if kind in ("n", "b"):
         return f"(kind = ? AND num {_COMPARE[op]} ?)", [kind, float(value)]
     return f"(kind = 's' AND txt {_COMPARE[op]} ?)", [value]
+
+
+def _below_prefix(column: str, prefix: str) -> Built:
+    """``column < `` the first text after every one starting with ``prefix`` (its last character's next code
+    point; text compares by code point in both databases), so an index reads the prefix's range only, not
+    everything after it; nothing when there is no such text."""
+    for cut in range(len(prefix) - 1, -1, -1):
+        point = ord(prefix[cut]) + 1
+        if point == 0xD800:
+            point = 0xE000  # no surrogate travels as text
+        if point <= 0x10FFFF:
+            return f"{column} < ? AND ", [prefix[:cut] + chr(point)]
+    return "", []
 
 
 def _meta_condition(term: Term, dialect: str) -> Built:
@@ -70,7 +85,8 @@ def _meta_condition(term: Term, dialect: str) -> Built:
         if numeric:
             return _NEVER, []
         if op == "prefix":
-            return f"({column} >= ? AND substr({column}, 1, ?) = ?)", [value, len(value), value]
+            bound, more = _below_prefix(column, value)
+            return f"({column} >= ? AND {bound}substr({column}, 1, ?) = ?)", [value, *more, len(value), value]
         return ("strpos" if dialect == "postgres" else "instr") + f"({column}, ?) > 0", [value]
     if value_kind(value) != ("n" if numeric else "s"):
         return ("1 = 1" if op == "ne" else _NEVER), []
