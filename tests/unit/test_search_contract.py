@@ -345,3 +345,16 @@ def test_a_prefix_filter_reads_its_range_and_finds_every_text_starting_so(open_s
             assert listed.total == sum(t.startswith(prefix) for t in titles)
     first = min(meta.created_at for meta in service.store.list_metas())
     assert service.list_documents(where=[["created", "prefix", first[:4]]]).total == len(titles)
+
+
+def test_a_nul_in_a_string_is_indexed_on_every_store(open_service: Factory) -> None:
+    """PostgreSQL's text holds no NUL: a document's units go in with it as U+FFFD, the others as they are."""
+    service = open_service()
+    content = book(1)
+    content["chapters"][0]["sections"][0]["paragraphs"][0]["text"] = "The lamp\x00post by the quay"
+    content["chapters"][0]["title"] = "Quayside\x00lantern"
+    doc_id = service.create_document(content)[0]
+    found = {(hit.doc_id, hit.pointer) for hit in service.search("quay").hits}
+    assert (doc_id, "/chapters/0/sections/0/paragraphs/0/text") in found
+    assert [(hit.doc_id, hit.pointer) for hit in service.search("quayside lantern").hits] == [(doc_id,
+                                                                                             "/chapters/0/title")]

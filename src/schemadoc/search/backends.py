@@ -298,9 +298,16 @@ class PostgresBackend(Backend):
 
     def insert_units(self, tx: Any, doc_id: str, units: Sequence[TextUnit]) -> None:
         """With the words as this module finds them (PostgreSQL's own parser would read ``<b>`` as a tag, an
-        e-mail address as one token): both databases index the same words."""
-        tx.executemany("INSERT INTO search_units (doc_id, pointer, text, words) VALUES (?, ?, ?, ?)",
-                       [(doc_id, unit.pointer, unit.text, " ".join(words_of(unit.text))) for unit in units])
+        e-mail address as one token): both databases index the same words (in the order of ``units``: their ids
+        break ties between equal scores)."""
+        if not units:
+            return
+        # one statement of arrays, not a statement per unit: a book's 260 units took 130 ms of round trips
+        tx.execute("INSERT INTO search_units (doc_id, pointer, text, words) SELECT ?, u.pointer, u.text, u.words "
+                   "FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(pointer, text, words, n) "
+                   "ORDER BY u.n", [doc_id, _no_nul([unit.pointer for unit in units]),
+                                    _no_nul([unit.text for unit in units]),
+                                    [" ".join(words_of(unit.text)) for unit in units]])
 
     def close(self) -> None:
         """The connections are the store's: nothing of its own to release."""
