@@ -360,16 +360,22 @@ class SearchIndex:
         self.sync()
         after = decode_cursor(query, cursor) if cursor else None
         dialect = self.backend.dialect
-        sql, params = list_statement(query, dialect, after=after, limit=limit + 1, offset=offset)
         counting, counting_params = count_statement(query, dialect)
         key = (counting, *counting_params)
         with self.backend.transaction(write=False) as tx:
-            rows = tx.execute(sql, params)
             generation = self.backend.generation(tx)
             total = self._known_count(key, generation)
-            if total is None:
+            # the first page of a listing counts in its own statement (one evaluation of the matches, which a
+            # member's order sorts anyway); a page after a cursor sees only the rows after it, so counts apart
+            counted = total is None and after is None
+            rows = tx.execute(*list_statement(query, dialect, after=after, limit=limit + 1, offset=offset,
+                                              counted=counted))
+            if counted and rows:
+                total = int(rows[0][-1])
+                rows = [row[:-1] for row in rows]
+            elif total is None:
                 total = int(tx.execute(counting, counting_params)[0][0])
-                self._keep_count(key, generation, total)
+            self._keep_count(key, generation, total)
         more = len(rows) > limit
         rows = rows[:limit]
         next_cursor = encode_cursor(query, list(rows[-1][2:])) if more and rows else None

@@ -153,8 +153,10 @@ def _from(query: Query) -> Built:
     return "search_docs d", []
 
 
-def list_statement(query: Query, dialect: str, *, after: Sequence[Any] | None, limit: int, offset: int) -> Built:
-    """The page's documents (doc_id, then each sort value)."""
+def list_statement(query: Query, dialect: str, *, after: Sequence[Any] | None, limit: int, offset: int,
+                   counted: bool = False) -> Built:
+    """The page's documents (doc_id, label, then each sort value; ``counted``: then how many documents the query
+    selects, the cursor's condition aside, on every row: one evaluation of the matches for the page and its total)."""
     columns = sort_columns(query)
     source, params = _from(query)
     where, more = _where(query, dialect)
@@ -162,11 +164,13 @@ def list_statement(query: Query, dialect: str, *, after: Sequence[Any] | None, l
     if after is not None:
         if len(after) != len(columns):
             raise ValueError("cursor")
+        if counted:
+            raise ValueError("a page after a cursor counts less than the query selects")
         keyset, more = _after(columns, after)
         where += " AND " + keyset
         params += more
     order = ", ".join(f"{c} {'DESC' if down else 'ASC'}" for c, down in columns)
-    selected = ", ".join(c for c, _ in columns)
+    selected = ", ".join(c for c, _ in columns) + (", count(*) OVER ()" if counted else "")
     return (f"SELECT d.doc_id, d.label, {selected} FROM {source} WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
             [*params, limit, offset])
 
