@@ -365,9 +365,12 @@ class SearchIndex:
         with self.backend.transaction(write=False) as tx:
             generation = self.backend.generation(tx)
             total = self._known_count(key, generation)
-            # the first page of a listing counts in its own statement (one evaluation of the matches, which a
-            # member's order sorts anyway); a page after a cursor sees only the rows after it, so counts apart
-            counted = total is None and after is None
+            # the first page of a filtered listing counts in its own statement (one evaluation of the matches,
+            # which its order then sorts: on SQLite a third of 20,000 books took 150 ms so, 235 ms in two
+            # statements); a listing of everything counts apart (an index's entries: its page is a walk of 21
+            # rows of that index, which a count in the statement would turn into a sort of every document), and
+            # so does a page after a cursor (it sees only the rows after it)
+            counted = total is None and after is None and bool(query.terms or query.sort.startswith("/"))
             rows = tx.execute(*list_statement(query, dialect, after=after, limit=limit + 1, offset=offset,
                                               counted=counted))
             if counted and rows:
