@@ -17,6 +17,8 @@ from search_reference import Doc, expected
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.schema import LoadedSchema, load_schema
+from schemadoc.search.fields import parse_query
+from schemadoc.search.sql import list_statement, walkable
 from schemadoc.service import DocumentService
 from schemadoc.storage import store_for
 from schemadoc.storage.base import DocumentMeta
@@ -147,6 +149,28 @@ def test_filters_sorts_and_pages_match_the_plain_evaluation(open_service: Factor
             assert walked == want, (where, sort)
             offset_page = service.list_documents(where=where, sort=sort, limit=3, offset=2)
             assert [m.doc_id for m in offset_page.documents] == want[2:5]
+            _same_in_both_plans(service, where, sort, want)
+
+
+def _same_in_both_plans(service: DocumentService, where: list[list[Any]], sort: str, want: list[str]) -> None:
+    """A page's statement finds the same rows whether it collects the matches then sorts them or walks the order's
+    index testing each document (which plan a page takes depends on how many documents match)."""
+    query = parse_query(where, sort, service.search_members)
+    index = service.search_index
+    dialect = index.backend.dialect
+    for walked in (False, True) if walkable(query) else (False,):
+        found: list[str] = []
+        after = None
+        with index.backend.transaction(write=False) as tx:
+            while True:
+                rows = tx.execute(*list_statement(query, dialect, after=after, limit=2, offset=0, walked=walked))
+                found += [row[0] for row in rows]
+                if len(rows) < 2:
+                    break
+                after = list(rows[-1][2:])
+            assert found == want, (where, sort, walked)
+            offset = tx.execute(*list_statement(query, dialect, after=None, limit=3, offset=2, walked=walked))
+            assert [row[0] for row in offset] == want[2:5]
 
 
 def test_a_filter_on_a_member_not_indexed_is_refused_with_the_indexed_ones(open_service: Factory) -> None:

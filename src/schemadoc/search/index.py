@@ -29,7 +29,7 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.search.backends import Backend
 from schemadoc.search.extension import IndexExtension, IndexTransaction, RankedUnit
 from schemadoc.search.fields import KINDS, Query, decode_cursor, encode_cursor, field_rows
-from schemadoc.search.sql import count_statement, list_statement
+from schemadoc.search.sql import count_statement, list_statement, walkable
 from schemadoc.search.text import TextQuery, snippet
 from schemadoc.search.units import TextUnit, UnitChange, changed_units, document_label, text_units
 from schemadoc.storage.base import DocumentMeta
@@ -371,8 +371,22 @@ class SearchIndex:
             # rows of that index, which a count in the statement would turn into a sort of every document), and
             # so does a page after a cursor (it sees only the rows after it)
             counted = total is None and after is None and bool(query.terms or query.sort.startswith("/"))
+            walked = False
+            if dialect == "sqlite" and query.terms and walkable(query):
+                if total is None:  # counted first: it tells which page's plan costs less
+                    total = int(tx.execute(counting, counting_params)[0][0])
+                    counted = False
+                everything = Query((), query.sort, query.descending)
+                all_sql, all_params = count_statement(everything, dialect)
+                live = self._known_count((all_sql, *all_params), generation)
+                if live is None:
+                    live = int(tx.execute(all_sql, all_params)[0][0])
+                    self._keep_count((all_sql, *all_params), generation, live)
+                # walking the order's index tests about (rows wanted) x live / total documents; collecting the
+                # matches and sorting them costs `total` (PostgreSQL's planner weighs this itself)
+                walked = total * total > 4 * (limit + 1 + offset) * live
             rows = tx.execute(*list_statement(query, dialect, after=after, limit=limit + 1, offset=offset,
-                                              counted=counted))
+                                              counted=counted, walked=walked))
             if counted and rows:
                 total = int(rows[0][-1])
                 rows = [row[:-1] for row in rows]

@@ -13,7 +13,7 @@ from typing import Any
 
 from schemadoc.search.fields import KINDS, Query, Term, value_kind
 
-__all__ = ["Built", "count_statement", "list_statement", "sort_columns"]
+__all__ = ["Built", "count_statement", "list_statement", "sort_columns", "walkable"]
 
 _META_COLUMN = {"created": "d.created", "modified": "d.modified", "version": "d.version", "doc_id": "d.doc_id"}
 _COMPARE = {"eq": "=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
@@ -93,12 +93,15 @@ def _meta_condition(term: Term, dialect: str) -> Built:
     return f"{column} {_COMPARE.get(op, '<>')} ?", [value]
 
 
-def _term(term: Term, dialect: str) -> Built:
+def _term(term: Term, dialect: str, walked: bool = False) -> Built:
     if not term.key.startswith("/"):
         return _meta_condition(term, dialect)
     negate = term.op == "ne" or (term.op == "exists" and term.value is False)
     op = "eq" if term.op == "ne" else term.op
     condition, params = _value_condition(op, term.value, dialect)
+    if walked:  # tested for each document the order's index walks to (its rows by primary key)
+        return (f"{'NOT ' if negate else ''}EXISTS (SELECT 1 FROM search_fields f WHERE f.doc_id = d.doc_id AND "
+                f"f.field = ? AND {condition})"), [term.key, *params]
     sql = f"d.doc_id {'NOT IN' if negate else 'IN'} (SELECT doc_id FROM search_fields WHERE field = ? AND {condition})"
     return sql, [term.key, *params]
 
@@ -137,10 +140,10 @@ def _after(columns: Sequence[tuple[str, bool]], values: Sequence[Any]) -> Built:
     return f"{first} {'<=' if down else '>='} ? AND (" + " OR ".join(ors) + ")", params
 
 
-def _where(query: Query, dialect: str) -> Built:
+def _where(query: Query, dialect: str, walked: bool = False) -> Built:
     conditions, params = ["d.deleted = 0"], []
     for term in query.terms:
-        sql, more = _term(term, dialect)
+        sql, more = _term(term, dialect, walked)
         conditions.append(sql)
         params += more
     return " AND ".join(conditions), params
@@ -153,13 +156,22 @@ def _from(query: Query) -> Built:
     return "search_docs d", []
 
 
+def walkable(query: Query) -> bool:
+    """Whether the query's order is one of ``search_docs``' indexes (a metadata key but ``valid``)."""
+    return query.sort in _META_COLUMN
+
+
 def list_statement(query: Query, dialect: str, *, after: Sequence[Any] | None, limit: int, offset: int,
-                   counted: bool = False) -> Built:
+                   counted: bool = False, walked: bool = False) -> Built:
     """The page's documents (doc_id, label, then each sort value; ``counted``: then how many documents the query
-    selects, the cursor's condition aside, on every row: one evaluation of the matches for the page and its total)."""
+    selects, the cursor's condition aside, on every row: one evaluation of the matches for the page and its total).
+
+    ``walked``: each member's filter is tested for each document in the order's index (:func:`walkable`), which
+    stops at the page's last row, rather than every match collected, then sorted: the better plan when the
+    filters select a good share of the documents, the worse when few (SQLite cannot tell them apart)."""
     columns = sort_columns(query)
     source, params = _from(query)
-    where, more = _where(query, dialect)
+    where, more = _where(query, dialect, walked)
     params += more
     if after is not None:
         if len(after) != len(columns):
