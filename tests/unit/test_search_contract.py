@@ -9,14 +9,19 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from pg_support import throwaway_schema
 from search_reference import Doc, expected
 
 from schemadoc.errors import SchemaDocError
+from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.schema import LoadedSchema, load_schema
+from schemadoc.search.fields import parse_query
+from schemadoc.search.sql import list_statement, walkable
 from schemadoc.service import DocumentService
 from schemadoc.storage import store_for
+from schemadoc.storage.base import DocumentMeta
 from schemadoc.storage.files import FileDocumentStore
 from schemadoc.storage.memory import MemoryDocumentStore
 from schemadoc.storage.postgres import PostgresDocumentStore
@@ -144,6 +149,28 @@ def test_filters_sorts_and_pages_match_the_plain_evaluation(open_service: Factor
             assert walked == want, (where, sort)
             offset_page = service.list_documents(where=where, sort=sort, limit=3, offset=2)
             assert [m.doc_id for m in offset_page.documents] == want[2:5]
+            _same_in_both_plans(service, where, sort, want)
+
+
+def _same_in_both_plans(service: DocumentService, where: list[list[Any]], sort: str, want: list[str]) -> None:
+    """A page's statement finds the same rows whether it collects the matches then sorts them or walks the order's
+    index testing each document (which plan a page takes depends on how many documents match)."""
+    query = parse_query(where, sort, service.search_members)
+    index = service.search_index
+    dialect = index.backend.dialect
+    for walked in (False, True) if walkable(query) else (False,):
+        found: list[str] = []
+        after = None
+        with index.backend.transaction(write=False) as tx:
+            while True:
+                rows = tx.execute(*list_statement(query, dialect, after=after, limit=2, offset=0, walked=walked))
+                found += [row[0] for row in rows]
+                if len(rows) < 2:
+                    break
+                after = list(rows[-1][2:])
+            assert found == want, (where, sort, walked)
+            offset = tx.execute(*list_statement(query, dialect, after=None, limit=3, offset=2, walked=walked))
+            assert [row[0] for row in offset] == want[2:5]
 
 
 def test_a_filter_on_a_member_not_indexed_is_refused_with_the_indexed_ones(open_service: Factory) -> None:
@@ -224,3 +251,139 @@ def test_two_servers_writing_one_document_in_turn_index_every_version(open_servi
             listed = reader.list_documents(where=[["/metadata/status", "eq", STATUSES[turn % 3]], ["/tags", "eq",
                                                                                                    f"t{turn}"]])
             assert [meta.doc_id for meta in listed.documents] == [doc_id]
+
+
+def _listed_everything(service: DocumentService, where: list[list[Any]] | None = None,
+                       sort: str | None = None) -> tuple[list[Any], int]:
+    """Every page of a listing by cursor (pages of 3): the metas listed with their labels, and the total."""
+    listed: list[Any] = []
+    cursor, totals = None, set()
+    while True:
+        page = service.list_documents(limit=3, cursor=cursor, where=where, sort=sort)
+        listed += [(meta, page.labels.get(meta.doc_id)) for meta in page.documents]
+        totals.add(page.total)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert len(totals) == 1, totals  # every page of one listing counts the same documents
+    return listed, totals.pop()
+
+
+def _as_stored(service: DocumentService) -> dict[str, tuple[Any, Any, str | None]]:
+    """What the store says of each live document: its meta, the served schema's verdict, its label."""
+    found = {}
+    for meta in service.store.list_metas():
+        if meta.deleted_at is None:
+            content = service.read_document(meta.doc_id)[0]
+            title = content.get("title") if isinstance(content, dict) else None
+            found[meta.doc_id] = (meta, service.current_verdict(meta), title)
+    return found
+
+
+def test_a_listed_page_is_what_the_store_says_of_each_document(open_service: Factory, schema: LoadedSchema) -> None:
+    """Each listed document's meta (version, times, size, snapshot version, digest), verdict and label are the
+    store's, page after page, after writes, deletes, undeletes and verdicts recorded by a check."""
+    service = open_service()
+    for i in range(4):  # written past the service: unchecked under the served schema until a check
+        doc_id = f"01K{i:023d}"
+        content = book(i)
+        data = orjson.dumps(content)
+        now = utc_now()
+        service.store.create(DocumentMeta(doc_id=doc_id, version=1, schema_uri=schema.base_uri, created_at=now,
+                                          modified_at=now, content_size_bytes=len(data)),
+                             JournalEntry(version=1, op="create", patch=[{"op": "add", "path": "", "value": content}],
+                                          at=now, info={"seq": 0}), data)
+    service = open_service()  # a restart indexes them
+    ids = list(corpus(service, 7))
+    service.update_node(ids[0], "/title", "Retitled", 1)
+    service.update_node(ids[1], "/metadata/status", "published", 1)
+    service.delete_document(ids[2], 1)
+    service.delete_document(ids[3], 1)
+    service.undelete_document(ids[3])
+    service.check_document("01K" + "0" * 23)
+    service.check_document(f"01K{1:023d}")
+
+    def check() -> None:
+        stored = _as_stored(service)
+        for where, sort in (([], "created"), ([], "-modified"), ([["/metadata/status", "ne", "review"]], "/title"),
+                            ([["valid", "eq", True]], "-version")):
+            listed, total = _listed_everything(service, where, sort)
+            selected = {doc_id for doc_id in stored if doc_id in {meta.doc_id for meta, _ in listed}}
+            assert total == len(listed) == len(selected), (where, sort)
+            for meta, label in listed:
+                stored_meta, verdict, title = stored[meta.doc_id]
+                assert meta == stored_meta, (where, sort)
+                assert service.current_verdict(meta) == verdict
+                assert label == title
+        everything, total = _listed_everything(service)
+        assert total == len(stored) and {meta.doc_id for meta, _ in everything} == set(stored)
+
+    check()
+    service.update_node(ids[4], "/title", "Again", 1)
+    service.delete_document(ids[5], 1)
+    service.check_document(f"01K{2:023d}")
+    check()
+    check()  # the same listings again (their totals known): still the store's
+    service = open_service()  # and after a restart
+    check()
+
+
+def test_totals_follow_every_write_of_this_server_and_another(open_service: Factory) -> None:
+    """A listing's total is kept between pages; a write (this service's, or another's on the same directory or
+    database) changes what the next page counts."""
+    first = open_service()
+    ids = list(corpus(first, 6))
+    drafts = [["/metadata/status", "eq", "draft"]]
+    assert first.list_documents(where=drafts).total == 2
+    assert first.list_documents().total == 6
+    first.search_index._counts.clear()
+    beyond = first.list_documents(offset=100)  # no row to count on: counted apart
+    assert (beyond.documents, beyond.total) == ([], 6)
+    first.search_index._counts.clear()
+    assert first.list_documents(offset=5, where=drafts).total == 2
+    first.create_document(book(3))  # a draft
+    assert first.list_documents(where=drafts).total == 3
+    first.delete_document(ids[0], 1)  # a draft
+    assert first.list_documents(where=drafts).total == 2
+    assert first.list_documents().total == 6
+    if not isinstance(first.store, FileDocumentStore | PostgresDocumentStore):
+        return
+    second = open_service()
+    second.create_document(book(0))
+    second.update_node(ids[1], "/metadata/status", "draft", 1)
+    second.search_index.sync()
+    assert first.list_documents(where=drafts).total == 4
+    assert first.list_documents().total == 7
+    assert second.list_documents(where=drafts).total == 4
+
+
+def test_a_prefix_filter_reads_its_range_and_finds_every_text_starting_so(open_service: Factory) -> None:
+    """A prefix is answered from the index's range [prefix, the next text after every one starting with it):
+    texts whose last characters are the highest code points, or next to the surrogates, are still found."""
+    service = open_service()
+    titles = ["Book a", "Book b", "Book \U0010ffff", "Book \U0010ffff\U0010ffff", "Book \ud7ff", "Book \ud7ffx",
+              "Book \ue000", "Bool", "Booka", "\U0010ffff", "\U0010ffffz"]
+    ids = {}
+    for i, title in enumerate(titles):
+        ids[service.create_document({**book(i), "title": title})[0]] = title
+    for prefix in ("Book ", "Book a", "Book \U0010ffff", "Book \ud7ff", "Boo", "\U0010ffff", "Book \ue000"):
+        for where in ([["/title", "prefix", prefix]],):
+            listed = service.list_documents(where=where, limit=100)
+            assert sorted(ids[meta.doc_id] for meta in listed.documents) == sorted(
+                t for t in titles if t.startswith(prefix)), prefix
+            assert listed.total == sum(t.startswith(prefix) for t in titles)
+    first = min(meta.created_at for meta in service.store.list_metas())
+    assert service.list_documents(where=[["created", "prefix", first[:4]]]).total == len(titles)
+
+
+def test_a_nul_in_a_string_is_indexed_on_every_store(open_service: Factory) -> None:
+    """PostgreSQL's text holds no NUL: a document's units go in with it as U+FFFD, the others as they are."""
+    service = open_service()
+    content = book(1)
+    content["chapters"][0]["sections"][0]["paragraphs"][0]["text"] = "The lamp\x00post by the quay"
+    content["chapters"][0]["title"] = "Quayside\x00lantern"
+    doc_id = service.create_document(content)[0]
+    found = {(hit.doc_id, hit.pointer) for hit in service.search("quay").hits}
+    assert (doc_id, "/chapters/0/sections/0/paragraphs/0/text") in found
+    assert [(hit.doc_id, hit.pointer) for hit in service.search("quayside lantern").hits] == [(doc_id,
+                                                                                             "/chapters/0/title")]

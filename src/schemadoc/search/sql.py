@@ -13,7 +13,7 @@ from typing import Any
 
 from schemadoc.search.fields import KINDS, Query, Term, value_kind
 
-__all__ = ["Built", "count_statement", "list_statement", "sort_columns"]
+__all__ = ["Built", "count_statement", "list_statement", "sort_columns", "walkable"]
 
 _META_COLUMN = {"created": "d.created", "modified": "d.modified", "version": "d.version", "doc_id": "d.doc_id"}
 _COMPARE = {"eq": "=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
@@ -34,8 +34,10 @@ def _value_condition(op: str, value: Any, dialect: str) -> Built:
     if op == "exists":
         return "1 = 1", []
     if op == "prefix":
-        return "(kind = 's' AND txt >= ? AND " + ("left(txt, ?) = ?)" if dialect == "postgres"
-                                                    else "substr(txt, 1, ?) = ?)"), [value, len(value), value]
+        bound, more = _below_prefix("txt", value)
+        return ("(kind = 's' AND txt >= ? AND " + bound + ("left(txt, ?) = ?)" if dialect == "postgres"
+                                                           else "substr(txt, 1, ?) = ?)"),
+                [value, *more, len(value), value])
     if op == "contains":
         return ("(kind = 's' AND " + ("strpos(txt, ?) > 0)" if dialect == "postgres" else "instr(txt, ?) > 0)"),
                 [value])
@@ -45,6 +47,19 @@ def _value_condition(op: str, value: Any, dialect: str) -> Built:
     if kind in ("n", "b"):
         return f"(kind = ? AND num {_COMPARE[op]} ?)", [kind, float(value)]
     return f"(kind = 's' AND txt {_COMPARE[op]} ?)", [value]
+
+
+def _below_prefix(column: str, prefix: str) -> Built:
+    """``column < `` the first text after every one starting with ``prefix`` (its last character's next code
+    point; text compares by code point in both databases), so an index reads the prefix's range only, not
+    everything after it; nothing when there is no such text."""
+    for cut in range(len(prefix) - 1, -1, -1):
+        point = ord(prefix[cut]) + 1
+        if point == 0xD800:
+            point = 0xE000  # no surrogate travels as text
+        if point <= 0x10FFFF:
+            return f"{column} < ? AND ", [prefix[:cut] + chr(point)]
+    return "", []
 
 
 def _meta_condition(term: Term, dialect: str) -> Built:
@@ -70,19 +85,23 @@ def _meta_condition(term: Term, dialect: str) -> Built:
         if numeric:
             return _NEVER, []
         if op == "prefix":
-            return f"({column} >= ? AND substr({column}, 1, ?) = ?)", [value, len(value), value]
+            bound, more = _below_prefix(column, value)
+            return f"({column} >= ? AND {bound}substr({column}, 1, ?) = ?)", [value, *more, len(value), value]
         return ("strpos" if dialect == "postgres" else "instr") + f"({column}, ?) > 0", [value]
     if value_kind(value) != ("n" if numeric else "s"):
         return ("1 = 1" if op == "ne" else _NEVER), []
     return f"{column} {_COMPARE.get(op, '<>')} ?", [value]
 
 
-def _term(term: Term, dialect: str) -> Built:
+def _term(term: Term, dialect: str, walked: bool = False) -> Built:
     if not term.key.startswith("/"):
         return _meta_condition(term, dialect)
     negate = term.op == "ne" or (term.op == "exists" and term.value is False)
     op = "eq" if term.op == "ne" else term.op
     condition, params = _value_condition(op, term.value, dialect)
+    if walked:  # tested for each document the order's index walks to (its rows by primary key)
+        return (f"{'NOT ' if negate else ''}EXISTS (SELECT 1 FROM search_fields f WHERE f.doc_id = d.doc_id AND "
+                f"f.field = ? AND {condition})"), [term.key, *params]
     sql = f"d.doc_id {'NOT IN' if negate else 'IN'} (SELECT doc_id FROM search_fields WHERE field = ? AND {condition})"
     return sql, [term.key, *params]
 
@@ -101,20 +120,30 @@ def sort_columns(query: Query) -> list[tuple[str, bool]]:
 
 
 def _after(columns: Sequence[tuple[str, bool]], values: Sequence[Any]) -> Built:
-    """Rows after the one whose sort values are ``values``, in the order of ``columns``."""
+    """Rows after the one whose sort values are ``values``, in the order of ``columns``.
+
+    In one direction, a row value (``(c1, c2) > (?, ?)``), which both databases answer with a range of the
+    index on those columns: the page after the last row seen costs the same at any depth. (The expanded form,
+    ``c1 > ? OR (c1 = ? AND c2 > ?)``, was read as a filter over every row before it: a page cost grew with its
+    depth.) Mixed directions (a member's order: its kind first, ascending) keep the expanded form, after a bound
+    on the first column."""
+    if len({down for _, down in columns}) == 1:
+        names = ", ".join(c for c, _ in columns)
+        return f"({names}) {'<' if columns[0][1] else '>'} ({', '.join('?' * len(columns))})", list(values)
     ors: list[str] = []
-    params: list[Any] = []
+    params: list[Any] = [values[0]]
     for i, (column, down) in enumerate(columns):
         ands = [f"{c} = ?" for c, _ in columns[:i]] + [f"{column} {'<' if down else '>'} ?"]
         ors.append("(" + " AND ".join(ands) + ")")
         params += list(values[:i + 1])
-    return "(" + " OR ".join(ors) + ")", params
+    first, down = columns[0]
+    return f"{first} {'<=' if down else '>='} ? AND (" + " OR ".join(ors) + ")", params
 
 
-def _where(query: Query, dialect: str) -> Built:
+def _where(query: Query, dialect: str, walked: bool = False) -> Built:
     conditions, params = ["d.deleted = 0"], []
     for term in query.terms:
-        sql, more = _term(term, dialect)
+        sql, more = _term(term, dialect, walked)
         conditions.append(sql)
         params += more
     return " AND ".join(conditions), params
@@ -127,20 +156,33 @@ def _from(query: Query) -> Built:
     return "search_docs d", []
 
 
-def list_statement(query: Query, dialect: str, *, after: Sequence[Any] | None, limit: int, offset: int) -> Built:
-    """The page's documents (doc_id, then each sort value)."""
+def walkable(query: Query) -> bool:
+    """Whether the query's order is one of ``search_docs``' indexes (a metadata key but ``valid``)."""
+    return query.sort in _META_COLUMN
+
+
+def list_statement(query: Query, dialect: str, *, after: Sequence[Any] | None, limit: int, offset: int,
+                   counted: bool = False, walked: bool = False) -> Built:
+    """The page's documents (doc_id, label, then each sort value; ``counted``: then how many documents the query
+    selects, the cursor's condition aside, on every row: one evaluation of the matches for the page and its total).
+
+    ``walked``: each member's filter is tested for each document in the order's index (:func:`walkable`), which
+    stops at the page's last row, rather than every match collected, then sorted: the better plan when the
+    filters select a good share of the documents, the worse when few (SQLite cannot tell them apart)."""
     columns = sort_columns(query)
     source, params = _from(query)
-    where, more = _where(query, dialect)
+    where, more = _where(query, dialect, walked)
     params += more
     if after is not None:
         if len(after) != len(columns):
             raise ValueError("cursor")
+        if counted:
+            raise ValueError("a page after a cursor counts less than the query selects")
         keyset, more = _after(columns, after)
         where += " AND " + keyset
         params += more
     order = ", ".join(f"{c} {'DESC' if down else 'ASC'}" for c, down in columns)
-    selected = ", ".join(c for c, _ in columns)
+    selected = ", ".join(c for c, _ in columns) + (", count(*) OVER ()" if counted else "")
     return (f"SELECT d.doc_id, d.label, {selected} FROM {source} WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
             [*params, limit, offset])
 

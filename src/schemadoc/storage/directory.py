@@ -60,11 +60,13 @@ def take_back_abandoned_creation(paths: Paths) -> bool:
     return True
 
 
-def clean_temporaries(paths: Paths) -> list[str]:
+def clean_temporaries(paths: Paths, *, listed: bool = True) -> list[str]:
     """Complete or discard interrupted snapshot switches, then remove every other temporary file,
-    history checkpoints' included."""
-    names = snapshots.finish_or_discard(paths)
-    for path in paths.temporaries():
+    history checkpoints' included. ``listed=False``: the directory's listing had no temporary file of this
+    document, so the storage directory is not searched for one again (a search lists the whole directory: once
+    per document, start-up grew with the square of the documents)."""
+    names = snapshots.finish_or_discard(paths) if listed else []
+    for path in paths.temporaries() if listed else ():
         if disk.remove_quietly(path):
             names.append(path.name)
     for path in sorted(paths.checkpoints.glob("*.json.tmp")):  # a cache: an unfinished one is simply dropped
@@ -176,14 +178,17 @@ class DocumentDirectory:
         except OSError as error:
             raise self._directory_error(f"cannot list it: {reason(error)}") from None
         documents: set[str] = set()
+        temporaries: set[str] = set()
         for name in names:
             doc_id = doc_id_of(name)
+            if name.endswith("tmp"):  # what clean_temporaries' search of {doc_id}.*tmp finds
+                temporaries.add(name.split(".", 1)[0])
             if doc_id is not None:
                 documents.add(doc_id)
             elif name.endswith(".tmp") and disk.remove_quietly(self.storage_dir / name):
                 report.removed_tmp.append(name)
         for doc_id in sorted(documents):
-            self._recover(doc_id, report)
+            self._recover(doc_id, report, doc_id in temporaries)
         for doc_id, why in report.corrupt.items():
             log.error("document %s cannot be read: %s", doc_id, why)
         return report
@@ -216,13 +221,14 @@ class DocumentDirectory:
             {"storage_dir": str(self.storage_dir), "reason": why},
         )
 
-    def _recover(self, doc_id: str, report: RecoveryReport) -> None:
+    def _recover(self, doc_id: str, report: RecoveryReport, temporaries: bool = True) -> None:
+        """``temporaries``: the directory's listing had a temporary file of this document."""
         paths = self._paths(doc_id)
         try:
             with self.write_lock(doc_id):
                 self._tails.pop(doc_id, None)
                 abandoned = take_back_abandoned_creation(paths)
-                report.removed_tmp.extend(clean_temporaries(paths))
+                report.removed_tmp.extend(clean_temporaries(paths, listed=temporaries))
                 if abandoned:
                     report.abandoned.append(doc_id)
                     if not paths.exists():
