@@ -346,3 +346,22 @@ def test_concurrent_writers_on_two_servers_lose_no_update(stores: Any) -> None:
         time.sleep(0.01)
     assert services[0].read_node(doc_id, "/count").node == 60
     assert [entry.version for entry in stores[0].read_journal(doc_id)] == list(range(1, 62))
+
+
+def test_a_write_after_its_pooled_connections_were_ended_unseen_is_served(stores: Any) -> None:
+    """The database ended every pooled session of a server (a restart it did not see) while its listener stayed
+    and its metas stay known current: the next write finds the ended session before it sends its commit (where
+    a failure could not tell whether the commit ran), and is served on a new connection."""
+    first, _ = _services(stores)
+    doc_id = first.create_document({"count": 0})[0]
+    version = first.update_node(doc_id, "/count", 1, 1).version
+    assert stores[0].current.get(doc_id) is not None  # known current: no round trip before the commit
+    idle = [conn.info.backend_pid for conn in list(stores[0].connections._pool._pool)]  # this server's pool only
+    assert idle
+    with psycopg.connect(stores[0].connections.url, autocommit=True) as admin:
+        ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM unnest(%s::int[]) AS pid",
+                              (idle,)).fetchone()
+    assert ended is not None and ended[0] == len(idle)
+    time.sleep(0.2)  # the ended sessions' last words reach their sockets
+    assert first.update_node(doc_id, "/count", 2, version).version == version + 1
+    assert stores[1].read_meta(doc_id).version == version + 1

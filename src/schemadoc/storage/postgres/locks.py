@@ -21,6 +21,7 @@ pipeline, so a write costs one round trip; a commit another server's got ahead o
 from __future__ import annotations
 
 import contextlib
+import select
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -56,6 +57,19 @@ class _Held(threading.local):
         """Held without a database lock (a write's own, :meth:`WriteLocks.hold` with ``optimistic``)."""
         self.writers: set[str] = set()
         """Of those, the ones whose commit was sent with the writers' lock before it."""
+
+
+def _ended_by_server(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle pooled connection was spoken to: a session that waits for nothing hears only its end (the
+    server's last message, then the socket closed), so a commit sent on it would fail where nothing can tell
+    whether it ran. One ``select`` with no wait; a closed connection counts as ended."""
+    if conn.closed or conn.broken:
+        return True
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 class _Local:
@@ -171,6 +185,11 @@ class WriteLocks:
         try:
             conn = stack.enter_context(self.connections.connection(max(timeout, 0.5)))
             if optimistic:
+                if _ended_by_server(conn):  # the database restarted unseen: found here, where it can be retried
+                    try:
+                        conn.execute("SELECT 1")
+                    except psycopg.Error as error:
+                        raise self._failed(error, doc_id, conn) from None
                 return stack, conn, self._current(conn, doc_id)
             left = max(timeout - (time.monotonic() - started), 0.0)
             return stack, conn, self._acquire(conn, doc_id, timeout, left)
