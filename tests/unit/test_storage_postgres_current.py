@@ -282,11 +282,21 @@ def _services(stores: Any) -> tuple[Any, Any]:
     return tuple(DocumentService(schema, store) for store in stores)  # type: ignore[return-value]
 
 
+def _known_current(store: PostgresDocumentStore, doc_id: str) -> DocumentMeta | None:
+    """The meta of ``doc_id`` once this store trusts what it knows (its listener in force: a moment after start)."""
+    deadline = time.monotonic() + NOTICE_TIMEOUT_SECONDS
+    while store.current.get(doc_id) is None and time.monotonic() < deadline:
+        store.read_meta(doc_id)  # read from the database, kept once the listener is in force
+        time.sleep(0.01)
+    return store.current.get(doc_id)
+
+
 def test_a_service_write_whose_version_is_known_current_is_one_round_trip(
         monkeypatch: pytest.MonkeyPatch, stores: Any) -> None:
     first, _ = _services(stores)
     doc_id = first.create_document({"count": 0})[0]
     version = first.update_node(doc_id, "/count", 1, 1).version  # the state and the meta known from here on
+    assert _known_current(stores[0], doc_id) is not None
     trips = _RoundTrips(monkeypatch)
     for n in range(2, 6):
         version = first.update_node(doc_id, "/count", n, version).version
@@ -355,7 +365,7 @@ def test_a_write_after_its_pooled_connections_were_ended_unseen_is_served(stores
     first, _ = _services(stores)
     doc_id = first.create_document({"count": 0})[0]
     version = first.update_node(doc_id, "/count", 1, 1).version
-    assert stores[0].current.get(doc_id) is not None  # known current: no round trip before the commit
+    assert _known_current(stores[0], doc_id) is not None  # known current: no round trip before the commit
     idle = [conn.info.backend_pid for conn in list(stores[0].connections._pool._pool)]  # this server's pool only
     assert idle
     with psycopg.connect(stores[0].connections.url, autocommit=True) as admin:
