@@ -491,15 +491,10 @@ class SearchIndex:
     def _apply_open_batch(self, batch: list[tuple[_Change, int | None]]) -> None:
         with self._apply_lock, self.backend.transaction() as tx:
             batch = sorted(batch, key=lambda item: item[0].doc_id)
-            metas_only = [change.doc_id for change, _ in batch if change.content is None and change.patch == []]
-            if metas_only and self._reread is not None:
-                for change, _ in batch:  # every one, in doc_id order as every batch takes them: no deadlock
-                    self.backend.lock_document(tx, change.doc_id)
-                fresh = self._reread(metas_only)
-                batch = [(_Change(change.doc_id, fresh.get(change.doc_id, change.meta), None, []), base)
-                         if change.content is None and change.patch == [] else (change, base)
-                         for change, base in batch]
-            for change, base in batch:
+            changes = [change for change, _ in batch]
+            if self._reread is not None:  # as every batch: the metas read again under the documents' locks
+                changes = self._fresh(tx, changes)
+            for change, (_, base) in zip(changes, batch, strict=True):
                 self._apply_one(tx, change, base)
 
     def _apply(self, batch: list[_Change], base: int | None = None) -> None:
