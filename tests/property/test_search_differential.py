@@ -28,6 +28,7 @@ from search_reference import Doc, expected
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.apply import apply_patch, check_patch
 from schemadoc.schema import load_schema
+from schemadoc.search.fields import field_rows, members_reached
 from schemadoc.search.opening import INDEX_FILE
 from schemadoc.search.units import changed_units, is_below, text_units
 from schemadoc.service import DocumentService
@@ -256,10 +257,8 @@ def _paths(node: Any, here: str = "") -> list[str]:
     return found
 
 
-@settings(max_examples=300, deadline=None)
-@given(document=units_documents, data=st.data())
-def test_the_units_a_patch_changes_rebuild_the_new_documents_units(document: Any, data: st.DataObject) -> None:
-    paths = _paths(document)
+def _random_patch(document: Any, data: st.DataObject) -> tuple[Any, list[dict[str, Any]]]:
+    """A patch of one to three operations of every kind that apply to ``document``, and what it makes."""
     patch = []
     current = document
     for _ in range(data.draw(st.integers(1, 3))):
@@ -275,7 +274,27 @@ def test_the_units_a_patch_changes_rebuild_the_new_documents_units(document: Any
         except SchemaDocError:
             continue
         patch.append(operation)
-    assert paths
+    return current, patch
+
+
+@settings(max_examples=300, deadline=None)
+@given(document=units_documents, data=st.data())
+def test_the_units_a_patch_changes_rebuild_the_new_documents_units(document: Any, data: st.DataObject) -> None:
+    current, patch = _random_patch(document, data)
     change = changed_units(current, patch)
     kept = [unit for unit in text_units(document) if not any(is_below(unit.pointer, p) for p in change.removed)]
     assert sorted(kept + list(change.added)) == sorted(text_units(current))
+
+
+@settings(max_examples=300, deadline=None)
+@given(document=units_documents, data=st.data())
+def test_the_field_rows_of_the_members_a_patch_reached_rebuild_the_new_documents_rows(
+        document: Any, data: st.DataObject) -> None:
+    """What the index does on an edit: the rows of the members the patch did not reach are kept, those of the
+    members it reached are made again from the new document; together they are the new document's rows. The
+    members are every place of either document (parents, children and array items of one another included)."""
+    current, patch = _random_patch(document, data)
+    members = sorted(set(_paths(document)) | set(_paths(current)) - {""})
+    reached = members_reached(members, patch)
+    kept = [row for row in field_rows(document, members) if row.field not in reached]
+    assert sorted(kept + field_rows(current, reached), key=repr) == sorted(field_rows(current, members), key=repr)

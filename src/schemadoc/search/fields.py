@@ -26,7 +26,7 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.pointer import escape, parse
 
 __all__ = ["KINDS", "META_KEYS", "OPS", "FieldRow", "Query", "Term", "decode_cursor", "encode_cursor",
-           "field_rows", "indexed_members", "parse_query", "value_kind"]
+           "field_rows", "indexed_members", "members_reached", "parse_query", "value_kind"]
 
 META_KEYS = ("created", "modified", "version", "doc_id", "valid")
 OPS = ("eq", "ne", "lt", "gt", "le", "ge", "in", "exists", "prefix", "contains")
@@ -118,6 +118,16 @@ def field_rows(content: Any, members: Sequence[str]) -> list[FieldRow]:
         made = [row for row in (_row(field, i, item) for i, item in enumerate(items)) if row is not None]
         rows.extend(made or [FieldRow(field, 0, "x", None, None)])
     return rows
+
+
+def members_reached(members: Sequence[str], patch: Sequence[dict[str, Any]]) -> list[str]:
+    """The members whose rows ``patch`` may have changed: those a path of it (or a ``from``) names, lies below or
+    lies above. The rows of every other member are the same before and after it."""
+    paths = {operation[key] for operation in patch for key in ("path", "from") if key in operation}
+    if "" in paths:
+        return list(members)
+    return [member for member in members
+            if any(path == member or path.startswith(member + "/") or member.startswith(path + "/") for path in paths)]
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ import orjson
 from schemadoc.errors import SchemaDocError
 from schemadoc.search.backends import Backend
 from schemadoc.search.extension import IndexExtension, IndexTransaction, RankedUnit
-from schemadoc.search.fields import KINDS, Query, decode_cursor, encode_cursor, field_rows
+from schemadoc.search.fields import KINDS, Query, decode_cursor, encode_cursor, field_rows, members_reached
 from schemadoc.search.sql import count_statement, list_statement, walkable
 from schemadoc.search.text import TextQuery, snippet
 from schemadoc.search.units import TextUnit, UnitChange, changed_units, document_label, text_units
@@ -553,20 +553,35 @@ class SearchIndex:
             else:
                 units = changed_units(change.content, change.patch)
             self._write_units(tx, doc_id, units, fresh=indexed is None)
-            tx.execute("DELETE FROM search_fields WHERE doc_id = ?", [doc_id])
-            tx.executemany("INSERT INTO search_fields (doc_id, field, pos, kind, rank, num, txt) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           [(doc_id, r.field, r.position, r.kind, KINDS[r.kind], r.number, r.text)
-                            for r in field_rows(change.content, self.members)])
-            label = document_label(change.content)
-        else:
-            labels = tx.execute("SELECT label FROM search_docs WHERE doc_id = ?", [doc_id])
-            label = labels[0][0] if labels else None
-        tx.execute("DELETE FROM search_docs WHERE doc_id = ?", [doc_id])
-        tx.execute("INSERT INTO search_docs (doc_id, version, created, modified, valid, deleted, label) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   [doc_id, meta.version, meta.created_at, meta.modified_at, _valid_code(self._status(meta)),
-                    int(meta.deleted_at is not None), label])
+            if change.patch is None or indexed != previous:
+                self._write_fields(tx, doc_id, change.content, self.members, fresh=indexed is None)
+            else:  # an edit: only the members it reached (a write to a chapter touches no indexed member)
+                self._write_fields(tx, doc_id, change.content, members_reached(self.members, change.patch))
+            tx.execute("INSERT INTO search_docs (doc_id, version, created, modified, valid, deleted, label) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (doc_id) DO UPDATE SET version = excluded.version, "
+                       "created = excluded.created, modified = excluded.modified, valid = excluded.valid, "
+                       "deleted = excluded.deleted, label = excluded.label",
+                       [doc_id, meta.version, meta.created_at, meta.modified_at, _valid_code(self._status(meta)),
+                        int(meta.deleted_at is not None), document_label(change.content)])
+        else:  # the content is as indexed (its row exists): the label stays
+            tx.execute("UPDATE search_docs SET version = ?, created = ?, modified = ?, valid = ?, deleted = ? "
+                       "WHERE doc_id = ?",
+                       [meta.version, meta.created_at, meta.modified_at, _valid_code(self._status(meta)),
+                        int(meta.deleted_at is not None), doc_id])
+
+    @staticmethod
+    def _write_fields(tx: IndexTransaction, doc_id: str, content: Any, members: Sequence[str], *,
+                      fresh: bool = False) -> None:
+        """The rows of ``members`` as ``content`` has them, in place of those indexed (``fresh``: none are)."""
+        if not members:
+            return
+        if not fresh:
+            marks = ", ".join("?" * len(members))
+            tx.execute(f"DELETE FROM search_fields WHERE doc_id = ? AND field IN ({marks})", [doc_id, *members])
+        tx.executemany("INSERT INTO search_fields (doc_id, field, pos, kind, rank, num, txt) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       [(doc_id, r.field, r.position, r.kind, KINDS[r.kind], r.number, r.text)
+                        for r in field_rows(content, members)])
 
     def _write_units(self, tx: IndexTransaction, doc_id: str, units: UnitChange, *, fresh: bool = False) -> None:
         """``fresh``: the document has no row in the index (so no units): nothing to delete. On SQLite a delete
