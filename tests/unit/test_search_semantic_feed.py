@@ -288,3 +288,26 @@ async def test_both_doors_carry_the_note_while_the_feed_runs(schema: LoadedSchem
     assert extension.fed.wait(60)
     with TestClient(build_app(service, settings), base_url="http://127.0.0.1") as client:
         assert "note" not in client.get("/api/v1/search", params={"query": LAMP_QUERY}).json()
+
+
+def test_servers_sharing_an_index_embed_each_batch_of_the_feed_once(
+        schema: LoadedSchema, url: str | None, tmp_path: Path, opened: list[DocumentService],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first server to read a batch claims it; another finds the claim and waits instead of embedding the
+    same units (and throwing its work away when it comes to write them)."""
+    monkeypatch.setattr(semantic, "FEED_UNITS", 20)
+    monkeypatch.setattr(semantic, "FEED_WAIT_SECONDS", 0.05)
+    stored_store(schema, tmp_path / "docs", url=url)
+    first, second = Gated(), Gated()
+    extensions = [semantic.SemanticRanking(first), semantic.SemanticRanking(second)]  # type: ignore[arg-type]
+    opened.append(with_extra(schema, tmp_path / "docs", extensions[0], url))
+    assert first.waiting.wait(30)  # the first server holds the first batch, embedding it
+    opened.append(with_extra(schema, tmp_path / "docs", extensions[1], url))
+    assert not second.waiting.wait(1.5)  # the second finds the batch claimed: it embeds nothing meanwhile
+    first.gate.set()
+    second.gate.set()
+    assert all(extension.fed.wait(60) for extension in extensions)
+    meaningful = sum(1 for (text,) in index_rows(opened[0], "SELECT text FROM search_units")
+                     if semantic.meaningful(text))
+    assert sum(extension.units_embedded for extension in extensions) == meaningful  # each unit embedded once
+    assert_vectors_are_of_the_current_text(opened[0])

@@ -30,6 +30,7 @@ import logging
 import re
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,12 @@ FEED_PAUSE_SECONDS = 0.01
 """The feed's pause between batches (the server's requests go first)."""
 FEED_RETRY_SECONDS = 2.0
 """How long the feed waits after a failed batch (an outage of the database) before trying it again."""
+FEED_CLAIM_SECONDS = 10.0
+"""How long a server's claim on the feed's next batch holds off the others (servers sharing one index embed each
+batch once; a batch takes well under a second to embed); a claim older than this, of a server stopped half way, is
+taken over. A batch that takes longer is only embedded twice, never written twice."""
+FEED_WAIT_SECONDS = 1.0
+"""How long a server waits before looking again when another server holds the claim on the next batch."""
 _READ_VECTORS = 65_536
 """The codes a query reads in one statement (its memory: 40 bytes each)."""
 _BLOCK = 4_096
@@ -89,6 +96,11 @@ _HEAD = "substr(text, 1, 2000)"
 """What the feed reads of a unit's text: what is embedded and digested of it (a batch's memory stays bounded)."""
 _FEED = "feed_after"
 """The state key of the background feed: every document whose id sorts at or before it is fed (absent: done)."""
+_CLAIM = "feed_claim"
+"""The state key of the claim on the feed's next batch: ``{owner} {deadline} {feed_after}``."""
+_CLAIMED = "claimed"
+"""What :meth:`SemanticRanking._feed_read` answers while another server's claim holds."""
+_FEED_KEYS = f"('{_FEED}', 'feed_done', 'feed_total', '{_CLAIM}')"
 
 
 def installed() -> bool:
@@ -193,6 +205,8 @@ class SemanticRanking:
         self.fed = threading.Event()
         """Set once no feed is running in this process (none needed, or this process's finished)."""
         self.fed.set()
+        self._owner = secrets.token_hex(8)
+        """Who this extension is in a claim on the feed's next batch (one per server process)."""
 
     # -- the index's hooks ------------------------------------------------------------------------------
     def create_tables(self, tx: IndexTransaction) -> None:
@@ -526,7 +540,7 @@ class SemanticRanking:
             return False
         if tx.execute("SELECT 1 FROM search_units WHERE doc_id > ? LIMIT 1", [found[0][0]]):
             return True
-        tx.execute(f"DELETE FROM {_STATE} WHERE key IN (?, 'feed_done', 'feed_total')", [_FEED])
+        tx.execute(f"DELETE FROM {_STATE} WHERE key IN {_FEED_KEYS}")
         return False
 
     def _feed(self, run: RunInIndex) -> None:
@@ -552,6 +566,9 @@ class SemanticRanking:
         batch = run(self._feed_read)
         if batch is None:
             return False
+        if isinstance(batch, str):  # _CLAIMED: another server embeds the next batch; look again in a while
+            self._stop.wait(FEED_WAIT_SECONDS)
+            return True
         after, until, texts = batch
         from schemadoc.search.embeddings import digest
 
@@ -561,16 +578,27 @@ class SemanticRanking:
         run(lambda tx: self._feed_write(tx, after, until, made))
         return True
 
-    def _feed_read(self, tx: IndexTransaction) -> tuple[str, str, list[str]] | None:
-        """(where the feed is, the last document of this batch, the texts of its units); None when done."""
-        found = tx.execute(f"SELECT value FROM {_STATE} WHERE key = ?", [_FEED])
+    def _feed_read(self, tx: IndexTransaction) -> tuple[str, str, list[str]] | str | None:
+        """(where the feed is, the last document of this batch, the texts of its units); None when done;
+        ``_CLAIMED`` when another server has claimed this batch (and its claim still holds). The batch is claimed
+        for this server here, so that servers sharing the index embed each batch once."""
+        lock = " FOR UPDATE" if tx.dialect == "postgres" else ""  # one server at a time reads and claims
+        found = tx.execute(f"SELECT value FROM {_STATE} WHERE key = ?{lock}", [_FEED])
         if not found:
             return None
         after = found[0][0]
+        now = time.time()
+        claim = tx.execute(f"SELECT value FROM {_STATE} WHERE key = ?", [_CLAIM])
+        if claim:
+            owner, deadline, claimed = claim[0][0].split(" ", 2)
+            if owner != self._owner and claimed == after and float(deadline) > now:
+                return _CLAIMED
+        tx.execute(f"INSERT INTO {_STATE} (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
+                   "excluded.value", [_CLAIM, f"{self._owner} {now + FEED_CLAIM_SECONDS:.3f} {after}"])
         rows = tx.execute(f"SELECT doc_id, {_HEAD} FROM search_units WHERE doc_id > ? ORDER BY doc_id, pointer "
                           f"LIMIT {FEED_UNITS + 1}", [after])
         if not rows:
-            tx.execute(f"DELETE FROM {_STATE} WHERE key IN (?, 'feed_done', 'feed_total')", [_FEED])
+            tx.execute(f"DELETE FROM {_STATE} WHERE key IN {_FEED_KEYS}")
             return None
         if not tx.execute(f"SELECT 1 FROM {_STATE} WHERE key = 'feed_total'"):
             total = tx.execute("SELECT count(*) FROM search_docs")[0][0]
