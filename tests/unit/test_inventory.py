@@ -140,6 +140,37 @@ def test_the_background_inventory_checks_each_unchecked_document_once_and_logs_i
     loose.close()
 
 
+def test_the_inventory_keeps_nothing_it_checked_and_evicts_no_document_in_use(tmp_path: Path) -> None:
+    """Each document is checked beside the memory budget: under a budget that holds one document, the one a reader
+    holds stays held (no eviction, no reload) and none of those checked is kept; the verdicts are still exact."""
+    old = load_schema(BOOK)
+    service = DocumentService(old, FileDocumentStore(tmp_path / "store"))
+    service.open()
+    doc_ids = []
+    for number in range(5):
+        doc_id, *_ = service.create_document({"title": "Abc" if number % 2 else f"Book number {number}"})
+        service.update_node(doc_id, "/tags", [f"t{number}"], 1)  # a journal entry to replay
+        doc_ids.append(doc_id)
+    service.close()
+    new = load_schema(tightened_book(tmp_path / "new"))
+    served = DocumentService(new, FileDocumentStore(tmp_path / "store"), memory_budget=1)
+    served.open()
+    in_use = doc_ids[0]
+    served.read_document(in_use)  # a reader holds it: with this budget, any other document held would evict it
+    loads, evictions = served._states.loads, served._states.evictions
+    assert list(served._states._entries) == [in_use]
+    served.start_inventory().join(30)
+    progress = served.inventory.to_dict()
+    assert progress["state"] == "done" and progress["checked"] == len(doc_ids) and progress["failed"] == 0
+    assert list(served._states._entries) == [in_use]
+    assert (served._states.loads, served._states.evictions) == (loads, evictions)
+    for doc_id in doc_ids:
+        meta = served.store.read_meta(doc_id)
+        content = served.read_node(doc_id, "").node
+        assert meta.verdict is not None and meta.verdict.violation_count == reference_errors(new, content)
+    served.close()
+
+
 def test_a_write_after_a_check_records_its_own_verdict_and_a_delete_keeps_it(reopen: Any, tmp_path: Path) -> None:
     schema = load_schema(BOOK)
     service = reopen(schema)
