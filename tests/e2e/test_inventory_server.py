@@ -136,6 +136,7 @@ def test_a_restart_with_a_tightened_schema_finds_exactly_the_documents_it_refuse
             listed = http.get(f"{_api(second)}/documents", params={"valid": "false"}).json()["documents"]
             assert {item["doc_id"] for item in listed} == invalid
             assert all(item["violation_count"] == expected[item["doc_id"]] for item in listed)
+            assert {item["schema_digest"] for item in listed} == {load_schema(before).digest}  # the last write's
             listed = http.get(f"{_api(second)}/documents", params={"valid": "true"}).json()["documents"]
             assert {item["doc_id"] for item in listed} == valid
             # a check on demand of a known verdict changes nothing; the version did not move either
@@ -148,6 +149,7 @@ def test_a_restart_with_a_tightened_schema_finds_exactly_the_documents_it_refuse
         for doc_id in doc_ids:  # a document's resource says it too
             meta = anyio.run(_mcp_resource_meta, second, doc_id)
             assert (meta["valid"], meta["violation_count"]) == (expected[doc_id] == 0, expected[doc_id])
+            assert meta["schema_digest"] == load_schema(before).digest
         mcp_all = anyio.run(_mcp_list, second, None)
         assert {item["doc_id"]: item["valid"] for item in mcp_all} == {doc_id: doc_id in valid for doc_id in doc_ids}
 
