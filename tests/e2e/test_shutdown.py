@@ -226,6 +226,31 @@ def test_an_idle_server_stops_at_once_on_sigint_too(tmp_path: Path) -> None:
     assert "stopped after" in server.stderr
 
 
+def test_the_stop_writes_every_lagging_snapshot(tmp_path: Path) -> None:
+    # snapshots that would not be written by the server's own schedule while the test runs
+    config = config_file(tmp_path, shutdown_grace_seconds=GRACE_SECONDS, snapshot_interval_seconds=3600,
+                         snapshot_lag_versions=1000)
+    server = Server(tmp_path / "data", tmp_path, extra_args=("--config", str(config)))
+    with server, httpx.Client(base_url=f"{server.url}/api/v1", timeout=30) as http:
+        documents = [create(server.url) for _ in range(3)]
+        for doc_id in documents:
+            for index in range(3):
+                written = http.put(f"/documents/{doc_id}", params={"path": "/title"},
+                                   json={"node_data": f"title {index}"}, headers={"If-Match": "*"})
+                assert written.status_code == 200, written.text
+        served = {doc_id: http.get(f"/documents/{doc_id}").json() for doc_id in documents}
+        for doc_id in documents:  # lagging before the stop: the journal holds versions 2 to 4, the snapshot 1
+            assert served[doc_id]["version"] == 4
+            meta = orjson.loads((tmp_path / "data" / f"{doc_id}.meta.json").read_bytes())
+            assert meta["snapshot_version"] == 1, meta
+        assert server.stop() == 0, server.stderr
+    for doc_id in documents:
+        meta = orjson.loads((tmp_path / "data" / f"{doc_id}.meta.json").read_bytes())
+        assert meta["snapshot_version"] == meta["version"] == 4, meta
+        assert orjson.loads((tmp_path / "data" / f"{doc_id}.json").read_bytes()) == served[doc_id]["node_content"]
+    assert "Traceback" not in server.stderr
+
+
 def stdio_server(root: Path) -> subprocess.Popen[bytes]:
     from http_server import BOOK_SCHEMA
 
