@@ -3,7 +3,8 @@ stops and starts while writers and readers keep going.
 
 While the database is down every answer that is not a success is ``503`` with ``Retry-After``
 (``storage-unavailable``, or ``commit-outcome-unknown`` for a write cut off in its commit), never
-``408 lock-timeout`` or a ``500``, and readiness (``/health/ready``) is ``503`` with the cause;
+``408 lock-timeout`` or a ``500``, readiness (``/health/ready``) is ``503`` with the cause and ``/metrics``
+says so (``schemadoc_postgres_available`` 0);
 after the database is back the servers serve again and report ready, and no acknowledged write
 is lost. The figures (answers during the outage, seconds until each server served again) are
 printed; the recovery bound asserted is far above the 2 s the servers aim for and far below the
@@ -227,6 +228,35 @@ def test_after_an_outage_without_traffic_the_first_request_to_each_server_is_ser
         print(f"\nfirst write through server {index} after an unseen outage: {time.monotonic() - started:.2f} s")
     for server in servers:
         assert httpx.get(f"{server.url}/health/ready", timeout=30).status_code == 200
+
+
+def _available(server: Server) -> float | None:
+    """``schemadoc_postgres_available`` as the server's ``/metrics`` gives it (parsed by prometheus-client)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    answer = httpx.get(f"{server.url}/metrics", timeout=60)
+    assert answer.status_code == 200, answer.text
+    found = [sample.value for family in text_string_to_metric_families(answer.text) for sample in family.samples
+             if sample.name == "schemadoc_postgres_available"]
+    return found[0] if found else None
+
+
+def test_the_outage_is_shown_by_metrics_while_it_lasts(cluster: PrivateCluster, servers: list[Server]) -> None:
+    server = servers[0]
+    doc_id = _create(server)
+    assert _available(server) == 1
+    cluster.stop()
+    try:
+        refused = httpx.get(f"{server.url}/api/v1/documents/{doc_id}/history", timeout=60)  # the store is asked
+        assert refused.status_code == 503, refused.text
+        assert _available(server) == 0  # the scrape itself is answered during the outage
+    finally:
+        cluster.start()
+    deadline = time.monotonic() + 60
+    while httpx.get(f"{server.url}/health/ready", timeout=60).status_code != 200:
+        assert time.monotonic() < deadline, "the server did not report ready again"
+        time.sleep(0.1)
+    assert _available(server) == 1
 
 
 @pytest.mark.slow
