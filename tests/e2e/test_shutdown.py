@@ -86,6 +86,7 @@ class Follower:
     versions: list[int] = field(default_factory=list)
     final: dict[str, Any] | None = None
     retry: str | None = None
+    request_id: str | None = None  # the stream's, from its answer's header
     open: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
 
@@ -99,6 +100,7 @@ class Follower:
                 "GET", f"{self.url}/api/v1/documents/{self.doc_id}/events", params={"since": 0},
                 timeout=httpx.Timeout(30, read=60)) as response:
             assert response.status_code == 200
+            self.request_id = response.headers["x-request-id"]
             self.open.set()
             for event in events_of(response):
                 if event.get("event") == "version":
@@ -169,6 +171,7 @@ def test_sigterm_under_write_load_keeps_every_acknowledged_write_and_resumes_str
         assert follower.final is not None, "the stream ended without its final event"
         assert follower.final["error"]["code"] == "shutting-down"
         assert follower.final["error"]["details"]["last_version"] == follower.versions[-1]
+        assert follower.final["error"]["request_id"] == follower.request_id  # tied to the stream's log line
         assert follower.retry is not None and int(follower.retry) > 0
         assert follower.versions == list(range(1, len(follower.versions) + 1))
 

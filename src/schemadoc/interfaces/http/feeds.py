@@ -230,14 +230,15 @@ STOPPED: Final = _Stopped()
 
 
 def stopped(doc_id: str, last_version: int, retry_ms: int) -> FeedEvent:
-    """The final event of a feed when the server stops: ``shutting-down`` naming the last version sent."""
+    """The final event of a feed when the server stops: ``shutting-down`` naming the last version sent (with the
+    stream's request id, as every error event of a feed)."""
     error = SchemaDocError(
         "shutting-down", f"The server is stopping, so this stream of {doc_id} ends here; version {last_version} "
         "was the last one sent.",
         {"doc_id": doc_id, "last_version": last_version, "retry_after_seconds": max(1, retry_ms // 1000)},
         remediation=f"Reconnect with Last-Event-ID: {last_version} (to this server once it is back, or another on "
                     "the same storage) to resume without a gap.")
-    return FeedEvent("error", None, error.to_dict(), retry_ms=retry_ms)
+    return FeedEvent("error", None, error_object(error), retry_ms=retry_ms)
 
 
 def too_slow(doc_id: str, last_version: int, buffer_bytes: int) -> SchemaDocError:
