@@ -5,9 +5,10 @@ connections until it has one on each, finding which worker accepted a connection
 own sockets (psutil). Writes from many clients through both workers lose nothing and each document's versions
 stay contiguous; an event stream and an MCP listen stream on one worker hear the writes made through the
 other (the supervisor passes the files store's commits on); MCP over HTTP is stateless, so a handshake-era
-client's requests may land on either worker; a worker killed with SIGKILL is replaced while the other serves;
-SIGTERM to the supervisor stops every worker; a worker that cannot start stops the server with its exit code;
-and the stdio transport refuses ``--workers``.
+client's requests may land on either worker; ``/metrics`` gives the figures of the worker that answers, not a
+sum; a worker killed with SIGKILL is replaced while the other serves; SIGTERM to the supervisor stops every
+worker; a worker that cannot start stops the server with its exit code; and the stdio transport refuses
+``--workers``.
 """
 
 from __future__ import annotations
@@ -258,6 +259,29 @@ def test_an_event_stream_on_one_worker_hears_the_writes_made_through_the_other(s
         assert follower.versions == list(range(1, 10)) or follower.versions == list(range(2, 10))
     for connection in [*writers.values(), *(follower.connection for follower in followers)]:
         connection.close()
+
+
+def _health_answered(connection: http.client.HTTPConnection) -> float:
+    """The ``/health`` requests the worker behind ``connection`` counted, read from its ``/metrics``
+    (prometheus-client's parser)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    status, _, body = call(connection, "GET", "/metrics")
+    assert status == 200, body
+    health = {"door": "rest", "operation": "health", "status": "200", "code": ""}
+    return sum(sample.value for family in text_string_to_metric_families(body.decode()) for sample in family.samples
+               if sample.name == "schemadoc_requests_total" and sample.labels == health)
+
+
+def test_metrics_are_each_worker_s_own_figures(server: Server) -> None:
+    (_, first), (_, second) = sorted(connection_on_each_worker(server).items())
+    first_before, second_before = _health_answered(first), _health_answered(second)
+    for _ in range(5):
+        assert call(first, "GET", "/health")[0] == 200
+    assert _health_answered(first) == first_before + 5
+    assert _health_answered(second) == second_before  # not added up across workers (docs/deployment.md)
+    first.close()
+    second.close()
 
 
 def _mcp(connection: http.client.HTTPConnection, message: dict[str, Any], version: str) -> tuple[int, dict[str, str],
