@@ -113,11 +113,14 @@ def _imports(name: str, path: Path) -> set[str]:
 GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 
 
-def _layer(name: str) -> int:
+def _layer(name: str, layers: list[tuple[str, ...]] = LAYERS) -> int:
+    """The row that places ``name`` (the most specific one), or -1. The package itself (``__init__.py``) is a row
+    of its own: it places no module below it, so a module outside every other row has no layer."""
     best, level = -1, -1
-    for index, members in enumerate(LAYERS):
+    for index, members in enumerate(layers):
         for member in members:
-            if (name == member or name.startswith(member + ".")) and len(member) > best:
+            below = member != "schemadoc" and name.startswith(member + ".")
+            if (name == member or below) and len(member) > best:
                 best, level = len(member), index
     return level
 
@@ -278,6 +281,13 @@ def test_type_checking_imports_and_function_imports_are_counted() -> None:
     assert every == {"typing", "schemadoc.service", "schemadoc", "schemadoc.interfaces"}
     running = {node.module for node in _import_nodes(tree, type_checking=False) if isinstance(node, ast.ImportFrom)}
     assert running == {"typing", "schemadoc", "schemadoc.interfaces"}
+
+
+def test_a_module_outside_every_row_has_no_layer() -> None:
+    table = [("schemadoc", "schemadoc.errors"), ("schemadoc.storage", "schemadoc.config")]
+    assert _layer("schemadoc", table) == 0
+    assert _layer("schemadoc.storage.files", table) == _layer("schemadoc.config", table) == 1
+    assert _layer("schemadoc.helpers", table) == _layer("schemadoc.errorsx", table) == -1
 
 
 def test_a_module_is_placed_in_the_most_specific_layer() -> None:
