@@ -1,7 +1,7 @@
 """The import structure of the product: no import circles, and no import upward in the layer table.
 
-The imports of every module under ``src/schemadoc`` (``conformance/`` excepted: it reaches a server
-only over the wire, and is kept apart on purpose) are read from the source with ``ast``, at module
+The imports of every module under ``src/schemadoc`` (the shipped conformance suite too: it sits with the
+commands, on top, as it builds a server in process for its own runs) are read from the source with ``ast``, at module
 level, inside functions and under ``if TYPE_CHECKING:`` alike: an import that only names a type still
 ties the two modules together for a reader and for the type checker, so it may not close a circle or
 point upward either. ``from package import name`` counts as an import of the submodule
@@ -24,7 +24,6 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "schemadoc"
-EXEMPT = ("schemadoc.conformance",)
 
 ARCHITECTURE = SRC.parent / "docs" / "architecture.md"
 
@@ -53,13 +52,8 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _exempt(name: str) -> bool:
-    return any(name == top or name.startswith(top + ".") for top in EXEMPT)
-
-
 def _modules() -> dict[str, Path]:
-    found = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
-    return {name: path for name, path in found.items() if not _exempt(name)}
+    return {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
 MODULES = _modules()
@@ -107,7 +101,7 @@ def _imports(name: str, path: Path) -> set[str]:
         for alias in node.names:
             targets.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
     return {known for target in targets
-            if not _exempt(target) and (known := _known(target)) is not None and known != name}
+            if (known := _known(target)) is not None and known != name}
 
 
 GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
@@ -170,7 +164,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_scan_sees_the_product() -> None:
     assert {"schemadoc.service", "schemadoc.service.core", "schemadoc.validation.incremental",
-            "schemadoc.storage.files", "schemadoc.interfaces.app"} <= MODULES.keys()
+            "schemadoc.storage.files", "schemadoc.interfaces.app",
+            "schemadoc.conformance.suite.doors"} <= MODULES.keys()
     assert "schemadoc.service.core" in GRAPH["schemadoc.service.nodes"] | GRAPH["schemadoc.service.history"]
     assert GRAPH["schemadoc.validation"] >= {"schemadoc.validation.violations", "schemadoc.validation.suggestions"}
 
@@ -297,3 +292,4 @@ def test_a_module_is_placed_in_the_most_specific_layer() -> None:
     assert _layer("schemadoc.config") < _layer("schemadoc.interfaces.http.guards") < doors
     assert doors == _layer("schemadoc.interfaces.mcp_door") < _layer("schemadoc.interfaces.app")
     assert _layer("schemadoc.interfaces.app") < _layer("schemadoc.interfaces.cli.command") == len(LAYERS) - 1
+    assert _layer("schemadoc.conformance.suite.doors") == len(LAYERS) - 1
