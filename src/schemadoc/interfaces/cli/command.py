@@ -19,16 +19,14 @@ that needs them, so failures are reported quickly.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import signal
 import socket
 import sys
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -53,6 +51,7 @@ from schemadoc.interfaces.cli.common import (
     report,
     use_example,
 )
+from schemadoc.interfaces.cli.listening import graceful_server_class, listen, listen_beside
 from schemadoc.interfaces.cli.migrate import add_command as add_migrate_documents
 from schemadoc.interfaces.cli.migrate import migrate_documents
 from schemadoc.interfaces.cli.store import migrate, replay
@@ -127,90 +126,6 @@ def _parser() -> argparse.ArgumentParser:
     add_archive_commands(commands)
     add_migrate_documents(commands)
     return parser
-
-
-def _listen(settings: Settings, *, reuse_port: bool = False) -> socket.socket:
-    """A listening socket on the configured address, or ``config-invalid`` naming the problem.
-
-    ``reuse_port``: bound with ``SO_REUSEPORT`` and not listening: the address reserved for the workers of
-    ``serve --workers``, each of which listens on a socket of its own bound beside it (:func:`_listen_beside`).
-    """
-    try:
-        infos = socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as error:
-        raise SchemaDocError("config-invalid", f"Cannot resolve host {settings.host!r}: {error}.",
-                             {"setting": "host", "value": settings.host},
-                             remediation="Use an IP address or a resolvable name with --host / HOST.") from None
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if reuse_port:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        sock.bind(address)
-        if not reuse_port:
-            sock.listen(2048)
-    except OSError as error:
-        sock.close()
-        raise SchemaDocError(
-            "config-invalid", f"Cannot listen on {settings.host}:{settings.port}: {error.strerror or error}.",
-            {"setting": "port", "host": settings.host, "port": settings.port},
-            remediation="Choose a free port with --port / PORT (0 picks one), or stop the other server.") from None
-    sock.set_inheritable(True)
-    return sock
-
-
-def _listen_beside(reserved: socket.socket) -> socket.socket:
-    """A worker's own listening socket on the address ``reserved`` holds (``SO_REUSEPORT``: the kernel spreads new
-    connections over the workers' sockets by a hash of their addresses)."""
-    sock = socket.socket(reserved.family, reserved.type, reserved.proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        if reserved.family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        sock.bind(reserved.getsockname())
-        sock.listen(2048)
-    except OSError as error:
-        sock.close()
-        raise SchemaDocError("config-invalid", f"A worker cannot listen beside the others: {error.strerror or error}.",
-                             {"setting": "workers"}) from None
-    return sock
-
-
-def _graceful_server_class(stopping: Stopping, on_started: Callable[[], None] | None = None) -> type[Any]:
-    import uvicorn
-
-    class GracefulServer(uvicorn.Server):
-        """uvicorn's server, except that a SIGTERM/SIGINT stop begins ``stopping`` (the gate refuses new requests,
-        the event streams end) and ends with exit code 0 instead of re-raising the signal; ``on_started`` is
-        called once it serves (a worker tells its supervisor)."""
-
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            if self.started and on_started is not None:
-                on_started()
-
-        def handle_exit(self, sig: int, frame: Any) -> None:
-            stopping.begin(sig)
-            super().handle_exit(sig, frame)
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            if threading.current_thread() is not threading.main_thread():
-                yield
-                return
-            handled = (signal.SIGINT, signal.SIGTERM)
-            original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
-            try:
-                yield
-            finally:
-                for sig, handler in original.items():
-                    signal.signal(sig, handler)
-
-    return GracefulServer
 
 
 def _check_schema_file(settings: Settings) -> Path:
@@ -297,7 +212,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     # several workers: each listens on a socket of its own beside the one reserved here (SO_REUSEPORT, Linux,
     # which spreads connections evenly; one shared socket elsewhere goes mostly to whichever worker wakes first)
     own_sockets = settings.workers > 1 and hasattr(socket, "SO_REUSEPORT") and sys.platform.startswith("linux")
-    sock = _listen(settings, reuse_port=own_sockets)
+    sock = listen(settings, reuse_port=own_sockets)
     try:
         if settings.workers == 1:
             return _serve_http(settings, sock)
@@ -309,7 +224,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             try:
                 if not own_sockets:
                     return _serve_http(settings, sock, channel)
-                mine = _listen_beside(sock)
+                mine = listen_beside(sock)
                 sock.close()
                 return _serve_http(settings, mine, channel)
             except SchemaDocError as error:
@@ -364,7 +279,7 @@ def _serve_http(settings: Settings, sock: socket.socket, channel: Channel | None
                                 timeout_graceful_shutdown=stopping.connections_timeout(), lifespan="on",
                                 access_log=False,  # the request log writes each request's line (request_log)
                                 server_header=False)
-        server = _graceful_server_class(stopping, None if channel is None else channel.ready)(config)
+        server = graceful_server_class(stopping, None if channel is None else channel.ready)(config)
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         worker = "" if channel is None else f" (worker {channel.index} of {channel.count}, pid {os.getpid()})"
