@@ -8,7 +8,7 @@ once, so the two doors are identical by construction.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -462,55 +462,3 @@ def next_incomplete_result(read: NodeRead, items: list[Incomplete], has_more: bo
         "doc_id": read.doc_id, "version": read.version, "node_path": read.node_path or "/", "items": bodies,
         "has_more": has_more, "complete": not has_more and not violation_count
         and all(item.reason == "default-value" for item in items), **extra})
-
-
-# -- verdicts under the served schema (REST routes beside the catalogue: docs/schema-changes.md) ----------------
-
-
-class VerdictViolationBody(Body):
-    code: str
-    path: str
-    message: str
-
-
-class VerdictBody(Body):
-    version: int = Field(description="The document's version it judged.")
-    digest: str = Field(description="The digest of the schema that judged it.")
-    valid: bool
-    violation_count: int
-    violations: list[VerdictViolationBody] = Field(description="The first five violations (code, path, message).")
-    checked_at: str | None = Field(default=None, description="When a check recorded it; null: the write's own.")
-
-
-class DocumentVerdictResult(Result):
-    doc_id: str
-    version: int
-    schema_digest: str | None = Field(description="The digest of the schema that judged the last write; null: "
-                                                   "written before digests were recorded.")
-    status: Literal["valid", "invalid", "unchecked"] = Field(
-        description="What the served schema says of the current version; unchecked: not known yet.")
-    verdict: VerdictBody | None = Field(description="The served schema's verdict on the current version; null "
-                                                    "while unchecked.")
-
-
-class InventoryBody(Body):
-    state: Literal["idle", "running", "done", "stopped"]
-    to_check: int
-    checked: int
-    valid: int
-    invalid: int
-    skipped: int
-    failed: int
-    started_at: str | None = None
-    finished_at: str | None = None
-    seconds: float | None = None
-
-
-class ServerStatusResult(Result):
-    schema_uri: str
-    schema_digest: str = Field(description="The digest of the served schema (canonical, with its $ref documents).")
-    documents: int = Field(description="Live documents.")
-    valid: int
-    invalid: int
-    unchecked: int = Field(description="Documents whose verdict under the served schema is not known yet.")
-    inventory: InventoryBody

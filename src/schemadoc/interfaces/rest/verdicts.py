@@ -15,8 +15,8 @@ import anyio
 from fastapi import APIRouter, Path
 
 from schemadoc.interfaces.rest.wire import JSONBody, Rest, errors
-from schemadoc.operations import results
 from schemadoc.operations.arguments import ULID_PATTERN
+from schemadoc.operations.verdicts import DocumentVerdictResult, ServerStatusResult
 from schemadoc.service import DocumentService
 from schemadoc.storage.base import DocumentMeta, check_doc_id
 
@@ -57,14 +57,14 @@ def add_verdict_routes(router: APIRouter) -> None:
     """Add ``GET /status``, ``POST /inventory``, ``GET /documents/{doc_id}/verdict`` and
     ``POST /documents/{doc_id}/check``."""
 
-    @router.get("/status", response_model=results.ServerStatusResult, tags=["schema"], operation_id="server_status",
+    @router.get("/status", response_model=ServerStatusResult, tags=["schema"], operation_id="server_status",
                 summary="The served schema's digest, how many documents it accepts, refuses or has not checked yet",
                 description="Counts over live documents; `inventory` is the background check after start-up "
                             "(check_documents_on_start).", responses=errors(500))
     async def status(rest: Rest) -> JSONBody:
         return JSONBody(await anyio.to_thread.run_sync(server_status, rest.service))
 
-    @router.post("/inventory", response_model=results.ServerStatusResult, tags=["schema"], status_code=202,
+    @router.post("/inventory", response_model=ServerStatusResult, tags=["schema"], status_code=202,
                  operation_id="inventory_start", summary="Check every unchecked document now, in the background",
                  description="Starts the inventory (as after start-up) unless it is running; the answer is the "
                              "status, whose `inventory` shows its progress.", responses=errors(500))
@@ -72,7 +72,7 @@ def add_verdict_routes(router: APIRouter) -> None:
         rest.service.start_inventory()
         return JSONBody(await anyio.to_thread.run_sync(server_status, rest.service), status_code=202)
 
-    @router.get("/documents/{doc_id}/verdict", response_model=results.DocumentVerdictResult, tags=["schema"],
+    @router.get("/documents/{doc_id}/verdict", response_model=DocumentVerdictResult, tags=["schema"],
                 operation_id="document_verdict", summary="What the served schema says of a document",
                 description="The digest of the schema its last write was judged by, and the served schema's "
                             "verdict on its current version (valid, or the count and the first five violations); "
@@ -80,7 +80,7 @@ def add_verdict_routes(router: APIRouter) -> None:
     async def verdict(rest: Rest, doc_id: _DocIdPath) -> JSONBody:
         return JSONBody(await anyio.to_thread.run_sync(functools.partial(_read_verdict, rest.service, doc_id)))
 
-    @router.post("/documents/{doc_id}/check", response_model=results.DocumentVerdictResult, tags=["schema"],
+    @router.post("/documents/{doc_id}/check", response_model=DocumentVerdictResult, tags=["schema"],
                  operation_id="document_check", summary="Check a document against the served schema now",
                  description="Validates the current version and records the verdict (no new version, nothing "
                              "journaled); a verdict already known for this version and schema is returned as it is.",
