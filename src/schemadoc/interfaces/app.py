@@ -55,12 +55,12 @@ from schemadoc.interfaces.http.tracing import tracing_from_environment
 from schemadoc.interfaces.mcp_door.server import build_mcp_server
 from schemadoc.interfaces.mcp_door.sessions import SessionOwners, live_sessions, open_sessions
 from schemadoc.interfaces.rest.lane import RestLane, route_pattern
+from schemadoc.interfaces.rest.openapi import refine_openapi
 from schemadoc.interfaces.rest.routes import (
     BINDINGS,
     REST_STATE,
     JSONBody,
     error_response,
-    refine_openapi,
     rest_router,
     rest_state,
 )
