@@ -298,7 +298,8 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - a script
     from common import BOOK_SCHEMA
 
     from schemadoc.schema import load_schema
-    from schemadoc.search.semantic import default_extensions, installed
+    from schemadoc.search.hybrid import default_extensions
+    from schemadoc.search.semantic import installed
     from schemadoc.service import DocumentService
     from schemadoc.storage.files import FileDocumentStore
 

@@ -37,7 +37,7 @@ import common  # the checkout's src on sys.path (and the book schema)
 import generate
 import numpy as np
 
-from schemadoc.search import semantic
+from schemadoc.search import hybrid, semantic
 from schemadoc.search.backends import SQLITE_CACHE_KIB
 from schemadoc.search.embeddings import codes, embedder, nearest_cells, pack
 from schemadoc.search.units import TextUnit, text_units
@@ -219,7 +219,7 @@ def startup(books: int, directory: Path) -> None:
         service.create_document(generate.make_book(35 / 1024 * 35 / 63))
     service.search_index.sync()
     service.close()
-    extensions = semantic.default_extensions()
+    extensions = hybrid.default_extensions()
     extension = extensions[0]
     assert isinstance(extension, semantic.SemanticRanking)
     extension.embedder.embed(["the model loaded"])

@@ -29,7 +29,8 @@ from schemadoc.config import ENVIRONMENT, Settings
 from schemadoc.interfaces.startup import create_service
 from schemadoc.search.backends import SqliteBackend
 from schemadoc.search.fields import parse_query
-from schemadoc.search.index import SearchIndex, index_verdicts, served_digest
+from schemadoc.search.index import SearchIndex
+from schemadoc.search.verdicts import index_verdicts, served_digest
 from schemadoc.storage.base import DocumentMeta
 from schemadoc.storage.verdict import Verdict
 

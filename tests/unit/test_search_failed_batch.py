@@ -21,7 +21,7 @@ from pg_support import throwaway_schema
 
 from schemadoc.interfaces.http.metrics import Metrics
 from schemadoc.schema import LoadedSchema, load_schema
-from schemadoc.search import index as index_module
+from schemadoc.search import failures as failures_module
 from schemadoc.search.backends import SqliteBackend
 from schemadoc.search.extension import IndexTransaction, RankedUnit
 from schemadoc.search.index import SearchIndex
@@ -127,7 +127,7 @@ def until(condition: Callable[[], bool]) -> None:
 def test_one_bad_document_does_not_drop_the_others_and_is_caught_up(open_service: Factory,
                                                                       monkeypatch: pytest.MonkeyPatch,
                                                                       caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(index_module, "RETRY_FAILED_SECONDS", 0.2)
+    monkeypatch.setattr(failures_module, "RETRY_FAILED_SECONDS", 0.2)
     poison = Poison()
     service = open_service(poison)
     index = service.search_index

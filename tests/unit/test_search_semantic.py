@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemadoc.errors import CATALOG, SchemaDocError
-from schemadoc.search import semantic
+from schemadoc.search import hybrid, semantic
 from schemadoc.search.extension import RankedUnit
 from schemadoc.search.units import TextUnit, changed_units, text_units
 
@@ -149,15 +149,15 @@ def test_a_scope_ranks_only_the_units_below_it(ranking: tuple[semantic.SemanticR
 
 def test_hybrid_fuses_both_rankings(ranking: tuple[semantic.SemanticRanking, SqliteTx]) -> None:
     extension, tx = ranking
-    hybrid = semantic.HybridRanking(extension)
+    fused = hybrid.HybridRanking(extension)
     asked: list[int] = []
 
     def text_rank(n: int) -> list[RankedUnit]:
         asked.append(n)
         return [RankedUnit("doc", "/chapters/0/sections/1/paragraphs/0/text", -1.0)]
 
-    found = hybrid.rank(tx, "keeping a lighthouse lit", doc_id=None, below="", limit=2, text_rank=text_rank)
-    assert asked == [semantic.FUSION_DEPTH]
+    found = fused.rank(tx, "keeping a lighthouse lit", doc_id=None, below="", limit=2, text_rank=text_rank)
+    assert asked == [hybrid.FUSION_DEPTH]
     # both rankings' first units tie at 1/61: the full-text one was seen first
     assert [u.pointer for u in found] == ["/chapters/0/sections/1/paragraphs/0/text",
                                           "/chapters/0/sections/0/paragraphs/0/text"]
@@ -166,11 +166,11 @@ def test_hybrid_fuses_both_rankings(ranking: tuple[semantic.SemanticRanking, Sql
 def test_reciprocal_rank_fusion_on_a_known_case() -> None:
     a = [RankedUnit("d", "/a", 9), RankedUnit("d", "/b", 8), RankedUnit("d", "/c", 7)]
     b = [RankedUnit("d", "/c", 0.9), RankedUnit("d", "/a", 0.8)]
-    fused = semantic.fuse([a, b], limit=3, k=1)
+    fused = hybrid.fuse([a, b], limit=3, k=1)
     # /a: 1/2 + 1/3; /c: 1/4 + 1/2; /b: 1/3
     assert [(u.pointer, round(u.score, 4)) for u in fused] == [("/a", 0.8333), ("/c", 0.75), ("/b", 0.3333)]
-    assert semantic.fuse([a, b], limit=1)[0].pointer == "/a"
-    assert semantic.fuse([], limit=5) == []
+    assert hybrid.fuse([a, b], limit=1)[0].pointer == "/a"
+    assert hybrid.fuse([], limit=5) == []
 
 
 @settings(max_examples=50, deadline=None)
@@ -189,7 +189,7 @@ def test_nearest_block_by_block_is_the_exact_top_k(count: int, k: int, block: in
 
 def test_without_the_extra_a_ranking_by_meaning_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(semantic, "installed", lambda: False)
-    assert semantic.default_extensions() == []
+    assert hybrid.default_extensions() == []
     error = semantic.unavailable("hybrid")
     assert isinstance(error, SchemaDocError)
     assert error.code == "semantic-search-unavailable" and error.code in CATALOG
@@ -198,7 +198,7 @@ def test_without_the_extra_a_ranking_by_meaning_is_refused(monkeypatch: pytest.M
 
 
 def test_with_the_extra_both_rankings_are_registered() -> None:
-    names = [extension.name for extension in semantic.default_extensions()]
+    names = [extension.name for extension in hybrid.default_extensions()]
     assert names == ["semantic", "hybrid"]
 
 

@@ -23,7 +23,7 @@ import pytest
 from pg_support import throwaway_schema
 
 from schemadoc.schema import LoadedSchema, load_schema
-from schemadoc.search import semantic
+from schemadoc.search import hybrid, semantic, semantic_feed
 from schemadoc.search.units import text_units
 from schemadoc.service import DocumentService
 from schemadoc.storage import store_for
@@ -74,7 +74,7 @@ def stored_store(schema: LoadedSchema, directory: Path, books: int = 12, url: st
 def with_extra(schema: LoadedSchema, directory: Path, extension: semantic.SemanticRanking,
                url: str | None = None) -> DocumentService:
     service = DocumentService(schema, store_for(directory, url))
-    service.search_extensions.extend([extension, semantic.HybridRanking(extension)])
+    service.search_extensions.extend([extension, hybrid.HybridRanking(extension)])
     service.open()
     return service
 
@@ -123,7 +123,7 @@ def assert_vectors_are_of_the_current_text(directory: Path | DocumentService) ->
 def test_start_up_answers_at_once_and_search_says_meaning_is_still_being_indexed(
         schema: LoadedSchema, url: str | None, tmp_path: Path, opened: list[DocumentService],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(semantic, "FEED_UNITS", 20)
+    monkeypatch.setattr(semantic_feed, "FEED_UNITS", 20)
     stored_store(schema, tmp_path / "docs", url=url)
     gated = Gated()
     extension = semantic.SemanticRanking(gated)  # type: ignore[arg-type]
@@ -142,7 +142,7 @@ def test_start_up_answers_at_once_and_search_says_meaning_is_still_being_indexed
 
     gated.gate.set()
     assert extension.fed.wait(60)
-    assert max(gated.batches) <= semantic.FEED_UNITS  # bounded batches (no book here is larger than one)
+    assert max(gated.batches) <= semantic_feed.FEED_UNITS  # bounded batches (no book here is larger than one)
     assert_vectors_are_of_the_current_text(directory)
     page = service.search("keeping a lighthouse lit", ranking="semantic")
     assert page.note is None and any("wick" in hit.snippet for hit in page.hits[:5])  # found by meaning now
@@ -153,7 +153,7 @@ def test_start_up_answers_at_once_and_search_says_meaning_is_still_being_indexed
 def test_writes_during_the_feed_end_with_the_vectors_of_their_current_text(
         schema: LoadedSchema, url: str | None, tmp_path: Path, opened: list[DocumentService],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(semantic, "FEED_UNITS", 20)
+    monkeypatch.setattr(semantic_feed, "FEED_UNITS", 20)
     ids = sorted(stored_store(schema, tmp_path / "docs", url=url))
     gated = Gated()
     extension = semantic.SemanticRanking(gated)  # type: ignore[arg-type]
@@ -190,7 +190,7 @@ _CHILD = """
 import sys, time
 sys.path.insert(0, {src!r})
 from schemadoc.schema import load_schema
-from schemadoc.search import semantic
+from schemadoc.search import hybrid, semantic, semantic_feed
 from schemadoc.search.embeddings import embedder
 from schemadoc.service import DocumentService
 from schemadoc.storage import store_for
@@ -200,10 +200,10 @@ class Slow:
         time.sleep(0.2)
         return embedder().embed(texts)
 
-semantic.FEED_UNITS = 8
+semantic_feed.FEED_UNITS = 8
 service = DocumentService(load_schema({schema!r}), store_for({directory!r}, None))
 extension = semantic.SemanticRanking(Slow())
-service.search_extensions.extend([extension, semantic.HybridRanking(extension)])
+service.search_extensions.extend([extension, hybrid.HybridRanking(extension)])
 service.open()
 print("open", flush=True)
 time.sleep(600)
@@ -236,7 +236,7 @@ def test_a_feed_killed_half_way_resumes_where_it_stopped(
     left = sum(1 for doc, text in index_rows(directory, "SELECT doc_id, text FROM search_units")
                if doc > after and semantic.meaningful(text))
 
-    monkeypatch.setattr(semantic, "FEED_UNITS", 8)
+    monkeypatch.setattr(semantic_feed, "FEED_UNITS", 8)
     counting = semantic.SemanticRanking()
     service = with_extra(schema, directory, counting)
     opened.append(service)
@@ -295,8 +295,8 @@ def test_servers_sharing_an_index_embed_each_batch_of_the_feed_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The first server to read a batch claims it; another finds the claim and waits instead of embedding the
     same units (and throwing its work away when it comes to write them)."""
-    monkeypatch.setattr(semantic, "FEED_UNITS", 20)
-    monkeypatch.setattr(semantic, "FEED_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(semantic_feed, "FEED_UNITS", 20)
+    monkeypatch.setattr(semantic_feed, "FEED_WAIT_SECONDS", 0.05)
     stored_store(schema, tmp_path / "docs", url=url)
     first, second = Gated(), Gated()
     extensions = [semantic.SemanticRanking(first), semantic.SemanticRanking(second)]  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ import pytest
 from pg_support import throwaway_schema
 
 from schemadoc.schema import LoadedSchema, load_schema
-from schemadoc.search import semantic
+from schemadoc.search import hybrid, semantic
 from schemadoc.search.units import text_units
 from schemadoc.service import DocumentService
 from schemadoc.storage import store_for
@@ -54,7 +54,7 @@ def open_service(request: pytest.FixtureRequest, schema: LoadedSchema, tmp_path:
             else:
                 store = store_for(tmp_path / "docs", url)
             service = DocumentService(schema, store)
-            extensions = semantic.default_extensions()
+            extensions = hybrid.default_extensions()
             service.search_extensions.extend(extensions)
             service.open()
             opened.append(service)

@@ -16,7 +16,8 @@ from pg_support import URL, drop_schema, fresh_schema_name, require_postgres
 
 from schemadoc.search.backends import PostgresTransaction, SqliteBackend
 from schemadoc.search.fields import parse_query
-from schemadoc.search.index import SearchIndex, _put_state
+from schemadoc.search.index import SearchIndex
+from schemadoc.search.verdicts import put_state
 from schemadoc.storage.base import DocumentMeta
 from schemadoc.storage.verdict import Verdict
 
@@ -104,12 +105,12 @@ def test_two_servers_recording_the_index_state_at_once_both_succeed() -> None:
             for conn in (first, second):
                 conn.execute(f'SET search_path TO "{schema}"')
                 conn.commit()
-            _put_state(PostgresTransaction(first), "members", "[1]")  # not committed yet
+            put_state(PostgresTransaction(first), "members", "[1]")  # not committed yet
             failures: list[BaseException] = []
 
             def other() -> None:
                 try:
-                    _put_state(PostgresTransaction(second), "members", "[2]")  # waits on the first's row
+                    put_state(PostgresTransaction(second), "members", "[2]")  # waits on the first's row
                     second.commit()
                 except BaseException as error:
                     failures.append(error)

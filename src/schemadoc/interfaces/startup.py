@@ -41,7 +41,7 @@ def create_service(settings: Settings) -> DocumentService:
                               memory_budget=settings.memory_budget, validation_level=settings.validation_level,
                               search_fields=settings.search_fields, search_field_depth=settings.search_field_depth)
     if settings.semantic_search:  # the rankings by meaning, when the semantic extra is installed
-        from schemadoc.search.semantic import default_extensions
+        from schemadoc.search.hybrid import default_extensions
 
         service.search_extensions.extend(default_extensions())
     service.open()

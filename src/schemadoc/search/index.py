@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -39,41 +37,28 @@ import orjson
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.search.backends import Backend
-from schemadoc.search.extension import IndexExtension, IndexTransaction, RankedUnit
-from schemadoc.search.fields import KINDS, Query, decode_cursor, encode_cursor, field_rows, members_reached
-from schemadoc.search.sql import count_statement, list_statement, walkable
-from schemadoc.search.text import TextQuery, snippet
+from schemadoc.search.extension import IndexExtension, IndexTransaction
+from schemadoc.search.failures import FailedDocuments, said
+from schemadoc.search.fields import KINDS, field_rows, members_reached
+from schemadoc.search.queries import IndexQueries
 from schemadoc.search.units import TextUnit, UnitChange, changed_units, document_label, text_units
+from schemadoc.search.verdicts import Metas, put_state, valid_code
 from schemadoc.storage.base import DocumentMeta
 
-__all__ = ["RETRY_FAILED_SECONDS", "ListedPage", "SearchHit", "SearchIndex", "TextPage", "index_verdicts",
-           "served_digest", "verdict_status"]
+__all__ = ["Loader", "Patches", "SearchIndex"]
 
 log = logging.getLogger("schemadoc.search")
 
 _BATCH_DELAY_SECONDS = 0.005
-_COUNTS_KEPT = 64
-"""The totals of the latest filters kept, each with the index generation it was counted at (``find``)."""
 _OPEN_BATCH = 200
 """Documents indexed in one transaction at start-up (FTS5 flushes a segment per transaction)."""
 _OUTAGE_RETRY_SECONDS = 1.0
 """How long the index's thread waits before applying again the changes an outage of the database held up."""
-RETRY_FAILED_SECONDS = 30.0
-"""How often the index's thread indexes again, from the store, the documents whose changes failed to apply."""
-_FAILED_MARK = "failed:"
-"""``search_state`` keys ``failed:{doc_id}``: a document whose changes failed, indexed whole at the next start-up
-(by whichever process opens the index first; its entry, left as it was, still answers meanwhile)."""
-_VERDICT_BATCH = 200
-"""Documents whose verdicts :func:`index_verdicts` writes in one transaction."""
 _INTERNAL = ("search_state", "search_docs", "search_fields", "search_units")
-_UNIT_STATEMENT = ("SELECT u.text, d.label FROM search_units u JOIN search_docs d ON d.doc_id = u.doc_id "
-                   "WHERE u.doc_id = ? AND u.pointer = ? AND d.deleted = 0")
 Loader = Callable[[str], tuple[DocumentMeta, Any]]
 """A document's current meta and content (``SchemaDocError`` when it cannot be read)."""
 Patches = Callable[[str, int, int], list[list[dict[str, Any]]]]
 """The patches of a document's versions after ``since`` up to ``until``."""
-Metas = Callable[[list[str]], dict[str, DocumentMeta]]
-"""The current metas of some documents, read from the store itself (those gone left out)."""
 
 
 @dataclass(frozen=True)
@@ -86,36 +71,12 @@ class _Change:
     """None: index the content whole; empty: only the meta changed (delete, undelete, a verdict)."""
 
 
-@dataclass(frozen=True)
-class ListedPage:
-    doc_ids: list[str]
-    labels: dict[str, str | None]
-    total: int
-    next_cursor: str | None
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    doc_id: str
-    pointer: str
-    snippet: str
-    label: str | None
-    score: float
-
-
-@dataclass(frozen=True)
-class TextPage:
-    hits: list[SearchHit]
-    next_cursor: str | None
-    note: str | None = None
-    """What the ranking's extension says of this answer (for example: not ready, full text answered)."""
-
-
-class SearchIndex:
+class SearchIndex(IndexQueries):
     """Filters, order and full-text search over every document of one store. Thread-safe."""
 
     def __init__(self, backend: Backend, members: Sequence[str], status: Callable[[DocumentMeta], bool | None],
                  *, schema_digest: str = "") -> None:
+        super().__init__()
         self.backend = backend
         self.members = list(members)
         self._status = status
@@ -129,13 +90,8 @@ class SearchIndex:
         self._thread: threading.Thread | None = None
         self._reread: Metas | None = None
         self._load: Loader | None = None
-        self._failed: dict[str, str] = {}
+        self._failed = FailedDocuments(backend, self._wake.set)
         """Documents whose changes failed to apply, and why (indexed again from the store by the writer thread)."""
-        self._failures = 0
-        self._caught_up = 0
-        self._retry_at = 0.0
-        self._counts: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
-        self._counts_lock = threading.Lock()
 
     # -- life cycle ----------------------------------------------------------------------------
 
@@ -162,7 +118,7 @@ class SearchIndex:
                 log.info("search index: indexed members changed, every document is indexed again")
             indexed = {row[0]: (row[1], row[2], row[3]) for row in
                        tx.execute("SELECT doc_id, version, valid, deleted FROM search_docs")}
-            marked = {key[len(_FAILED_MARK):] for key in state if key.startswith(_FAILED_MARK)}
+            marked = FailedDocuments.marked(state)
             stale_extensions = [e for e in self._extensions if state.get(f"extension:{e.name}") != e.generation]
             fresh = not indexed  # a new index: the documents indexed below feed every extension once
             if fresh:
@@ -178,7 +134,7 @@ class SearchIndex:
             if meta.doc_id in marked:  # its changes failed in some process: indexed whole, from the store
                 known = None
             if known is not None and known[0] == meta.version and not whole:
-                if known[1] != _valid_code(self._status(meta)) or known[2] != (meta.deleted_at is not None):
+                if known[1] != valid_code(self._status(meta)) or known[2] != (meta.deleted_at is not None):
                     batch.append((_Change(meta.doc_id, meta, None, []), None))
                 continue
             try:
@@ -196,9 +152,7 @@ class SearchIndex:
         self._apply_open(batch)
         if indexed:
             self._apply([_Change(doc_id, None) for doc_id in indexed])
-        with self._pending_lock:
-            still = set(self._failed)
-        self._unmark(sorted(marked - still))  # indexed whole above, or gone from the store
+        self._failed.unmark(sorted(marked), keep_failing=True)  # indexed whole above, or gone from the store
         with self.backend.transaction() as tx:
             if done or indexed:  # the planner's statistics, after a build or a catch-up
                 for table in ("search_docs", "search_fields", "search_units"):
@@ -208,9 +162,9 @@ class SearchIndex:
                     self._record_generation(tx, extension)
                 else:
                     self._refeed(tx, extension)
-            _put_state(tx, "members", members)
+            put_state(tx, "members", members)
             if self._schema_digest:  # what ``valid`` means here, for a process that records verdicts without an index
-                _put_state(tx, "schema", self._schema_digest)
+                put_state(tx, "schema", self._schema_digest)
         self._thread = threading.Thread(target=self._run, name="search-index", daemon=True)
         self._thread.start()
         for extension in self._extensions:  # work of their own from now on (the semantic feed: docs/search.md)
@@ -234,8 +188,7 @@ class SearchIndex:
                 extension.on_cleared(tx)
         self._close_thread()
         self._closed = False
-        with self._pending_lock:
-            self._failed.clear()  # every document is indexed again: those that still fail are set aside again
+        self._failed.forget_all()  # every document is indexed again: those that still fail are set aside again
         return self.open(metas, load, patches, self._reread)
 
     def close(self) -> None:
@@ -274,7 +227,7 @@ class SearchIndex:
 
     @staticmethod
     def _record_generation(tx: IndexTransaction, extension: IndexExtension) -> None:
-        _put_state(tx, f"extension:{extension.name}", extension.generation)
+        put_state(tx, f"extension:{extension.name}", extension.generation)
 
     # -- changes -------------------------------------------------------------------------------
 
@@ -319,13 +272,11 @@ class SearchIndex:
     def failures(self) -> dict[str, int]:
         """``failed``: documents whose changes failed to apply and wait to be indexed again from the store;
         ``failures``: documents set aside so since this process started; ``caught_up``: of those, indexed since."""
-        with self._pending_lock:
-            return {"failed": len(self._failed), "failures": self._failures, "caught_up": self._caught_up}
+        return self._failed.counts()
 
     def failed_documents(self) -> dict[str, str]:
         """The documents :meth:`failures` counts as ``failed``, each with the error."""
-        with self._pending_lock:
-            return dict(self._failed)
+        return self._failed.documents()
 
     def _apply_alone(self, batch: list[_Change], error: BaseException) -> None:
         """A batch failed for another reason than an outage: its documents applied again one at a time (each with
@@ -345,68 +296,22 @@ class SearchIndex:
                         self._pending[:0] = [c for d in documents[position:] for c in by_document[d]]
                     raise
                 failed.append(doc_id)
-                new += self._set_aside(doc_id, failure)
+                new += self._failed.set_aside(doc_id, failure)
             except Exception as failure:
                 failed.append(doc_id)
-                new += self._set_aside(doc_id, failure)
+                new += self._failed.set_aside(doc_id, failure)
             else:
-                self._resolved(doc_id)
+                self._failed.resolved(doc_id)
         # said once per document (by _set_aside); a batch held up only by documents known to fail is not said again
         level = logging.DEBUG if failed and not new else logging.WARNING
         log.log(level, "search index: a batch of %d change(s) failed (%s: %s); applied one document at a time, "
-                "%d of %d document(s) failed", len(batch), type(error).__name__, _said(error), len(failed),
+                "%d of %d document(s) failed", len(batch), type(error).__name__, said(error), len(failed),
                 len(documents))
-
-    def _set_aside(self, doc_id: str, error: BaseException) -> bool:
-        """Remember that ``doc_id``'s changes failed (logged the first time), and mark it in the index itself so
-        that the next start-up of any process indexes it whole, should this one end before it catches up. Whether
-        it is the document's first failure."""
-        said = f"{type(error).__name__}: {_said(error)}"
-        with self._pending_lock:
-            first = doc_id not in self._failed
-            self._failed[doc_id] = said
-            if first:
-                self._failures += 1
-                self._retry_at = time.monotonic() + RETRY_FAILED_SECONDS
-        if first:
-            self._wake.set()  # the writer thread, maybe waiting for the next change, now waits for the retry
-            log.error("search index: the changes of document %s failed to apply (%s: %s); its entry stays as it was "
-                      "and is indexed again from the store within %.0f s (and at the next start-up)", doc_id,
-                      type(error).__name__, _said(error), RETRY_FAILED_SECONDS)
-        if first:
-            try:
-                with self.backend.transaction() as tx:
-                    _put_state(tx, _FAILED_MARK + doc_id, said)
-            except Exception as mark:  # the database refuses even that: this process's retry is what is left
-                log.warning("search index: document %s could not be marked for the next start-up: %s", doc_id,
-                            _said(mark))
-        return first
-
-    def _resolved(self, doc_id: str) -> None:
-        with self._pending_lock:
-            if self._failed.pop(doc_id, None) is None:
-                return
-            self._caught_up += 1
-        log.info("search index: document %s is indexed again", doc_id)
-        self._unmark([doc_id])
-
-    def _unmark(self, doc_ids: Iterable[str]) -> None:
-        keys = [[_FAILED_MARK + doc_id] for doc_id in doc_ids]
-        if not keys:
-            return
-        try:
-            with self.backend.transaction() as tx:
-                tx.executemany("DELETE FROM search_state WHERE key = ?", keys)
-        except Exception as error:  # the mark stays: the next start-up indexes the document whole once more
-            log.warning("search index: %d mark(s) of failed documents could not be removed: %s", len(keys),
-                        _said(error))
 
     def retry_failed(self) -> int:
         """Index again, whole and from the store, every document whose changes failed; how many are still failing.
         The writer thread calls it every :data:`RETRY_FAILED_SECONDS` while some are."""
-        with self._pending_lock:
-            failed = sorted(self._failed)
-            self._retry_at = time.monotonic() + RETRY_FAILED_SECONDS
+        failed = self._failed.take_for_retry()
         load = self._load
         if not failed or load is None:
             return len(failed)
@@ -429,18 +334,16 @@ class SearchIndex:
                 except SchemaDocError as error:
                     if error.code == "storage-unavailable":
                         raise
-                    self._set_aside(doc_id, error)
+                    self._failed.set_aside(doc_id, error)
                 except Exception as error:
-                    self._set_aside(doc_id, error)
+                    self._failed.set_aside(doc_id, error)
                 else:
-                    self._resolved(doc_id)
-        with self._pending_lock:
-            return len(self._failed)
+                    self._failed.resolved(doc_id)
+        return self._failed.remaining()
 
     def _run(self) -> None:
         while not self._closed:
-            with self._pending_lock:
-                due = self._retry_at - time.monotonic() if self._failed else None
+            due = self._failed.due_in()
             self._wake.wait(None if due is None else max(due, 0.0))
             self._wake.clear()
             if self._closed:
@@ -448,9 +351,8 @@ class SearchIndex:
             threading.Event().wait(_BATCH_DELAY_SECONDS)
             try:
                 self.sync()
-                with self._pending_lock:
-                    retry = bool(self._failed) and time.monotonic() >= self._retry_at
-                if retry:
+                due = self._failed.due_in()
+                if due is not None and due <= 0:
                     self.retry_failed()
             except SchemaDocError as error:
                 if error.code != "storage-unavailable":
@@ -476,7 +378,7 @@ class SearchIndex:
 
     def _open_alone(self, batch: list[tuple[_Change, int | None]], error: BaseException) -> None:
         log.warning("search index: %d document(s) failed to index together at start-up (%s: %s); indexing them one "
-                    "at a time", len(batch), type(error).__name__, _said(error))
+                    "at a time", len(batch), type(error).__name__, said(error))
         with self._apply_lock:
             for change, base in sorted(batch, key=lambda item: item[0].doc_id):
                 try:
@@ -484,9 +386,9 @@ class SearchIndex:
                 except SchemaDocError as failure:
                     if failure.code == "storage-unavailable":
                         raise
-                    self._set_aside(change.doc_id, failure)
+                    self._failed.set_aside(change.doc_id, failure)
                 except Exception as failure:
-                    self._set_aside(change.doc_id, failure)
+                    self._failed.set_aside(change.doc_id, failure)
 
     def _apply_open_batch(self, batch: list[tuple[_Change, int | None]]) -> None:
         with self._apply_lock, self.backend.transaction() as tx:
@@ -561,12 +463,12 @@ class SearchIndex:
                        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (doc_id) DO UPDATE SET version = excluded.version, "
                        "created = excluded.created, modified = excluded.modified, valid = excluded.valid, "
                        "deleted = excluded.deleted, label = excluded.label",
-                       [doc_id, meta.version, meta.created_at, meta.modified_at, _valid_code(self._status(meta)),
+                       [doc_id, meta.version, meta.created_at, meta.modified_at, valid_code(self._status(meta)),
                         int(meta.deleted_at is not None), document_label(change.content)])
         else:  # the content is as indexed (its row exists): the label stays
             tx.execute("UPDATE search_docs SET version = ?, created = ?, modified = ?, valid = ?, deleted = ? "
                        "WHERE doc_id = ?",
-                       [meta.version, meta.created_at, meta.modified_at, _valid_code(self._status(meta)),
+                       [meta.version, meta.created_at, meta.modified_at, valid_code(self._status(meta)),
                         int(meta.deleted_at is not None), doc_id])
 
     @staticmethod
@@ -597,194 +499,3 @@ class SearchIndex:
         for extension in self._extensions:
             extension.on_units_changed(tx, doc_id, units.removed, units.added)
 
-    # -- queries -------------------------------------------------------------------------------
-
-    def find(self, query: Query, *, limit: int, offset: int = 0, cursor: str | None = None) -> ListedPage:
-        """A page of the live documents ``query`` selects, in its order, with the total it selects.
-
-        The total is the count of every match, which costs what the matches are, not the page: it is kept
-        with the index's generation (:meth:`Backend.generation`) and counted again only when the index changed,
-        so the pages after the first of a listing cost their keyset lookup alone, at any depth."""
-        self.sync()
-        after = decode_cursor(query, cursor) if cursor else None
-        dialect = self.backend.dialect
-        counting, counting_params = count_statement(query, dialect)
-        key = (counting, *counting_params)
-        with self.backend.transaction(write=False) as tx:
-            generation = self.backend.generation(tx)
-            total = self._known_count(key, generation)
-            # the first page of a filtered listing counts in its own statement (one evaluation of the matches,
-            # which its order then sorts: on SQLite a third of 20,000 books took 150 ms so, 235 ms in two
-            # statements); a listing of everything counts apart (an index's entries: its page is a walk of 21
-            # rows of that index, which a count in the statement would turn into a sort of every document), and
-            # so does a page after a cursor (it sees only the rows after it)
-            counted = total is None and after is None and bool(query.terms or query.sort.startswith("/"))
-            walked = False
-            if dialect == "sqlite" and query.terms and walkable(query):
-                if total is None:  # counted first: it tells which page's plan costs less
-                    total = int(tx.execute(counting, counting_params)[0][0])
-                    counted = False
-                everything = Query((), query.sort, query.descending)
-                all_sql, all_params = count_statement(everything, dialect)
-                live = self._known_count((all_sql, *all_params), generation)
-                if live is None:
-                    live = int(tx.execute(all_sql, all_params)[0][0])
-                    self._keep_count((all_sql, *all_params), generation, live)
-                # walking the order's index tests about (rows wanted) x live / total documents; collecting the
-                # matches and sorting them costs `total` (PostgreSQL's planner weighs this itself)
-                walked = total * total > 4 * (limit + 1 + offset) * live
-            rows = tx.execute(*list_statement(query, dialect, after=after, limit=limit + 1, offset=offset,
-                                              counted=counted, walked=walked))
-            if counted and rows:
-                total = int(rows[0][-1])
-                rows = [row[:-1] for row in rows]
-            elif total is None:
-                total = int(tx.execute(counting, counting_params)[0][0])
-            self._keep_count(key, generation, total)
-        more = len(rows) > limit
-        rows = rows[:limit]
-        next_cursor = encode_cursor(query, list(rows[-1][2:])) if more and rows else None
-        return ListedPage([r[0] for r in rows], {r[0]: r[1] for r in rows}, total, next_cursor)
-
-    def _known_count(self, key: tuple[Any, ...], generation: Any) -> int | None:
-        if generation is None:
-            return None
-        with self._counts_lock:
-            known = self._counts.get(key)
-            if known is None or known[0] != generation:
-                return None
-            self._counts.move_to_end(key)
-            return known[1]
-
-    def _keep_count(self, key: tuple[Any, ...], generation: Any, total: int) -> None:
-        if generation is None:
-            return
-        with self._counts_lock:
-            self._counts[key] = (generation, total)
-            self._counts.move_to_end(key)
-            while len(self._counts) > _COUNTS_KEPT:
-                self._counts.popitem(last=False)
-
-    def search(self, text: TextQuery, *, doc_ids: Sequence[str] | None = None, below: str = "", limit: int = 20,
-               cursor: str | None = None, ranking: str = "text") -> TextPage:
-        """The units matching ``text``, best first (BM25 on SQLite, ``ts_rank_cd`` on PostgreSQL), in
-        ``doc_ids`` (all documents when None) at or below the pointer ``below``."""
-        self.sync()
-        scope, params = _scope(doc_ids, below)
-        binding = Query((), orjson.dumps([text.fts5(), sorted(doc_ids or []), below, ranking]).decode(), False)
-        after = decode_cursor(binding, cursor) if cursor else None
-        if ranking != "text":
-            return self._ranked(ranking, text, binding, doc_ids, below, limit, after)
-        with self.backend.transaction(write=False) as tx:
-            rows = tx.execute(*self.backend.text_statement(text, scope, params, after, limit + 1))
-        hits = [SearchHit(r[1], r[2], snippet(r[4], text), r[5], float(r[3])) for r in rows[:limit]]
-        more = len(rows) > limit
-        return TextPage(hits, encode_cursor(binding, [rows[limit - 1][3], rows[limit - 1][0]]) if more else None)
-
-    def rankings(self) -> list[str]:
-        """The rankings ``search`` takes: ``text`` and each extension's."""
-        return ["text", *(e.name for e in self._extensions)]
-
-    def _ranked(self, ranking: str, text: TextQuery, binding: Query, doc_ids: Sequence[str] | None, below: str,
-                limit: int, after: list[Any] | None) -> TextPage:
-        extension = next(e for e in self._extensions if e.name == ranking)
-        start = int(after[0]) if after else 0
-        scopes = list(doc_ids) if doc_ids is not None else [None]
-        with self.backend.transaction(write=False) as tx:
-            ranked: list[RankedUnit] = []
-            for doc_id in scopes:
-                def text_rank(n: int, doc_id: str | None = doc_id) -> list[RankedUnit]:
-                    scope, params = _scope(None if doc_id is None else [doc_id], below)
-                    rows = tx.execute(*self.backend.text_statement(text, scope, params, None, n))
-                    return [RankedUnit(r[1], r[2], float(r[3])) for r in rows]
-                ranked += extension.rank(tx, " ".join(" ".join(p.words) for p in text.parts), doc_id=doc_id,
-                                         below=below, limit=start + limit + 1, text_rank=text_rank)
-            ranked.sort(key=lambda r: -r.score)
-            hits: list[SearchHit] = []
-            for unit in ranked[start:]:
-                found = tx.execute(_UNIT_STATEMENT, [unit.doc_id, unit.pointer])
-                if found:
-                    hits.append(SearchHit(unit.doc_id, unit.pointer, snippet(found[0][0], text), found[0][1],
-                                          unit.score))
-                if len(hits) > limit:
-                    break
-            noted = getattr(extension, "note", None)
-            note = noted(tx) if noted is not None else None
-        more = len(hits) > limit
-        return TextPage(hits[:limit], encode_cursor(binding, [start + limit]) if more else None, note)
-
-
-def _scope(doc_ids: Sequence[str] | None, below: str) -> tuple[str, list[Any]]:
-    """The condition on a unit ``u`` of being in ``doc_ids`` (all when None) at or below ``below``."""
-    scope, params = "1 = 1", []
-    if doc_ids is not None:
-        scope += f" AND u.doc_id IN ({', '.join('?' * len(doc_ids))})" if doc_ids else " AND 1 = 0"
-        params += list(doc_ids)
-    if below:
-        scope += " AND (u.pointer = ? OR (u.pointer >= ? AND u.pointer < ?))"
-        params += [below, below + "/", below + "0"]
-    return scope, params
-
-
-def _put_state(tx: IndexTransaction, key: str, value: str) -> None:
-    """One statement, not a delete then an insert: two servers starting together both found no row to delete, and
-    the second insert failed on the key."""
-    tx.execute("INSERT INTO search_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
-               "excluded.value", [key, value])
-
-
-def _valid_code(valid: bool | None) -> int | None:
-    return None if valid is None else int(valid)
-
-
-def _said(error: BaseException) -> str:
-    """An error's message, one line, bounded (for the log and :meth:`SearchIndex.failed_documents`)."""
-    text = error.message if isinstance(error, SchemaDocError) else str(error)
-    text = text.splitlines()[0] if text else type(error).__name__
-    return text if len(text) <= 300 else text[:299] + "\u2026"
-
-
-def verdict_status(meta: DocumentMeta, digest: str) -> bool | None:
-    """What the schema of ``digest`` is known to say of the document at its version (None: not checked yet)."""
-    verdict = meta.verdict
-    if verdict is None or verdict.digest != digest or verdict.version != meta.version:
-        return None
-    return verdict.valid
-
-
-def served_digest(backend: Backend) -> str | None:
-    """The digest of the schema the index's ``valid`` column follows (the one its servers serve), as the last of them
-    to open it recorded it; None when none recorded one."""
-    with backend.transaction(write=False) as tx:
-        rows = tx.execute("SELECT value FROM search_state WHERE key = 'schema'")
-    return str(rows[0][0]) if rows else None
-
-
-def index_verdicts(backend: Backend, doc_ids: Sequence[str], reread: Metas) -> int:
-    """Write into a shared index the verdicts a process without an index of its own recorded in the store
-    (``schemadoc check --record``); how many entries changed.
-
-    Each document's meta is read again from the store with its index lock held (``reread``), and its ``valid``
-    set as the served schema (:func:`served_digest`) reads that meta, only where the index holds that very version:
-    an entry behind or ahead belongs to a change another process is applying, which reads the meta again under
-    the same lock, so a verdict is never written over by an older meta. Nothing is written when the index records
-    no served schema (the next start-up compares every verdict)."""
-    digest = served_digest(backend)
-    if digest is None:
-        return 0
-    changed = 0
-    ordered = sorted(set(doc_ids))
-    for start in range(0, len(ordered), _VERDICT_BATCH):
-        part = ordered[start:start + _VERDICT_BATCH]
-        with backend.transaction() as tx:
-            for doc_id in part:  # in doc_id order, as every batch takes them: no deadlock
-                backend.lock_document(tx, doc_id)
-            for doc_id, meta in sorted(reread(part).items()):
-                code = _valid_code(verdict_status(meta, digest))
-                rows = tx.execute("SELECT valid FROM search_docs WHERE doc_id = ? AND version = ?",
-                                  [doc_id, meta.version])
-                if rows and rows[0][0] != code:
-                    tx.execute("UPDATE search_docs SET valid = ? WHERE doc_id = ? AND version = ?",
-                               [code, doc_id, meta.version])
-                    changed += 1
-    return changed

@@ -27,32 +27,27 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import re
 import secrets
-import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from schemadoc.errors import SchemaDocError
-from schemadoc.search.extension import IndexExtension, IndexTransaction, RankedUnit, RunInIndex
+from schemadoc.search.extension import IndexTransaction, RankedUnit
+from schemadoc.search.semantic_feed import FEED_KEY as _FEED
+from schemadoc.search.semantic_feed import STATE as _STATE
+from schemadoc.search.semantic_feed import SemanticFeed, meaningful
 from schemadoc.search.units import TextUnit
 
 if TYPE_CHECKING:
     from schemadoc.search.embeddings import Embedder
 
-__all__ = ["EXTRA", "RANKINGS", "HybridRanking", "SemanticRanking", "default_extensions", "fuse", "installed",
-           "meaningful", "unavailable"]
+__all__ = ["EXTRA", "RANKINGS", "SemanticRanking", "installed", "meaningful", "unavailable"]
 
 log = logging.getLogger("schemadoc.search")
 
 EXTRA = "pip install 'schemadoc[semantic]'"
 RANKINGS = ("semantic", "hybrid")
 """The rankings this module provides."""
-RRF_K = 60
-"""Reciprocal rank fusion's constant (Cormack et al., 2009): a unit at rank r adds 1 / (60 + r)."""
-FUSION_DEPTH = 50
-"""How many units of each ranking a hybrid query fuses (at least the page asked for)."""
 CELLS = 1_024
 """How many cells the vectors are grouped into."""
 TRAIN_AT = 32_768
@@ -67,18 +62,6 @@ RERANK_FACTOR = 8
 """... or this many times the units asked for."""
 LOOSE_MIN = 16
 """A cell's pack is made again once more than this many of its vectors, or a sixteenth of them, changed since."""
-FEED_UNITS = 1_000
-"""The stored units the background feed reads, embeds and writes at a time (its memory: one batch)."""
-FEED_PAUSE_SECONDS = 0.01
-"""The feed's pause between batches (the server's requests go first)."""
-FEED_RETRY_SECONDS = 2.0
-"""How long the feed waits after a failed batch (an outage of the database) before trying it again."""
-FEED_CLAIM_SECONDS = 10.0
-"""How long a server's claim on the feed's next batch holds off the others (servers sharing one index embed each
-batch once; a batch takes well under a second to embed); a claim older than this, of a server stopped half way, is
-taken over. A batch that takes longer is only embedded twice, never written twice."""
-FEED_WAIT_SECONDS = 1.0
-"""How long a server waits before looking again when another server holds the claim on the next batch."""
 _READ_VECTORS = 65_536
 """The codes a query reads in one statement (its memory: 40 bytes each)."""
 _BLOCK = 4_096
@@ -87,20 +70,10 @@ _PACKS = "semantic_packs"
 _GONE = "semantic_gone"
 _CELLS = "semantic_cellinfo"
 _CENTROIDS = "semantic_centroids"
-_STATE = "semantic_state"
 _FORMER = ("semantic_vectors", "semantic_cells")
 """The tables of the format before packed codes (generation ``...float32-cells-1``), dropped when cleared."""
 _UNSORTED = -1
 """The cell of a vector stored before there are cells."""
-_HEAD = "substr(text, 1, 2000)"
-"""What the feed reads of a unit's text: what is embedded and digested of it (a batch's memory stays bounded)."""
-_FEED = "feed_after"
-"""The state key of the background feed: every document whose id sorts at or before it is fed (absent: done)."""
-_CLAIM = "feed_claim"
-"""The state key of the claim on the feed's next batch: ``{owner} {deadline} {feed_after}``."""
-_CLAIMED = "claimed"
-"""What :meth:`SemanticRanking._feed_read` answers while another server's claim holds."""
-_FEED_KEYS = f"('{_FEED}', 'feed_done', 'feed_total', '{_CLAIM}')"
 
 
 def installed() -> bool:
@@ -117,18 +90,6 @@ def unavailable(ranking: str) -> SchemaDocError:
         {"ranking": ranking, "install": EXTRA})
 
 
-def fuse(rankings: Sequence[Sequence[RankedUnit]], limit: int, k: int = RRF_K) -> list[RankedUnit]:
-    """Reciprocal rank fusion: each unit scores the sum over the rankings of ``1 / (k + rank)`` (rank from 1);
-    best first, ties in the order first seen."""
-    scores: dict[tuple[str, str], float] = {}
-    for ranking in rankings:
-        for rank, unit in enumerate(ranking, start=1):
-            key = (unit.doc_id, unit.pointer)
-            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
-    order = sorted(scores.items(), key=lambda item: -item[1])  # stable: first seen first among equals
-    return [RankedUnit(doc_id, pointer, score) for (doc_id, pointer), score in order[:limit]]
-
-
 def _below(dialect: str, prefix: str) -> tuple[str, list[Any]]:
     """SQL (and its parameters) for a unit's pointer at or below ``prefix``: every pointer starting with
     ``prefix + "/"`` sorts between it and ``prefix + "0"`` ('0' follows '/'), compared byte by byte."""
@@ -137,15 +98,6 @@ def _below(dialect: str, prefix: str) -> tuple[str, list[Any]]:
     collate = ' COLLATE "C"' if dialect == "postgres" else ""
     return (f" AND (pointer{collate} = ? OR (pointer{collate} >= ? AND pointer{collate} < ?))",
             [prefix, prefix + "/", prefix + "0"])
-
-
-def meaningful(text: str) -> bool:
-    """Whether a unit is embedded: it has at least two words. A single word (an enum value such as ``draft``,
-    a code, a one-word title) carries little meaning a static model can place; full text finds it."""
-    return len(_WORD.findall(text, 0, 400)) >= 2
-
-
-_WORD = re.compile(r"[^\W\d_]{2,}")
 
 
 def _marks(values: Sequence[Any]) -> str:
@@ -157,7 +109,7 @@ def _chunks(values: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
         yield values[start:start + size]
 
 
-class SemanticRanking:
+class SemanticRanking(SemanticFeed):
     """The ``semantic`` index extension: a vector per text unit, kept from each write's changed units.
 
     **Cells.** Once the table holds :data:`TRAIN_AT` vectors, they are grouped into :data:`CELLS` cells
@@ -190,6 +142,7 @@ class SemanticRanking:
     def __init__(self, embedder: Embedder | None = None) -> None:
         from schemadoc.search.embeddings import embedder as process_embedder
 
+        super().__init__()
         self.embedder = embedder if embedder is not None else process_embedder()
         self.units_embedded = 0
         """Units this extension embedded for writes and its feed (not queries): what the writes cost."""
@@ -200,13 +153,6 @@ class SemanticRanking:
         self.repacked = 0
         """Packs made again (a count, for tests and benchmarks)."""
         self._cells: tuple[str, Any] | None = None  # (the cells' token, their centroids), as last read
-        self._feeder: threading.Thread | None = None
-        self._stop = threading.Event()
-        self.fed = threading.Event()
-        """Set once no feed is running in this process (none needed, or this process's finished)."""
-        self.fed.set()
-        self._owner = secrets.token_hex(8)
-        """Who this extension is in a claim on the feed's next batch (one per server process)."""
 
     # -- the index's hooks ------------------------------------------------------------------------------
     def create_tables(self, tx: IndexTransaction) -> None:
@@ -251,34 +197,6 @@ class SemanticRanking:
         tx.execute(f"INSERT INTO {_STATE} (key, value) VALUES (?, '')", [_FEED])
         self._cells = None
 
-    def on_opened(self, run: RunInIndex) -> None:
-        """Start the feed's thread when a feed is under way and anything is left to feed (an empty store's feed
-        ends here)."""
-        if self._feeder is not None or not run(self._feed_left):
-            return
-        self._stop.clear()
-        self.fed.clear()
-        self._feeder = threading.Thread(target=self._feed, args=(run,), name="semantic-feed", daemon=True)
-        self._feeder.start()
-
-    def on_closing(self) -> None:
-        """Stop the feed's thread after its batch (the next start resumes where it stopped)."""
-        self._stop.set()
-        if self._feeder is not None:
-            self._feeder.join(timeout=30)
-            self._feeder = None
-
-    def note(self, tx: IndexTransaction) -> str | None:
-        """What an answer ranked by this extension says: while the feed runs, that it ranked by full text."""
-        state = dict(tx.execute(f"SELECT key, value FROM {_STATE} WHERE key IN (?, 'feed_done', 'feed_total')",
-                                [_FEED]))
-        if _FEED not in state:
-            return None
-        done, total = int(state.get("feed_done", "0")), int(state.get("feed_total", "0"))
-        progress = f" ({done:,} of {max(done, total):,} documents so far)" if total else ""
-        return (f"Meaning is still being indexed{progress}: these hits are ranked by full text alone. Ask again "
-                "once it is done for a ranking by meaning.")
-
     def rank(self, tx: IndexTransaction, query: str, *, doc_id: str | None, below: str, limit: int,
              text_rank: Callable[[int], list[RankedUnit]]) -> list[RankedUnit]:
         if self.feeding(tx):
@@ -297,10 +215,6 @@ class SemanticRanking:
             self.scored = nearest.scored
             best = nearest.best()
         return [RankedUnit(doc, pointer, score) for score, (doc, pointer) in best if score > 0]
-
-    def feeding(self, tx: IndexTransaction) -> bool:
-        """Whether a feed is under way (this server's or another's)."""
-        return bool(tx.execute(f"SELECT 1 FROM {_STATE} WHERE key = ?", [_FEED]))
 
     # -- a query across documents -----------------------------------------------------------------------
     def _across(self, tx: IndexTransaction, vector: Any, limit: int) -> list[tuple[float, tuple[str, str]]]:
@@ -524,144 +438,3 @@ class SemanticRanking:
         tx.execute(f"INSERT INTO {_STATE} (key, value) VALUES ('cells', ?)", [token])
         self._cells = (token, centroids)
 
-    # -- the feed -------------------------------------------------------------------------------------
-    def _left_to_feed(self, tx: IndexTransaction, doc_id: str) -> bool:
-        """Whether a feed is under way that has not reached ``doc_id``. PostgreSQL: the state row is held (shared)
-        to the end of the write, so that a batch of the feed (which holds it exclusively) either saw this write's
-        units or is seen by it."""
-        lock = " FOR SHARE" if tx.dialect == "postgres" else ""
-        found = tx.execute(f"SELECT value < ? FROM {_STATE} WHERE key = ?{lock}", [doc_id, _FEED])
-        return bool(found and found[0][0])
-
-    def _feed_left(self, tx: IndexTransaction) -> bool:
-        """Whether a feed is under way with units left to feed; one with none left ends here."""
-        found = tx.execute(f"SELECT value FROM {_STATE} WHERE key = ?", [_FEED])
-        if not found:
-            return False
-        if tx.execute("SELECT 1 FROM search_units WHERE doc_id > ? LIMIT 1", [found[0][0]]):
-            return True
-        tx.execute(f"DELETE FROM {_STATE} WHERE key IN {_FEED_KEYS}")
-        return False
-
-    def _feed(self, run: RunInIndex) -> None:
-        """The feed's thread: batch after batch until done or stopped; a failed batch is tried again."""
-        try:
-            while not self._stop.is_set():
-                try:
-                    if not self._feed_batch(run):
-                        return
-                except SchemaDocError as error:
-                    log.warning("semantic index: the feed waits: %s", error.message)
-                    self._stop.wait(FEED_RETRY_SECONDS)
-                except Exception:
-                    log.exception("semantic index: a batch of the feed failed; it is tried again")
-                    self._stop.wait(FEED_RETRY_SECONDS)
-                self._stop.wait(FEED_PAUSE_SECONDS)
-        finally:
-            self.fed.set()
-
-    def _feed_batch(self, run: RunInIndex) -> bool:
-        """Read the next units, embed them outside any transaction, then write them (with the units of the same
-        documents as they are by then); whether the feed goes on."""
-        batch = run(self._feed_read)
-        if batch is None:
-            return False
-        if isinstance(batch, str):  # _CLAIMED: another server embeds the next batch; look again in a while
-            self._stop.wait(FEED_WAIT_SECONDS)
-            return True
-        after, until, texts = batch
-        from schemadoc.search.embeddings import digest
-
-        unique = list(dict.fromkeys(text for text in texts if meaningful(text)))
-        made = dict(zip((digest(text) for text in unique), self.embedder.embed(unique), strict=True))
-        self.units_embedded += sum(1 for text in texts if meaningful(text))
-        run(lambda tx: self._feed_write(tx, after, until, made))
-        return True
-
-    def _feed_read(self, tx: IndexTransaction) -> tuple[str, str, list[str]] | str | None:
-        """(where the feed is, the last document of this batch, the texts of its units); None when done;
-        ``_CLAIMED`` when another server has claimed this batch (and its claim still holds). The batch is claimed
-        for this server here, so that servers sharing the index embed each batch once."""
-        lock = " FOR UPDATE" if tx.dialect == "postgres" else ""  # one server at a time reads and claims
-        found = tx.execute(f"SELECT value FROM {_STATE} WHERE key = ?{lock}", [_FEED])
-        if not found:
-            return None
-        after = found[0][0]
-        now = time.time()
-        claim = tx.execute(f"SELECT value FROM {_STATE} WHERE key = ?", [_CLAIM])
-        if claim:
-            owner, deadline, claimed = claim[0][0].split(" ", 2)
-            if owner != self._owner and claimed == after and float(deadline) > now:
-                return _CLAIMED
-        tx.execute(f"INSERT INTO {_STATE} (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
-                   "excluded.value", [_CLAIM, f"{self._owner} {now + FEED_CLAIM_SECONDS:.3f} {after}"])
-        rows = tx.execute(f"SELECT doc_id, {_HEAD} FROM search_units WHERE doc_id > ? ORDER BY doc_id, pointer "
-                          f"LIMIT {FEED_UNITS + 1}", [after])
-        if not rows:
-            tx.execute(f"DELETE FROM {_STATE} WHERE key IN {_FEED_KEYS}")
-            return None
-        if not tx.execute(f"SELECT 1 FROM {_STATE} WHERE key = 'feed_total'"):
-            total = tx.execute("SELECT count(*) FROM search_docs")[0][0]
-            tx.execute(f"INSERT INTO {_STATE} (key, value) VALUES ('feed_total', ?), ('feed_done', '0')", [str(total)])
-        if len(rows) > FEED_UNITS:  # the last document may be cut: it goes in the next batch
-            whole = [row for row in rows if row[0] != rows[-1][0]]
-            rows = whole or tx.execute(f"SELECT doc_id, {_HEAD} FROM search_units WHERE doc_id = ?", [rows[-1][0]])
-        return after, rows[-1][0], [row[1] for row in rows]
-
-    def _feed_write(self, tx: IndexTransaction, after: str, until: str, made: dict[bytes, Any]) -> None:
-        lock = " FOR UPDATE" if tx.dialect == "postgres" else ""
-        found = tx.execute(f"SELECT value FROM {_STATE} WHERE key = ?{lock}", [_FEED])
-        if not found or found[0][0] != after:
-            return  # another server fed these
-        units: dict[str, list[TextUnit]] = {}
-        for doc_id, pointer, text in tx.execute(f"SELECT doc_id, pointer, {_HEAD} FROM search_units WHERE doc_id > ? "
-                                                "AND doc_id <= ? ORDER BY doc_id, pointer", [after, until]):
-            units.setdefault(doc_id, []).append(TextUnit(pointer, text))
-        for doc_id, added in units.items():
-            self._replace(tx, doc_id, ("",), added, made)
-        done = tx.execute(f"SELECT value FROM {_STATE} WHERE key = 'feed_done'")
-        tx.execute(f"UPDATE {_STATE} SET value = ? WHERE key = ?", [until, _FEED])
-        tx.execute(f"UPDATE {_STATE} SET value = ? WHERE key = 'feed_done'",
-                   [str(int(done[0][0] if done else 0) + len(units))])
-
-
-class HybridRanking:
-    """The ``hybrid`` ranking: the full-text and the semantic rankings fused (reciprocal rank fusion)."""
-
-    name = "hybrid"
-    generation = "rrf-60"
-
-    def __init__(self, semantic: SemanticRanking) -> None:
-        self.semantic = semantic
-
-    def create_tables(self, tx: IndexTransaction) -> None:
-        """Nothing of its own: it ranks from the full-text index and the semantic extension's vectors."""
-
-    def on_units_changed(self, tx: IndexTransaction, doc_id: str, removed: Sequence[str],
-                         added: Sequence[TextUnit]) -> None:
-        """Nothing of its own to keep."""
-
-    def on_document_removed(self, tx: IndexTransaction, doc_id: str) -> None:
-        """Nothing of its own to keep."""
-
-    def on_cleared(self, tx: IndexTransaction) -> None:
-        """Nothing of its own to keep."""
-
-    def note(self, tx: IndexTransaction) -> str | None:
-        return self.semantic.note(tx)
-
-    def rank(self, tx: IndexTransaction, query: str, *, doc_id: str | None, below: str, limit: int,
-             text_rank: Callable[[int], list[RankedUnit]]) -> list[RankedUnit]:
-        if self.semantic.feeding(tx):
-            return text_rank(limit)
-        depth = max(limit, FUSION_DEPTH)
-        meaning = self.semantic.rank(tx, query, doc_id=doc_id, below=below, limit=depth, text_rank=text_rank)
-        return fuse([text_rank(depth), meaning], limit)
-
-
-def default_extensions() -> list[IndexExtension]:
-    """The extensions a server registers: ``semantic`` and ``hybrid`` with the extra, none without it."""
-    if not installed():
-        return []
-    semantic = SemanticRanking()
-    return [semantic, HybridRanking(semantic)]

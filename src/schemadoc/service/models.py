@@ -9,7 +9,7 @@ from typing import Any
 from schemadoc.ops.journal import JournalEntry
 from schemadoc.pointer import json_type
 from schemadoc.reading import BoundedView, NodeCounts
-from schemadoc.search.index import SearchHit
+from schemadoc.search.queries import SearchHit
 from schemadoc.storage.base import DocumentMeta
 from schemadoc.storage.shared import StoredChange
 from schemadoc.validation import Repair, ValidationReport

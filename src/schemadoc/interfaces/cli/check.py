@@ -92,7 +92,7 @@ def _recording(*args: Any, **kwargs: Any) -> StoreCheck:
 
         def judge(self, document: CurrentDocument) -> DocumentVerdict:
             from schemadoc.ops.journal import utc_now
-            from schemadoc.search.index import verdict_status
+            from schemadoc.search.verdicts import verdict_status
             from schemadoc.storage.verdict import Verdict
 
             judged = super().judge(document)
@@ -121,8 +121,8 @@ def _recording(*args: Any, **kwargs: Any) -> StoreCheck:
 
         def flush(self) -> None:
             """Write the verdicts recorded so far into the shared index (one transaction per batch)."""
-            from schemadoc.search.index import index_verdicts
             from schemadoc.search.opening import stored_metas
+            from schemadoc.search.verdicts import index_verdicts
 
             doc_ids, self._to_index = self._to_index, []
             if self.backend is not None and doc_ids:
@@ -141,8 +141,8 @@ _INDEX_BATCH = 200
 
 def _served_index(store: DocumentStore, digest: str) -> Backend | None:
     """The store's search index, when a server made one; refused when its servers serve another schema."""
-    from schemadoc.search.index import served_digest
     from schemadoc.search.opening import existing_backend
+    from schemadoc.search.verdicts import served_digest
 
     backend = existing_backend(store)
     if backend is None:

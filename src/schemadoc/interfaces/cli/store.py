@@ -97,7 +97,7 @@ def _create_search_tables(store: Any) -> None:
     """The search index's tables (and its extensions'), created by the owner who migrates, so that a server whose
     role may only read and write rows finds them there."""
     from schemadoc.search.backends import PostgresBackend
-    from schemadoc.search.semantic import default_extensions
+    from schemadoc.search.hybrid import default_extensions
 
     store.open()
     try:

@@ -1,0 +1,195 @@
+"""The queries of the search index (docs/search.md): filters and order over the documents (:meth:`find`, its
+totals kept per index generation) and full-text search, ranked by the database or by an extension (:meth:`search`).
+
+:class:`IndexQueries` is the half of :class:`~schemadoc.search.index.SearchIndex` that reads; the other half keeps
+the index as the documents change.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from schemadoc.search.backends import Backend
+from schemadoc.search.extension import IndexExtension, RankedUnit
+from schemadoc.search.fields import Query, decode_cursor, encode_cursor
+from schemadoc.search.sql import count_statement, list_statement, walkable
+from schemadoc.search.text import TextQuery, snippet
+
+__all__ = ["IndexQueries", "ListedPage", "SearchHit", "TextPage"]
+
+_COUNTS_KEPT = 64
+"""The totals of the latest filters kept, each with the index generation it was counted at (``find``)."""
+_UNIT_STATEMENT = ("SELECT u.text, d.label FROM search_units u JOIN search_docs d ON d.doc_id = u.doc_id "
+                   "WHERE u.doc_id = ? AND u.pointer = ? AND d.deleted = 0")
+
+
+@dataclass(frozen=True)
+class ListedPage:
+    doc_ids: list[str]
+    labels: dict[str, str | None]
+    total: int
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    doc_id: str
+    pointer: str
+    snippet: str
+    label: str | None
+    score: float
+
+
+@dataclass(frozen=True)
+class TextPage:
+    hits: list[SearchHit]
+    next_cursor: str | None
+    note: str | None = None
+    """What the ranking's extension says of this answer (for example: not ready, full text answered)."""
+
+
+class IndexQueries:
+    """What the index answers; :class:`~schemadoc.search.index.SearchIndex` supplies the backend, the extensions
+    and :meth:`sync` (every query first applies what is still pending, so a process always finds its own writes)."""
+
+    backend: Backend
+    _extensions: list[IndexExtension]
+
+    def __init__(self) -> None:
+        self._counts: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
+        self._counts_lock = threading.Lock()
+
+    def sync(self) -> None:
+        raise NotImplementedError
+
+    def find(self, query: Query, *, limit: int, offset: int = 0, cursor: str | None = None) -> ListedPage:
+        """A page of the live documents ``query`` selects, in its order, with the total it selects.
+
+        The total is the count of every match, which costs what the matches are, not the page: it is kept
+        with the index's generation (:meth:`Backend.generation`) and counted again only when the index changed,
+        so the pages after the first of a listing cost their keyset lookup alone, at any depth."""
+        self.sync()
+        after = decode_cursor(query, cursor) if cursor else None
+        dialect = self.backend.dialect
+        counting, counting_params = count_statement(query, dialect)
+        key = (counting, *counting_params)
+        with self.backend.transaction(write=False) as tx:
+            generation = self.backend.generation(tx)
+            total = self._known_count(key, generation)
+            # the first page of a filtered listing counts in its own statement (one evaluation of the matches,
+            # which its order then sorts: on SQLite a third of 20,000 books took 150 ms so, 235 ms in two
+            # statements); a listing of everything counts apart (an index's entries: its page is a walk of 21
+            # rows of that index, which a count in the statement would turn into a sort of every document), and
+            # so does a page after a cursor (it sees only the rows after it)
+            counted = total is None and after is None and bool(query.terms or query.sort.startswith("/"))
+            walked = False
+            if dialect == "sqlite" and query.terms and walkable(query):
+                if total is None:  # counted first: it tells which page's plan costs less
+                    total = int(tx.execute(counting, counting_params)[0][0])
+                    counted = False
+                everything = Query((), query.sort, query.descending)
+                all_sql, all_params = count_statement(everything, dialect)
+                live = self._known_count((all_sql, *all_params), generation)
+                if live is None:
+                    live = int(tx.execute(all_sql, all_params)[0][0])
+                    self._keep_count((all_sql, *all_params), generation, live)
+                # walking the order's index tests about (rows wanted) x live / total documents; collecting the
+                # matches and sorting them costs `total` (PostgreSQL's planner weighs this itself)
+                walked = total * total > 4 * (limit + 1 + offset) * live
+            rows = tx.execute(*list_statement(query, dialect, after=after, limit=limit + 1, offset=offset,
+                                              counted=counted, walked=walked))
+            if counted and rows:
+                total = int(rows[0][-1])
+                rows = [row[:-1] for row in rows]
+            elif total is None:
+                total = int(tx.execute(counting, counting_params)[0][0])
+            self._keep_count(key, generation, total)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        next_cursor = encode_cursor(query, list(rows[-1][2:])) if more and rows else None
+        return ListedPage([r[0] for r in rows], {r[0]: r[1] for r in rows}, total, next_cursor)
+
+    def _known_count(self, key: tuple[Any, ...], generation: Any) -> int | None:
+        if generation is None:
+            return None
+        with self._counts_lock:
+            known = self._counts.get(key)
+            if known is None or known[0] != generation:
+                return None
+            self._counts.move_to_end(key)
+            return known[1]
+
+    def _keep_count(self, key: tuple[Any, ...], generation: Any, total: int) -> None:
+        if generation is None:
+            return
+        with self._counts_lock:
+            self._counts[key] = (generation, total)
+            self._counts.move_to_end(key)
+            while len(self._counts) > _COUNTS_KEPT:
+                self._counts.popitem(last=False)
+
+    def search(self, text: TextQuery, *, doc_ids: Sequence[str] | None = None, below: str = "", limit: int = 20,
+               cursor: str | None = None, ranking: str = "text") -> TextPage:
+        """The units matching ``text``, best first (BM25 on SQLite, ``ts_rank_cd`` on PostgreSQL), in
+        ``doc_ids`` (all documents when None) at or below the pointer ``below``."""
+        self.sync()
+        scope, params = _scope(doc_ids, below)
+        binding = Query((), orjson.dumps([text.fts5(), sorted(doc_ids or []), below, ranking]).decode(), False)
+        after = decode_cursor(binding, cursor) if cursor else None
+        if ranking != "text":
+            return self._ranked(ranking, text, binding, doc_ids, below, limit, after)
+        with self.backend.transaction(write=False) as tx:
+            rows = tx.execute(*self.backend.text_statement(text, scope, params, after, limit + 1))
+        hits = [SearchHit(r[1], r[2], snippet(r[4], text), r[5], float(r[3])) for r in rows[:limit]]
+        more = len(rows) > limit
+        return TextPage(hits, encode_cursor(binding, [rows[limit - 1][3], rows[limit - 1][0]]) if more else None)
+
+    def rankings(self) -> list[str]:
+        """The rankings ``search`` takes: ``text`` and each extension's."""
+        return ["text", *(e.name for e in self._extensions)]
+
+    def _ranked(self, ranking: str, text: TextQuery, binding: Query, doc_ids: Sequence[str] | None, below: str,
+                limit: int, after: list[Any] | None) -> TextPage:
+        extension = next(e for e in self._extensions if e.name == ranking)
+        start = int(after[0]) if after else 0
+        scopes = list(doc_ids) if doc_ids is not None else [None]
+        with self.backend.transaction(write=False) as tx:
+            ranked: list[RankedUnit] = []
+            for doc_id in scopes:
+                def text_rank(n: int, doc_id: str | None = doc_id) -> list[RankedUnit]:
+                    scope, params = _scope(None if doc_id is None else [doc_id], below)
+                    rows = tx.execute(*self.backend.text_statement(text, scope, params, None, n))
+                    return [RankedUnit(r[1], r[2], float(r[3])) for r in rows]
+                ranked += extension.rank(tx, " ".join(" ".join(p.words) for p in text.parts), doc_id=doc_id,
+                                         below=below, limit=start + limit + 1, text_rank=text_rank)
+            ranked.sort(key=lambda r: -r.score)
+            hits: list[SearchHit] = []
+            for unit in ranked[start:]:
+                found = tx.execute(_UNIT_STATEMENT, [unit.doc_id, unit.pointer])
+                if found:
+                    hits.append(SearchHit(unit.doc_id, unit.pointer, snippet(found[0][0], text), found[0][1],
+                                          unit.score))
+                if len(hits) > limit:
+                    break
+            noted = getattr(extension, "note", None)
+            note = noted(tx) if noted is not None else None
+        more = len(hits) > limit
+        return TextPage(hits[:limit], encode_cursor(binding, [start + limit]) if more else None, note)
+
+
+def _scope(doc_ids: Sequence[str] | None, below: str) -> tuple[str, list[Any]]:
+    """The condition on a unit ``u`` of being in ``doc_ids`` (all when None) at or below ``below``."""
+    scope, params = "1 = 1", []
+    if doc_ids is not None:
+        scope += f" AND u.doc_id IN ({', '.join('?' * len(doc_ids))})" if doc_ids else " AND 1 = 0"
+        params += list(doc_ids)
+    if below:
+        scope += " AND (u.pointer = ? OR (u.pointer >= ? AND u.pointer < ?))"
+        params += [below, below + "/", below + "0"]
+    return scope, params
