@@ -1,6 +1,6 @@
 """Who changed what, on real servers: the actor of every version is the name of the token it was written with,
 at both doors (REST, MCP over streamable HTTP in both protocol eras), else the door (``rest``, ``mcp``,
-``stdio``); history shows it and filters by it, the change feed and the event stream name it, it survives a
+``stdio``); history shows it and filters by it, the change feed, the event stream and a diff name it, it survives a
 restart (files store and PostgreSQL), and no header or argument sets it."""
 
 from __future__ import annotations
@@ -118,6 +118,9 @@ async def test_two_tokens_at_both_doors_are_told_apart_filtered_streamed_and_kep
         structured(await bob.call_tool("document_update_node", {
             "doc_id": doc_id, "node_path": "/title", "node_data": "by bob over MCP", "version": 3}))
         only_alice = structured(await bob.call_tool("document_history", {"doc_id": doc_id, "actor": "alice"}))
+        mcp_diffs = [structured(await bob.call_tool("document_diff", {"doc_id": doc_id, "from_version": a,
+                                                                      "to_version": b}))
+                     for a, b in ((1, 4), (4, 2), (3, 4))]
         summary = structured(await bob.call_tool("document_history",
                                                  {"doc_id": doc_id, "actor": "bob", "summary": True}))
     expected = [(1, "alice"), (2, "bob"), (3, "alice"), (4, "bob")]
@@ -132,6 +135,13 @@ async def test_two_tokens_at_both_doors_are_told_apart_filtered_streamed_and_kep
         changes = http.get("/changes", headers=reader).json()["changes"]
         assert [(change["version"], change["actor"]) for change in changes if change["doc_id"] == doc_id] == expected
         assert stream_actors(http, doc_id, reader, 4) == expected
+        rest_diffs = [http.get(f"/documents/{doc_id}/diff", headers=reader,
+                               params={"from_version": a, "to_version": b}).json() for a, b in ((1, 4), (4, 2), (3, 4))]
+    assert rest_diffs == mcp_diffs  # the diff names who made the versions it spans, the same at both doors
+    assert [diff["actors"] for diff in rest_diffs] == [
+        {"names": ["bob", "alice"], "complete": True, "through_version": 4},  # versions 2 to 4
+        {"names": ["alice", "bob"], "complete": True, "through_version": 4},  # 3 and 4, undone
+        {"names": ["bob"], "complete": True, "through_version": 4}]
 
     token_server.stop()  # the same storage directory, a new process
     with Server(root / "data", root / "logs", extra_args=("--tokens-file", str(_tokens(root)))) as again, \

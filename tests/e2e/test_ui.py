@@ -376,6 +376,7 @@ def test_history_diff_past_version_and_revert_with_preview(page: Page, server: S
     page.click('#timeline li[data-version="3"] .show-diff')
     page.wait_for("document.querySelector('#diff li[data-path=\"/title\"]')")
     assert '"Third"' in page.text("#diff")
+    assert page.text("#diff-actors") == "by rest"  # who made the versions the diff spans
 
     page.click('#timeline li[data-version="2"] .revert')
     page.wait_for("document.querySelector('#revert-preview ul.changes')")
@@ -467,6 +468,12 @@ def test_a_token_is_asked_once_kept_for_the_session_and_sent_everywhere(page: Pa
         page.wait_for(f"document.querySelector('#timeline li[data-version=\"{version + 1}\"] .actor')")
         assert page.text(f'#timeline li[data-version="{version + 1}"] .actor') == f"by {name}"
         assert page.evaluate("window.pwned === undefined && !document.querySelector('#timeline img')")
+        page.fill("#diff-from", "1")  # a diff over every version: the token's name as its only actor, as text
+        page.fill("#diff-to", str(version + 1))
+        page.click("#show-diff")
+        page.wait_for("document.querySelector('#diff-actors')")
+        assert page.text("#diff-actors") == f"by {name}"
+        assert page.evaluate("window.pwned === undefined && !document.querySelector('#history-detail img')")
     finally:
         _stop(process)
 

@@ -208,6 +208,90 @@ def test_an_actor_filter_that_cannot_name_anyone_is_refused(actor: Any) -> None:
     assert (refused.value.code, refused.value.details["argument"]) == ("invalid-request", "actor")
 
 
+# -- a diff names who made the versions it spans ---------------------------------------------------
+
+
+def diff_actors(service: DocumentService, doc_id: str, a: int, b: int) -> tuple[list[str], bool, int]:
+    who = service.diff_actors(doc_id, a, b)
+    return who.actors, who.complete, who.through_version
+
+
+def test_a_diff_names_the_actors_of_the_versions_it_spans_in_the_order_they_first_wrote() -> None:
+    service = memory_service()
+    doc_id, *_ = service.create_document(actor="alice")  # v1
+    for version, writer in enumerate(["bob", None, "alice", "carol", "bob"], start=1):  # v2 to v6
+        service.update_node(doc_id, "/title", f"t{version}", version, actor=writer)
+    assert diff_actors(service, doc_id, 1, 6) == (["bob", "alice", "carol"], True, 6)
+    assert diff_actors(service, doc_id, 6, 1) == (["bob", "alice", "carol"], True, 6)  # undone: the same versions
+    assert diff_actors(service, doc_id, 1, 2) == (["bob"], True, 2)  # not the creator of version 1
+    assert diff_actors(service, doc_id, 2, 3) == ([], True, 3)  # version 3 has no recorded actor
+    assert diff_actors(service, doc_id, 4, 4) == ([], True, 4)
+    assert diff_actors(service, doc_id, 5, 4) == (["carol"], True, 5)
+
+
+def test_a_diff_lists_at_most_20_actors_and_says_up_to_which_version_the_list_is_whole() -> None:
+    assert service_history.DIFF_ACTORS_LISTED == 20
+    service = memory_service()
+    doc_id, *_ = service.create_document(actor="w0")
+    for version in range(1, 27):  # v2 to v26 by w1 to w25, v27 by w1 again
+        service.update_node(doc_id, "/title", f"t{version}", version, actor=f"w{version if version < 26 else 1}")
+    first_twenty = [f"w{n}" for n in range(1, 21)]
+    assert diff_actors(service, doc_id, 1, 21) == (first_twenty, True, 21)
+    assert diff_actors(service, doc_id, 1, 27) == (first_twenty, False, 21)  # w21 wrote version 22
+    assert diff_actors(service, doc_id, 27, 1) == (first_twenty, False, 21)
+    assert diff_actors(service, doc_id, 2, 27) == ([f"w{n}" for n in range(2, 22)], False, 22)
+    assert diff_actors(service, doc_id, 7, 27) == ([f"w{n}" for n in range(7, 26)] + ["w1"], True, 27)
+
+
+def test_a_diff_reads_the_actors_of_a_bounded_number_of_versions_and_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    service = memory_service()
+    doc_id, *_ = service.create_document(actor="w0")
+    for version in range(1, 11):
+        service.update_node(doc_id, "/title", f"t{version}" * 100, version, actor=f"w{version}")
+    read: list[tuple[int, int | None]] = []
+    reading = service.store.read_journal
+
+    def counted(doc: str, since_version: int = 0, until_version: int | None = None, **kwargs: Any) -> Any:
+        entries = reading(doc, since_version, until_version, **kwargs)
+        read.append((len(entries), kwargs.get("max_bytes")))
+        return entries
+
+    monkeypatch.setattr(service.store, "read_journal", counted)
+    monkeypatch.setattr(service_history, "DIFF_ACTOR_VERSIONS", 4)
+    assert diff_actors(service, doc_id, 1, 11) == (["w1", "w2", "w3", "w4"], False, 5)
+    assert diff_actors(service, doc_id, 7, 11) == (["w7", "w8", "w9", "w10"], True, 11)
+    assert read == [(4, service_history.DIFF_ACTOR_BYTES)] * 2  # one read each, never more than 4 versions
+    monkeypatch.setattr(service_history, "DIFF_ACTOR_BYTES", 1)  # the entry that reaches the bound is read
+    assert diff_actors(service, doc_id, 1, 11) == (["w1"], False, 2)
+    assert diff_actors(service, doc_id, 10, 11) == (["w10"], True, 11)
+
+
+@settings(max_examples=60, deadline=None)
+@given(writers=st.lists(st.sampled_from([None, *(f"w{n}" for n in range(24))]), min_size=0, max_size=40),
+       data=st.data())
+def test_a_diffs_actors_are_the_first_writers_of_its_span_until_the_twenty_first(
+        writers: list[str | None], data: st.DataObject) -> None:
+    service = memory_service()
+    doc_id, *_ = service.create_document(actor="creator")
+    for version, writer in enumerate(writers, start=1):
+        service.update_node(doc_id, "/title", f"t{version}", version, actor=writer)
+    last = len(writers) + 1
+    a = data.draw(st.integers(1, last))
+    b = data.draw(st.integers(1, last))
+    low, high = sorted((a, b))
+    names: list[str] = []
+    through = high
+    for version in range(low + 1, high + 1):
+        writer = writers[version - 2]
+        if writer is None or writer in names:
+            continue
+        if len(names) == 20:
+            through = version - 1
+            break
+        names.append(writer)
+    assert diff_actors(service, doc_id, a, b) == (names, through == high, through)
+
+
 # -- the REST door in process: without tokens "rest", with tokens the token's name -----------------
 
 

@@ -152,8 +152,10 @@ def _history(call: Call, args: a.HistoryArgs) -> BaseModel:
 
 def _diff(call: Call, args: a.DiffArgs) -> BaseModel:
     patch = call.service.diff(args.doc_id, args.from_version, args.to_version)
+    who = call.service.diff_actors(args.doc_id, args.from_version, args.to_version)
     return r.DiffResult(doc_id=check_doc_id(args.doc_id), from_version=args.from_version, to_version=args.to_version,
-                        patch=patch)
+                        patch=patch, actors=r.DiffActorsBody(names=who.actors, complete=who.complete,
+                                                             through_version=who.through_version))
 
 
 def _changes(call: Call, args: a.ChangesArgs) -> BaseModel:
@@ -324,7 +326,7 @@ CATALOGUE: tuple[Operation, ...] = (
         "history", examples=({"doc_id": _ID, "summary": True, "limit": 20},)),
     Operation(
         "document_diff", "Compare two versions",
-        "The RFC 6902 patch from version from_version to to_version (either direction).",
+        "The RFC 6902 patch from from_version to to_version (either direction).",
         a.DiffArgs, r.DiffResult, _diff, "read",
         (Route("GET", _DOCUMENT + "/diff",
                summary="An RFC 6902 patch from one version to another (either direction)"),),

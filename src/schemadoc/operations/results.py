@@ -190,11 +190,25 @@ class HistoryResult(Result):
     next_since_version: int = Field(description="Pass as since_version to get the next page.")
 
 
+class DiffActorsBody(Body):
+    """Who made the versions a diff spans: those after the lower of its two versions, up to the higher."""
+
+    names: list[str] = Field(description="Distinct actor names (a token's name, else the door or command), in the "
+                                         "order they first wrote; at most 20; versions with no recorded actor add "
+                                         "none.")
+    complete: bool = Field(description="true: names lists every actor of the versions the diff spans; false: more "
+                                       "than 20, or a span longer than one diff reads (256 versions or 1 MiB of "
+                                       "journal): names covers the versions up to through_version.")
+    through_version: int = Field(description="names lists every actor of the versions up to this one (the higher "
+                                             "version when complete).")
+
+
 class DiffResult(Result):
     doc_id: str
     from_version: int
     to_version: int
     patch: list[dict[str, Any]] = Field(description="Applied to from_version, gives to_version exactly.")
+    actors: DiffActorsBody = Field(description="Who made the versions between the two (either direction).")
 
 
 class RevertResult(WriteBody):

@@ -20,6 +20,7 @@ from schemadoc.service.inventory import Inventory
 from schemadoc.service.models import (
     ChangeEvent,
     ChangesPage,
+    DiffActors,
     DocumentList,
     HistoryPage,
     NodeRead,
@@ -37,6 +38,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "ChangeEvent",
     "ChangesPage",
+    "DiffActors",
     "DocumentList",
     "DocumentService",
     "HistoryPage",

@@ -13,17 +13,24 @@ from schemadoc.ops.journal import JournalEntry
 from schemadoc.pointer import format_pointer, parse_node_path, resolve
 from schemadoc.reading import json_size
 from schemadoc.service.checks import LARGEST_INTEGER, check_int, path_arg, shown_int
-from schemadoc.service.core import ServiceCore
-from schemadoc.service.models import Change, ChangesPage, HistoryPage, NodeRead
+from schemadoc.service.core import PERSIST_CHECKPOINT_EVERY, ServiceCore
+from schemadoc.service.models import Change, ChangesPage, DiffActors, HistoryPage, NodeRead
 from schemadoc.service.payloads import parse_stored
 from schemadoc.storage.base import check_doc_id
 
-__all__ = ["ACTOR_SCAN_VERSIONS", "History"]
+__all__ = ["ACTOR_SCAN_VERSIONS", "DIFF_ACTORS_LISTED", "DIFF_ACTOR_BYTES", "DIFF_ACTOR_VERSIONS", "History"]
 
 ACTOR_SCAN_VERSIONS = 10_000
 """The most versions one page of a history filtered by actor looks at (its ``next_since_version`` says where the
 next page goes on): a filter matching nothing costs one bounded read, however long the journal."""
 _SCAN_PAGE = 500
+DIFF_ACTORS_LISTED = 20
+"""The most actor names a diff lists (more: ``complete`` is false)."""
+DIFF_ACTOR_VERSIONS = PERSIST_CHECKPOINT_EVERY
+"""The most versions a diff reads the actors of (a diff over a longer span names those of its first ones): as many
+journal entries as reading a recent past version replays at most."""
+DIFF_ACTOR_BYTES = 1 << 20
+"""The most bytes of journal lines a diff reads for its actors (at least one entry: the one reaching it)."""
 _ACTOR_LENGTH = 200
 
 log = logging.getLogger("schemadoc.service")
@@ -157,6 +164,27 @@ class History(ServiceCore):
     def diff(self, doc_id: str, from_version: int, to_version: int) -> list[dict[str, Any]]:
         """An RFC 6902 patch turning version ``from_version`` into ``to_version`` (either direction)."""
         return diff(self.read_version(doc_id, from_version), self.read_version(doc_id, to_version))
+
+    def diff_actors(self, doc_id: str, from_version: int, to_version: int) -> DiffActors:
+        """Who made the versions a diff spans: those after the lower of the two versions, up to the higher (either
+        direction), read from their journal entries. At most :data:`DIFF_ACTORS_LISTED` names, from at most
+        :data:`DIFF_ACTOR_VERSIONS` versions and :data:`DIFF_ACTOR_BYTES` of journal lines: a diff over any span
+        costs one bounded journal read more. Call after :meth:`diff` (which checks the document and versions)."""
+        low, high = sorted((from_version, to_version))
+        names: list[str] = []
+        through = low
+        if high > low:
+            entries = self.store.read_journal(check_doc_id(doc_id), since_version=low,
+                                              until_version=min(high, low + DIFF_ACTOR_VERSIONS),
+                                              max_bytes=DIFF_ACTOR_BYTES)
+            for entry in entries:
+                actor = entry.actor
+                if actor is not None and actor not in names:
+                    if len(names) == DIFF_ACTORS_LISTED:
+                        break
+                    names.append(actor)
+                through = entry.version
+        return DiffActors(names, through == high, through)
 
     def changes(self, since: int = 0, limit: int = 100) -> ChangesPage:
         """Committed versions of every document after cursor ``since``, in commit order."""

@@ -144,6 +144,18 @@ class HistoryPage:
         return self.next_since_version < self.current_version
 
 
+@dataclass(frozen=True)
+class DiffActors:
+    """Who made the versions a diff spans (those after the lower of its two versions, up to the higher)."""
+
+    actors: list[str]
+    """Distinct names, in the order of the version each first wrote; versions with no recorded actor add none."""
+    complete: bool
+    """``True``: ``actors`` names every actor of the span; ``False``: the list or the versions read were cut."""
+    through_version: int
+    """``actors`` names every actor of the versions up to this one (the higher version when ``complete``)."""
+
+
 Change = StoredChange
 """One committed version in the cross-document change feed; ``cursor`` orders the feed (the
 same record whether this process or a shared store orders it)."""

@@ -158,6 +158,22 @@ def test_the_history_of_a_big_document_keeps_each_entry_and_the_size_of_big_patc
                                             "value": "A retitled first chapter"}]
 
 
+def test_a_diff_with_the_most_and_longest_actor_names_beside_a_big_patch_stays_within_the_budget(
+        schema: LoadedSchema) -> None:
+    service = DocumentService(schema, MemoryDocumentStore())
+    service.open()
+    doc_id, _, meta, _ = service.create_document()
+    version = service.update_node(doc_id, "/", _make_book(0.2), meta.version).version  # under 1 MiB
+    names = [f"{n:02d}" + "\U0001F600\"" * 99 for n in range(25)]  # 200 characters, 4-byte and escaped ones
+    for name in names:
+        version = service.update_node(doc_id, "/title", name[:50], version, actor=name).version
+    result = anyio.run(build_mcp_server(service).call_tool, "document_diff",
+                       {"doc_id": doc_id, "from_version": 1, "to_version": version})
+    body = _body(result)
+    assert body["truncated"] is True and body["op_count"] > len(body["patch"])
+    assert body["actors"] == {"names": names[:20], "complete": False, "through_version": 22}
+
+
 @pytest.mark.anyio
 async def test_through_a_client_the_read_of_a_big_root_stays_within_the_budget(big: Big) -> None:
     with warnings.catch_warnings():

@@ -18,6 +18,15 @@ const CONSTRAINTS = ['type', 'enum', 'const', 'format', 'pattern', 'minLength', 
   'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'minItems', 'maxItems', 'uniqueItems', 'minProperties',
   'maxProperties', 'required', 'default', 'additionalProperties'];
 
+/** Who made the versions a diff spans (names as text, like every content), or nothing from a server without it. */
+function diffActors(actors) {
+  if (!actors || !Array.isArray(actors.names)) return '';
+  const names = actors.names.flatMap((name, index) => [index ? ', ' : '', h('b', {}, name)]);
+  return h('p', { class: 'actor', id: 'diff-actors', title: 'who made the versions between the two (the token or door they came with)' },
+    actors.names.length ? ['by ', names] : 'no recorded actor',
+    actors.complete ? '' : ` (and whoever made versions after ${actors.through_version}: see the history)`);
+}
+
 function lastToken(pointer) {
   const tokens = ptr.tokens(pointer);
   return tokens.length ? tokens[tokens.length - 1] : '';
@@ -657,8 +666,8 @@ export class DocumentView {
     detail.replaceChildren('Reading…');
     try {
       const diff = await api(this.path('/diff'), { query: { from_version: fromVersion, to_version: toVersion } });
-      detail.replaceChildren(h('h3', {}, `From version ${fromVersion} to ${toVersion}`), h('div', { id: 'diff' },
-        changeList(diff.patch, { onPick: (path) => this.select(path) })));
+      detail.replaceChildren(h('h3', {}, `From version ${fromVersion} to ${toVersion}`), diffActors(diff.actors),
+        h('div', { id: 'diff' }, changeList(diff.patch, { onPick: (path) => this.select(path) })));
     } catch (error) {
       detail.replaceChildren(errorBox(error, 'No diff'));
     }
