@@ -382,6 +382,24 @@ def postgres_service(url: str) -> DocumentService:
 
 
 @pytest.mark.postgres
+def test_on_postgresql_a_diff_names_its_actors_within_the_same_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    with throwaway_schema() as url:
+        service = postgres_service(url)
+        try:
+            doc_id, *_ = service.create_document(actor="w0")
+            for version in range(1, 8):  # v2 w1, v3 w2, v4 w0, v5 w1, v6 w2, v7 w0, v8 w1
+                service.update_node(doc_id, "/title", f"t{version}" * 100, version, actor=f"w{version % 3}")
+            assert diff_actors(service, doc_id, 1, 8) == (["w1", "w2", "w0"], True, 8)
+            assert diff_actors(service, doc_id, 8, 5) == (["w2", "w0", "w1"], True, 8)
+            monkeypatch.setattr(service_history, "DIFF_ACTOR_VERSIONS", 2)
+            assert diff_actors(service, doc_id, 1, 8) == (["w1", "w2"], False, 3)
+            monkeypatch.setattr(service_history, "DIFF_ACTOR_BYTES", 1)
+            assert diff_actors(service, doc_id, 1, 8) == (["w1"], False, 2)
+        finally:
+            service.close()
+
+
+@pytest.mark.postgres
 def test_on_postgresql_the_actor_survives_a_restart_and_the_shared_change_feed_names_it() -> None:
     with throwaway_schema() as url:
         first = postgres_service(url)
