@@ -160,6 +160,7 @@ def test_metrics_count_a_known_workload_at_both_doors_exactly(tmp_path: Path) ->
         assert _value(samples, "schemadoc_subscribers") == 0
         assert _value(samples, "process_resident_memory_bytes") > 0
         assert ("python_info", ()) not in samples  # the platform collector labels it
+        assert not any(name == "schemadoc_worker_info" for name, _ in samples)  # one server: no worker named
         assert any(name == "python_info" for name, _ in samples)
 
 

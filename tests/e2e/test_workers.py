@@ -6,7 +6,8 @@ own sockets (psutil). Writes from many clients through both workers lose nothing
 stay contiguous; an event stream and an MCP listen stream on one worker hear the writes made through the
 other (the supervisor passes the files store's commits on); MCP over HTTP is stateless, so a handshake-era
 client's requests may land on either worker; ``/metrics`` gives the figures of the worker that answers, not a
-sum; a worker killed with SIGKILL is replaced while the other serves; SIGTERM to the supervisor stops every
+sum, and names that worker; a worker killed with SIGKILL is replaced while the other serves (its scrapes name
+the number of the worker it replaced); SIGTERM to the supervisor stops every
 worker; a worker that cannot start stops the server with its exit code; and the stdio transport refuses
 ``--workers``.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -273,6 +275,32 @@ def _health_answered(connection: http.client.HTTPConnection) -> float:
                if sample.name == "schemadoc_requests_total" and sample.labels == health)
 
 
+def _worker_named(connection: http.client.HTTPConnection) -> list[tuple[dict[str, str], float]]:
+    """The ``schemadoc_worker_info`` samples of a scrape through ``connection`` (prometheus-client's parser)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    status, _, body = call(connection, "GET", "/metrics")
+    assert status == 200, body
+    return [(sample.labels, sample.value) for family in text_string_to_metric_families(body.decode())
+            for sample in family.samples if sample.name == "schemadoc_worker_info"]
+
+
+def _number(server: Server, pid: int) -> int:
+    """The number of the worker ``pid``, from its start-up line."""
+    found = re.findall(rf"\(worker (\d+) of {WORKERS}, pid {pid}\)", server.stderr)
+    assert len(found) == 1, server.stderr
+    return int(found[0])
+
+
+def test_a_scrape_names_the_worker_that_answered_it(server: Server) -> None:
+    connections = connection_on_each_worker(server)
+    numbers = {pid: _number(server, pid) for pid in connections}
+    assert sorted(numbers.values()) == list(range(1, WORKERS + 1))
+    for pid, connection in connections.items():
+        assert _worker_named(connection) == [({"worker": str(numbers[pid])}, 1.0)]
+        connection.close()
+
+
 def test_metrics_are_each_worker_s_own_figures(server: Server) -> None:
     (_, first), (_, second) = sorted(connection_on_each_worker(server).items())
     first_before, second_before = _health_answered(first), _health_answered(second)
@@ -362,6 +390,11 @@ def test_a_killed_worker_is_replaced_and_sigterm_stops_every_worker(tmp_path: Pa
         after = workers_of(server)
         assert len(after) == WORKERS and before[0] not in after and before[1] in after
         assert f"(pid {before[0]}) ended unexpectedly (killed by SIGKILL); starting another" in server.stderr
+        replacement = next(pid for pid in after if pid not in before)
+        connections = connection_on_each_worker(server)  # the new worker's scrapes carry the number it took over
+        assert _worker_named(connections[replacement]) == [({"worker": str(_number(server, before[0]))}, 1.0)]
+        for connection in connections.values():
+            connection.close()
 
         # SIGTERM to the supervisor stops every worker, each as one server stops
         with httpx.Client(timeout=60) as http:

@@ -251,10 +251,11 @@ def _add_index(app: FastAPI, schema_uri: str, *, metrics: bool) -> None:
 
 
 def build_app(service: DocumentService, settings: Settings, *,
-              heartbeat_seconds: float = HEARTBEAT_SECONDS) -> FastAPI:
+              heartbeat_seconds: float = HEARTBEAT_SECONDS, worker: int | None = None) -> FastAPI:
     """The combined ASGI application for ``service`` (see the module docstring).
 
-    ``heartbeat_seconds``: how often an idle event stream sends a keep-alive comment.
+    ``heartbeat_seconds``: how often an idle event stream sends a keep-alive comment; ``worker``: the number of this
+    worker of ``serve --workers N``, named by ``/metrics`` (``None``: the whole server).
     """
     subscribers = slots_of(settings)
     server = build_mcp_server(service, subscribers=subscribers, slow_request_ms=settings.slow_request_ms)
@@ -339,7 +340,7 @@ def build_app(service: DocumentService, settings: Settings, *,
                              live_sessions(server), settings.max_mcp_sessions_per_client)
     app.router.routes.append(Route(MCP_PATH, endpoint=endpoint, include_in_schema=False, name="mcp"))
     mount_ui(app)  # the browser page at /ui, over the public REST API (schemadoc.ui)
-    metrics = _add_metrics(app, service, subscribers, open_sessions(server)) if settings.metrics else None
+    metrics = _add_metrics(app, service, subscribers, open_sessions(server), worker) if settings.metrics else None
 
     # added inner to outer: the lane for the frequent REST requests innermost, then the error guard,
     # CORS outermost (so errors carry CORS headers)
@@ -365,9 +366,9 @@ def build_app(service: DocumentService, settings: Settings, *,
 
 
 def _add_metrics(app: FastAPI, service: DocumentService, subscribers: SubscriberSlots,
-                 sessions: Callable[[], int]) -> Metrics:
+                 sessions: Callable[[], int], worker: int | None) -> Metrics:
     """``GET /metrics``: the Prometheus text format of the application's :class:`Metrics` (any token may read it)."""
-    metrics = Metrics(service, subscribers=subscribers, mcp_sessions=sessions)
+    metrics = Metrics(service, subscribers=subscribers, mcp_sessions=sessions, worker=worker)
 
     async def scrape() -> Response:
         body = await anyio.to_thread.run_sync(metrics.exposition)

@@ -264,7 +264,7 @@ def _serve_http(settings: Settings, sock: socket.socket, channel: Channel | None
         from schemadoc.interfaces.http.protocol import TransportLimits, bounded_protocol
         from schemadoc.interfaces.http.shutdown import STOPPING
 
-        app = build_app(service, settings)
+        app = build_app(service, settings, worker=None if channel is None else channel.index)
         # httptools parses HTTP in C, bounded against hostile clients (http_protocol); "auto" takes uvloop
         # wherever it is installed (not on Windows)
         limits = TransportLimits(

@@ -10,7 +10,8 @@ One private :class:`~prometheus_client.CollectorRegistry` per application (never
   snapshot lag, the PostgreSQL pool, subscribers and MCP sessions;
 - the durations the service reports through its observer callbacks (cold loads, snapshots): nothing below
   ``interfaces/`` imports prometheus-client;
-- prometheus-client's process, platform and garbage collector collectors.
+- prometheus-client's process, platform and garbage collector collectors;
+- under ``serve --workers N``, ``schemadoc_worker_info{worker="k"} 1``: which worker answered the scrape.
 
 docs/operations.md lists every metric with its labels.
 """
@@ -22,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.gc_collector import GCCollector
@@ -59,12 +60,13 @@ def _status_label(record: RequestRecord) -> str:
 class Metrics:
     """The metrics of one application over ``service`` (module docstring).
 
-    ``subscribers``: the event-stream and MCP subscription slots; ``mcp_sessions``: how many MCP sessions are open.
+    ``subscribers``: the event-stream and MCP subscription slots; ``mcp_sessions``: how many MCP sessions are open;
+    ``worker``: the number of this worker of ``serve --workers N`` (1 to N; ``None``: one server, no such series).
     Registers its duration callbacks with the service (:meth:`close` removes them).
     """
 
     def __init__(self, service: DocumentService, *, subscribers: SubscriberSlots | None = None,
-                 mcp_sessions: Callable[[], int] | None = None) -> None:
+                 mcp_sessions: Callable[[], int] | None = None, worker: int | None = None) -> None:
         self.service = service
         self.registry = CollectorRegistry(auto_describe=True)
         for collector in (ProcessCollector, PlatformCollector, GCCollector):
@@ -83,6 +85,9 @@ class Metrics:
         self._snapshots = Histogram("schemadoc_snapshot_duration_seconds", "Time to write one snapshot.",
                                     buckets=_SLOW_BUCKETS, registry=self.registry)
         self.registry.register(_StateCollector(service, subscribers, mcp_sessions))
+        if worker is not None:  # a replaced worker takes the number of the one it replaces
+            Gauge("schemadoc_worker_info", "The worker of serve --workers that answered this scrape (always 1).",
+                  ["worker"], registry=self.registry).labels(str(worker)).set(1)
         self._children: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
         self._lock = threading.Lock()
         service.on_cold_load = self._cold_loads.observe
