@@ -17,6 +17,7 @@ from search_reference import Doc, expected
 from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.schema import LoadedSchema, load_schema
+from schemadoc.search import queries
 from schemadoc.search.fields import parse_query
 from schemadoc.search.sql import list_statement, walkable
 from schemadoc.service import DocumentService
@@ -226,6 +227,24 @@ def test_full_text_search_finds_the_same_units_on_every_store(open_service: Fact
     service = open_service()  # a restart finds the same
     assert (by_index[6], "/chapters/0/title") in _hits(service, "renamed")
     assert {d for d, _ in _hits(service, "lighthouse")} == {by_index[6]}
+
+
+def test_a_search_across_every_document_ranks_its_newest_matches_at_most_and_says_so(
+        open_service: Factory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """queries.RANKED_MATCHES bounds what a search across every document ranks: its most recently indexed matches;
+    its answer says so when more match. A search within documents ranks every match, and says nothing."""
+    monkeypatch.setattr(queries, "RANKED_MATCHES", 4)
+    service = open_service()
+    by_index = list(corpus(service))  # "Keeping" in the first paragraph of each of the 12 books
+    page = service.search("keeping", limit=20)
+    assert page.note is not None and "more than 4 places" in page.note
+    assert {d for d, _ in _hits(service, "keeping")} == set(by_index[-4:])
+    newest = service.create_document(book(12))[0]
+    assert {d for d, _ in _hits(service, "keeping")} == {*by_index[-3:], newest}
+    assert service.search("script").note is None  # one match: ranked with no note
+    assert service.search("keeping", doc_ids=by_index[:6]).note is None
+    assert {d for d, _ in _hits(service, "keeping", doc_ids=by_index[:6])} == set(by_index[:6])
+    assert len(_hits(service, "keeping", node_path="/chapters/0/sections")) == 13  # below a pointer: every match
 
 
 def test_two_servers_writing_one_document_in_turn_index_every_version(open_service: Factory) -> None:

@@ -84,9 +84,14 @@ class Backend:
         raise NotImplementedError
 
     def text_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
-                       limit: int) -> tuple[str, list[Any]]:
+                       limit: int, *, candidates: int | None = None) -> tuple[str, list[Any]]:
         """Units matching ``query`` within ``scope`` (a condition on ``u``), best first: id, doc_id, pointer,
-        score (higher better), text, label."""
+        score (higher better), text, label. ``candidates``: only the most recently indexed matches, at most this
+        many, are ranked (the cost of a query matching in every document stays bounded)."""
+        raise NotImplementedError
+
+    def matches_more_than(self, tx: Any, query: TextQuery, count: int) -> bool:
+        """Whether more than ``count`` units match ``query`` (reading at most ``count + 1`` of them, unranked)."""
         raise NotImplementedError
 
     def generation(self, tx: Any) -> Any:
@@ -169,15 +174,26 @@ class SqliteBackend(Backend):
                        [(first + i, unit.text) for i, unit in enumerate(units)])
 
     def text_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
-                       limit: int) -> tuple[str, list[Any]]:
-        keyset, params = "", [query.fts5(), *scope_params]
+                       limit: int, *, candidates: int | None = None) -> tuple[str, list[Any]]:
+        bound = ""
+        params: list[Any] = [query.fts5()]
+        if candidates is not None:  # FTS5 walks its rowids downwards and scores only those it keeps
+            bound = " ORDER BY rowid DESC LIMIT ?"
+            params.append(candidates)
+        params += scope_params
+        keyset = ""
         if after is not None:
             keyset = " AND (m.score < ? OR (m.score = ? AND u.id > ?))"
             params += [after[0], after[0], after[1]]
         return ("SELECT u.id, u.doc_id, u.pointer, m.score, u.text, d.label FROM "
-                "(SELECT rowid AS id, -bm25(search_fts) AS score FROM search_fts WHERE search_fts MATCH ?) m "
+                f"(SELECT rowid AS id, -bm25(search_fts) AS score FROM search_fts WHERE search_fts MATCH ?{bound}) m "
                 "JOIN search_units u ON u.id = m.id JOIN search_docs d ON d.doc_id = u.doc_id "
                 f"WHERE d.deleted = 0 AND {scope}{keyset} ORDER BY m.score DESC, u.id LIMIT ?", [*params, limit])
+
+    def matches_more_than(self, tx: Any, query: TextQuery, count: int) -> bool:
+        rows = tx.execute("SELECT count(*) FROM (SELECT 1 FROM search_fts WHERE search_fts MATCH ? LIMIT ?)",
+                          [query.fts5(), count + 1])
+        return bool(rows[0][0] > count)
 
     def close(self) -> None:
         with self._lock:
@@ -276,16 +292,28 @@ class PostgresBackend(Backend):
             raise
 
     def text_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
-                       limit: int) -> tuple[str, list[Any]]:
-        keyset, params = "", [query.tsquery(), *scope_params]
+                       limit: int, *, candidates: int | None = None) -> tuple[str, list[Any]]:
+        params: list[Any] = [query.tsquery()]
+        units = "search_units u"
+        if candidates is not None:  # the newest matches by id, ranked after they are chosen
+            units = ("(SELECT c.* FROM search_units c WHERE c.tsv @@ to_tsquery('simple', ?) ORDER BY c.id DESC "
+                     "LIMIT ?) u")
+            params = [query.tsquery(), candidates, *params]
+        params += scope_params
+        keyset = ""
         if after is not None:
             keyset = " AND (m.score < ? OR (m.score = ? AND m.id > ?))"
             params += [after[0], after[0], after[1]]
         return ("SELECT m.id, m.doc_id, m.pointer, m.score, m.text, m.label FROM (SELECT u.id, u.doc_id, u.pointer, "
-                "ts_rank_cd(u.tsv, q, 1)::float8 AS score, u.text, d.label FROM search_units u "
+                f"ts_rank_cd(u.tsv, q, 1)::float8 AS score, u.text, d.label FROM {units} "
                 "JOIN search_docs d ON d.doc_id = u.doc_id, to_tsquery('simple', ?) q "
                 f"WHERE u.tsv @@ q AND d.deleted = 0 AND {scope}) m WHERE 1 = 1{keyset} "
                 "ORDER BY m.score DESC, m.id LIMIT ?", [*params, limit])
+
+    def matches_more_than(self, tx: Any, query: TextQuery, count: int) -> bool:
+        rows = tx.execute("SELECT count(*) FROM (SELECT 1 FROM search_units WHERE tsv @@ to_tsquery('simple', ?) "
+                          "LIMIT ?) s", [query.tsquery(), count + 1])
+        return bool(rows[0][0] > count)
 
     def generation(self, tx: Any) -> Any:
         """The transaction's snapshot (repeatable read): two equal snapshots see the same committed

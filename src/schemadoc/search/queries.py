@@ -25,6 +25,10 @@ __all__ = ["IndexQueries", "ListedPage", "SearchHit", "TextPage"]
 
 _COUNTS_KEPT = 64
 """The totals of the latest filters kept, each with the index generation it was counted at (``find``)."""
+RANKED_MATCHES = 5_000
+"""A search across every document ranks at most this many of its matches, the most recently indexed: ranking every
+match of a word found in every document grows with the store (half a second at 100,000 books). One that matches
+more says so in its answer's note; a search within documents or below a pointer ranks all its matches."""
 _UNIT_STATEMENT = ("SELECT u.text, d.label FROM search_units u JOIN search_docs d ON d.doc_id = u.doc_id "
                    "WHERE u.doc_id = ? AND u.pointer = ? AND d.deleted = 0")
 
@@ -144,11 +148,16 @@ class IndexQueries:
         after = decode_cursor(binding, cursor) if cursor else None
         if ranking != "text":
             return self._ranked(ranking, text, binding, doc_ids, below, limit, after)
+        candidates = _candidates(doc_ids, below)
         with self.backend.transaction(write=False) as tx:
-            rows = tx.execute(*self.backend.text_statement(text, scope, params, after, limit + 1))
+            rows = tx.execute(*self.backend.text_statement(text, scope, params, after, limit + 1,
+                                                           candidates=candidates))
+            note = _bounded_note(candidates) if candidates is not None and rows and \
+                self.backend.matches_more_than(tx, text, candidates) else None
         hits = [SearchHit(r[1], r[2], snippet(r[4], text), r[5], float(r[3])) for r in rows[:limit]]
         more = len(rows) > limit
-        return TextPage(hits, encode_cursor(binding, [rows[limit - 1][3], rows[limit - 1][0]]) if more else None)
+        return TextPage(hits, encode_cursor(binding, [rows[limit - 1][3], rows[limit - 1][0]]) if more else None,
+                        note)
 
     def rankings(self) -> list[str]:
         """The rankings ``search`` takes: ``text`` and each extension's."""
@@ -164,7 +173,9 @@ class IndexQueries:
             for doc_id in scopes:
                 def text_rank(n: int, doc_id: str | None = doc_id) -> list[RankedUnit]:
                     scope, params = _scope(None if doc_id is None else [doc_id], below)
-                    rows = tx.execute(*self.backend.text_statement(text, scope, params, None, n))
+                    rows = tx.execute(*self.backend.text_statement(
+                        text, scope, params, None, n, candidates=_candidates(None if doc_id is None else [doc_id],
+                                                                             below)))
                     return [RankedUnit(r[1], r[2], float(r[3])) for r in rows]
                 ranked += extension.rank(tx, " ".join(" ".join(p.words) for p in text.parts), doc_id=doc_id,
                                          below=below, limit=start + limit + 1, text_rank=text_rank)
@@ -193,3 +204,13 @@ def _scope(doc_ids: Sequence[str] | None, below: str) -> tuple[str, list[Any]]:
         scope += " AND (u.pointer = ? OR (u.pointer >= ? AND u.pointer < ?))"
         params += [below, below + "/", below + "0"]
     return scope, params
+
+
+def _candidates(doc_ids: Sequence[str] | None, below: str) -> int | None:
+    """How many matches a search ranks: :data:`RANKED_MATCHES` across every document, all of them within some."""
+    return RANKED_MATCHES if doc_ids is None and below == "" else None
+
+
+def _bounded_note(candidates: int) -> str:
+    return (f"This search matches more than {candidates:,} places: these hits are the best of the {candidates:,} "
+            "most recently indexed. Add a word or a phrase, or search within documents, for a ranking of every match.")
