@@ -245,6 +245,10 @@ def test_a_search_across_every_document_ranks_its_newest_matches_at_most_and_say
     assert service.search("keeping", doc_ids=by_index[:6]).note is None
     assert {d for d, _ in _hits(service, "keeping", doc_ids=by_index[:6])} == set(by_index[:6])
     assert len(_hits(service, "keeping", node_path="/chapters/0/sections")) == 13  # below a pointer: every match
+    # within a document, its units written at creation and those of a later edit (indexed last) are all read
+    service.update_node(by_index[0], "/chapters/0/title", "Keeping watch", 1)
+    assert set(_hits(service, "keeping", doc_ids=[by_index[0]])) == {
+        (by_index[0], "/chapters/0/title"), (by_index[0], "/chapters/0/sections/0/paragraphs/0/text")}
 
 
 def test_two_servers_writing_one_document_in_turn_index_every_version(open_service: Factory) -> None:

@@ -84,10 +84,12 @@ class Backend:
         raise NotImplementedError
 
     def text_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
-                       limit: int, *, candidates: int | None = None) -> tuple[str, list[Any]]:
+                       limit: int, *, candidates: int | None = None,
+                       in_documents: bool = False) -> tuple[str, list[Any]]:
         """Units matching ``query`` within ``scope`` (a condition on ``u``), best first: id, doc_id, pointer,
         score (higher better), text, label. ``candidates``: only the most recently indexed matches, at most this
-        many, are ranked (the cost of a query matching in every document stays bounded)."""
+        many, are ranked (the cost of a query matching in every document stays bounded). ``in_documents``: the
+        scope names a few documents (their units may bound what the database reads)."""
         raise NotImplementedError
 
     def matches_more_than(self, tx: Any, query: TextQuery, count: int) -> bool:
@@ -174,11 +176,16 @@ class SqliteBackend(Backend):
                        [(first + i, unit.text) for i, unit in enumerate(units)])
 
     def text_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
-                       limit: int, *, candidates: int | None = None) -> tuple[str, list[Any]]:
+                       limit: int, *, candidates: int | None = None,
+                       in_documents: bool = False) -> tuple[str, list[Any]]:
         bound = ""
         params: list[Any] = [query.fts5()]
+        if in_documents:  # FTS5 cannot see the scope, but reads only the rowids between its units' first and last
+            bound = (f" AND rowid BETWEEN (SELECT min(u.id) FROM search_units u WHERE {scope}) AND "
+                     f"(SELECT max(u.id) FROM search_units u WHERE {scope})")
+            params += [*scope_params, *scope_params]
         if candidates is not None:  # FTS5 walks its rowids downwards and scores only those it keeps
-            bound = " ORDER BY rowid DESC LIMIT ?"
+            bound += " ORDER BY rowid DESC LIMIT ?"
             params.append(candidates)
         params += scope_params
         keyset = ""
@@ -292,7 +299,9 @@ class PostgresBackend(Backend):
             raise
 
     def text_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
-                       limit: int, *, candidates: int | None = None) -> tuple[str, list[Any]]:
+                       limit: int, *, candidates: int | None = None,
+                       in_documents: bool = False) -> tuple[str, list[Any]]:
+        """(``in_documents`` changes nothing here: the planner reads the documents' units by their index.)"""
         params: list[Any] = [query.tsquery()]
         units = "search_units u"
         if candidates is not None:  # the newest matches by id, ranked after they are chosen

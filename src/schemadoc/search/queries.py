@@ -151,7 +151,7 @@ class IndexQueries:
         candidates = _candidates(doc_ids, below)
         with self.backend.transaction(write=False) as tx:
             rows = tx.execute(*self.backend.text_statement(text, scope, params, after, limit + 1,
-                                                           candidates=candidates))
+                                                           candidates=candidates, in_documents=doc_ids is not None))
             note = _bounded_note(candidates) if candidates is not None and rows and \
                 self.backend.matches_more_than(tx, text, candidates) else None
         hits = [SearchHit(r[1], r[2], snippet(r[4], text), r[5], float(r[3])) for r in rows[:limit]]
@@ -175,7 +175,7 @@ class IndexQueries:
                     scope, params = _scope(None if doc_id is None else [doc_id], below)
                     rows = tx.execute(*self.backend.text_statement(
                         text, scope, params, None, n, candidates=_candidates(None if doc_id is None else [doc_id],
-                                                                             below)))
+                                                                             below), in_documents=doc_id is not None))
                     return [RankedUnit(r[1], r[2], float(r[3])) for r in rows]
                 ranked += extension.rank(tx, " ".join(" ".join(p.words) for p in text.parts), doc_id=doc_id,
                                          below=below, limit=start + limit + 1, text_rank=text_rank)
