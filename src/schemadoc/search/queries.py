@@ -25,7 +25,7 @@ __all__ = ["IndexQueries", "ListedPage", "SearchHit", "TextPage"]
 
 _COUNTS_KEPT = 64
 """The totals of the latest filters kept, each with the index generation it was counted at (``find``)."""
-RANKED_MATCHES = 5_000
+RANKED_MATCHES = 2_000
 """A search across every document ranks at most this many of its matches, the most recently indexed: ranking every
 match of a word found in every document grows with the store (half a second at 100,000 books). One that matches
 more says so in its answer's note; a search within documents or below a pointer ranks all its matches."""
