@@ -24,6 +24,7 @@ import orjson
 
 from schemadoc.errors import SchemaDocError
 from schemadoc.pointer import escape, parse
+from schemadoc.search.units import is_below
 
 __all__ = ["KINDS", "META_KEYS", "OPS", "FieldRow", "Query", "Term", "decode_cursor", "encode_cursor",
            "field_rows", "indexed_members", "members_reached", "parse_query", "value_kind"]
@@ -124,10 +125,7 @@ def members_reached(members: Sequence[str], patch: Sequence[dict[str, Any]]) -> 
     """The members whose rows ``patch`` may have changed: those a path of it (or a ``from``) names, lies below or
     lies above. The rows of every other member are the same before and after it."""
     paths = {operation[key] for operation in patch for key in ("path", "from") if key in operation}
-    if "" in paths:
-        return list(members)
-    return [member for member in members
-            if any(path == member or path.startswith(member + "/") or member.startswith(path + "/") for path in paths)]
+    return [member for member in members if any(is_below(path, member) or is_below(member, path) for path in paths)]
 
 
 @dataclass(frozen=True)
