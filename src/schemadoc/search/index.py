@@ -22,7 +22,8 @@ verdicts (``schemadoc check --record``) tells the index with :func:`index_verdic
 A batch that fails for another reason than an outage of the database is applied again one document at a time;
 a document that still fails is logged once, counted (:meth:`SearchIndex.failures`), marked in ``search_state``
 (so that the next start-up, here or in another process, indexes it whole; its entry, as it was, still answers)
-and indexed again from the store by the writer thread every :data:`~schemadoc.search.failures.RETRY_FAILED_SECONDS` (:mod:`.failures`).
+and indexed again from the store by the writer thread every
+:data:`~schemadoc.search.failures.RETRY_FAILED_SECONDS` (:mod:`.failures`).
 """
 
 from __future__ import annotations
