@@ -203,16 +203,24 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 def _fill(disk: Path, leave: int) -> Path:
-    """A filler file taking all the free space but ``leave`` bytes (rounded to the filesystem's blocks)."""
+    """A filler file taking all the free space but ``leave`` bytes (rounded to the filesystem's blocks).
+
+    The one filler is shrunk or grown in place, never removed and made again: the search index's thread writes on
+    the same disk whenever it likes, and took the space freed between a removal and a new file (whose creation
+    then failed for want of room)."""
     filler = disk / "filler.bin"
-    filler.unlink(missing_ok=True)
-    stats = os.statvfs(disk)
-    size = max(0, stats.f_bavail * stats.f_frsize - leave)
-    with filler.open("wb") as file:
+    with filler.open("ab") as file:
+        stats = os.statvfs(disk)
+        target = max(0, file.tell() + stats.f_bavail * stats.f_frsize - leave)
+        if target <= file.tell():
+            file.truncate(target)
+            return filler
+        size = target - file.tell()
         chunk = b"\0" * (1 << 20)
         while size > 0:
             try:
                 size -= file.write(chunk[:size])
+                file.flush()
             except OSError as error:
                 assert error.errno == errno.ENOSPC
                 break
@@ -244,7 +252,7 @@ def test_a_full_disk_refuses_writes_changing_nothing_until_space_returns(small_d
             assert disk_state(storage_dir) == before
             assert service.version_of(doc_id) == version
             assert service.read_node(doc_id, "/chapters").node == content_before
-        filler.unlink()
+        os.truncate(filler, 0)  # room again (the file stays: making it again needs room the index may have taken)
         version = service.update_node(doc_id, "/title", f"room again after {leave}", version).version
     assert refused > 0 and accepted > 0, (refused, accepted)
     served = service.read_node(doc_id, "/").node
