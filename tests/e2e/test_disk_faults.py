@@ -207,23 +207,27 @@ def _fill(disk: Path, leave: int) -> Path:
 
     The one filler is shrunk or grown in place, never removed and made again: the search index's thread writes on
     the same disk whenever it likes, and took the space freed between a removal and a new file (whose creation
-    then failed for want of room)."""
+    then failed for want of room). Writes are unbuffered OS calls: a buffered file that met ENOSPC kept the bytes it
+    could not write and raised again when it was closed."""
     filler = disk / "filler.bin"
-    with filler.open("ab") as file:
+    descriptor = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
         stats = os.statvfs(disk)
-        target = max(0, file.tell() + stats.f_bavail * stats.f_frsize - leave)
-        if target <= file.tell():
-            file.truncate(target)
+        size = os.fstat(descriptor).st_size
+        target = max(0, size + stats.f_bavail * stats.f_frsize - leave)
+        if target <= size:
+            os.ftruncate(descriptor, target)
             return filler
-        size = target - file.tell()
+        remaining = target - size
         chunk = b"\0" * (1 << 20)
-        while size > 0:
+        while remaining > 0:
             try:
-                size -= file.write(chunk[:size])
-                file.flush()
+                remaining -= os.write(descriptor, chunk[:remaining])
             except OSError as error:
                 assert error.errno == errno.ENOSPC
                 break
+    finally:
+        os.close(descriptor)
     return filler
 
 
