@@ -235,8 +235,26 @@ def test_filters_and_order_agree_with_a_plain_evaluation_through_writes_restarts
                 page = world.service.list_documents(where=where, sort=sort, limit=1000)
                 got = [meta.doc_id for meta in page.documents]
                 assert got == expected(docs, where, sort), (where, sort)
+                for plan in (False, True):  # pages by cursor, collected and sorted, or walked in the order's index
+                    assert _paged(world.service, where, sort, plan) == got, (where, sort, plan)
         finally:
             world.service.close()
+
+
+def _paged(service: DocumentService, where: list[Any], sort: str, plan: bool) -> list[str]:
+    index = service.search_index
+    index.walk_plan = plan
+    try:
+        found: list[str] = []
+        cursor = None
+        while True:
+            page = service.list_documents(where=where, sort=sort, limit=3, cursor=cursor)
+            found += [meta.doc_id for meta in page.documents]
+            cursor = page.next_cursor
+            if cursor is None:
+                return found
+    finally:
+        index.walk_plan = None
 
 
 units_documents = st.recursive(

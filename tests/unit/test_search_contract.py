@@ -18,8 +18,7 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.schema import LoadedSchema, load_schema
 from schemadoc.search import queries
-from schemadoc.search.fields import parse_query
-from schemadoc.search.sql import list_statement, walkable
+from schemadoc.search.fields import encode_cursor, parse_query
 from schemadoc.service import DocumentService
 from schemadoc.storage import store_for
 from schemadoc.storage.base import DocumentMeta
@@ -113,6 +112,8 @@ QUERIES: list[tuple[list[list[Any]], str]] = [
     ([["/metadata/edition", "in", [1, 4]]], "-/metadata/edition"),
     ([["/metadata/keywords", "eq", "storm"]], "doc_id"),
     ([["/metadata/keywords", "exists", True]], "/metadata/keywords"),
+    ([["/metadata/keywords", "eq", "k1"]], "-/metadata/keywords"),  # its second item: not a range of the walk
+    ([["/metadata/edition", "gt", 1], ["/metadata/language", "eq", "en"]], "-/metadata/edition"),
     ([["/metadata/isbn", "exists", False]], "-/metadata/isbn"),
     ([["/title", "prefix", "Book 1"]], "/title"),
     ([["/title", "contains", "light"]], "-version"),
@@ -154,24 +155,27 @@ def test_filters_sorts_and_pages_match_the_plain_evaluation(open_service: Factor
 
 
 def _same_in_both_plans(service: DocumentService, where: list[list[Any]], sort: str, want: list[str]) -> None:
-    """A page's statement finds the same rows whether it collects the matches then sorts them or walks the order's
-    index testing each document (which plan a page takes depends on how many documents match)."""
-    query = parse_query(where, sort, service.search_members)
+    """A listing finds the same documents whether its pages collect the matches then sort them or walk the order's
+    index testing each document (a member's order: its sort index, one kind after the other), which plan a page
+    takes depending on how many documents match: pages of 2 by cursor, and a page by offset, in each plan."""
     index = service.search_index
-    dialect = index.backend.dialect
-    for walked in (False, True) if walkable(query) else (False,):
-        found: list[str] = []
-        after = None
-        with index.backend.transaction(write=False) as tx:
+    try:
+        for plan in (False, True):
+            index.walk_plan = plan
+            found: list[str] = []
+            cursor = None
             while True:
-                rows = tx.execute(*list_statement(query, dialect, after=after, limit=2, offset=0, walked=walked))
-                found += [row[0] for row in rows]
-                if len(rows) < 2:
+                page = service.list_documents(where=where, sort=sort, limit=2, cursor=cursor)
+                assert page.total == len(want)
+                found += [m.doc_id for m in page.documents]
+                cursor = page.next_cursor
+                if cursor is None:
                     break
-                after = list(rows[-1][2:])
-            assert found == want, (where, sort, walked)
-            offset = tx.execute(*list_statement(query, dialect, after=None, limit=3, offset=2, walked=walked))
-            assert [row[0] for row in offset] == want[2:5]
+            assert found == want, (where, sort, plan)
+            offset = service.list_documents(where=where, sort=sort, limit=3, offset=2)
+            assert [m.doc_id for m in offset.documents] == want[2:5], (where, sort, plan)
+    finally:
+        index.walk_plan = None
 
 
 def test_a_filter_on_a_member_not_indexed_is_refused_with_the_indexed_ones(open_service: Factory) -> None:
@@ -187,6 +191,14 @@ def test_a_filter_on_a_member_not_indexed_is_refused_with_the_indexed_ones(open_
     if page.next_cursor:
         with pytest.raises(SchemaDocError):  # a cursor is bound to its query
             service.list_documents(where=["/metadata/status eq review"], cursor=page.next_cursor)
+    # a cursor is not signed: one made by hand with the query's digest and values not of its order is refused alike
+    query = parse_query([], "/title", service.search_members)
+    for values in ([1], [9, 0, "", "x"], ["3", 0, "", "x"], [3, [0], "", "x"], [3, 0, {"a": 1}, "x"],
+                   [True, 0, "", "x"]):
+        with pytest.raises(SchemaDocError) as forged:
+            service.list_documents(sort="/title", cursor=encode_cursor(query, values))
+        assert forged.value.code == "invalid-request", values
+    assert service.list_documents(sort="/title", cursor=encode_cursor(query, [4, 0, "", "x"])).documents == []
 
 
 def _hits(service: DocumentService, query: str, **options: Any) -> list[tuple[str, str]]:

@@ -15,10 +15,19 @@ from typing import Any
 
 import orjson
 
+from schemadoc.errors import SchemaDocError
 from schemadoc.search.backends import Backend
 from schemadoc.search.extension import IndexExtension, RankedUnit
-from schemadoc.search.fields import Query, decode_cursor, encode_cursor
-from schemadoc.search.sql import count_statement, list_statement, walkable
+from schemadoc.search.fields import KINDS, Query, decode_cursor, encode_cursor
+from schemadoc.search.sql import (
+    MISSING,
+    count_statement,
+    list_statement,
+    pushed_terms,
+    segment_statement,
+    sort_columns,
+    walkable,
+)
 from schemadoc.search.text import TextQuery, snippet
 
 __all__ = ["IndexQueries", "ListedPage", "SearchHit", "TextPage"]
@@ -65,6 +74,10 @@ class IndexQueries:
     backend: Backend
     _extensions: list[IndexExtension]
 
+    walk_plan: bool | None = None
+    """Whether a page walks its order's index (True) or collects the matches and sorts them (False), whatever they
+    cost; None (the default) takes the cheaper. The two plans answer alike: the tests compare them."""
+
     def __init__(self) -> None:
         self._counts: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
         self._counts_lock = threading.Lock()
@@ -80,44 +93,80 @@ class IndexQueries:
         so the pages after the first of a listing cost their keyset lookup alone, at any depth."""
         self.sync()
         after = decode_cursor(query, cursor) if cursor else None
+        if after is not None and not _cursor_fits(query, after):
+            raise SchemaDocError("invalid-request", "The cursor is not one this listing returned (same filters and "
+                                 "sort).", {"argument": "cursor"})
         dialect = self.backend.dialect
         counting, counting_params = count_statement(query, dialect)
         key = (counting, *counting_params)
+        member = query.sort.startswith("/")
         with self.backend.transaction(write=False) as tx:
             generation = self.backend.generation(tx)
             total = self._known_count(key, generation)
-            # the first page of a filtered listing counts in its own statement (one evaluation of the matches,
-            # which its order then sorts: on SQLite a third of 20,000 books took 150 ms so, 235 ms in two
-            # statements); a listing of everything counts apart (an index's entries: its page is a walk of 21
-            # rows of that index, which a count in the statement would turn into a sort of every document), and
-            # so does a page after a cursor (it sees only the rows after it)
-            counted = total is None and after is None and bool(query.terms or query.sort.startswith("/"))
             walked = False
-            if dialect == "sqlite" and query.terms and walkable(query):
+            if (member and offset == 0) or (query.terms and walkable(query)):
                 if total is None:  # counted first: it tells which page's plan costs less
-                    total = int(tx.execute(counting, counting_params)[0][0])
-                    counted = False
-                everything = Query((), query.sort, query.descending)
-                all_sql, all_params = count_statement(everything, dialect)
-                live = self._known_count((all_sql, *all_params), generation)
-                if live is None:
-                    live = int(tx.execute(all_sql, all_params)[0][0])
-                    self._keep_count((all_sql, *all_params), generation, live)
+                    total = self._count(tx, generation, counting, counting_params)
+                live = self._count(tx, generation, *count_statement(Query((), "created", False), dialect))
                 # walking the order's index tests about (rows wanted) x live / total documents; collecting the
-                # matches and sorting them costs `total` (PostgreSQL's planner weighs this itself)
-                walked = total * total > 4 * (limit + 1 + offset) * live
-            rows = tx.execute(*list_statement(query, dialect, after=after, limit=limit + 1, offset=offset,
-                                              counted=counted, walked=walked))
-            if counted and rows:
-                total = int(rows[0][-1])
-                rows = [row[:-1] for row in rows]
-            elif total is None:
+                # matches and sorting them costs `total`
+                walked = total * total > 4 * (limit + 1 + offset) * live if self.walk_plan is None else self.walk_plan
+            if walked and member:
+                rows = self._walk_member(tx, query, after, limit + 1, generation)
+            else:
+                # the first page of a filtered listing counts in its own statement (one evaluation of the matches,
+                # which its order then sorts: on SQLite a third of 20,000 books took 150 ms so, 235 ms in two
+                # statements); a listing of everything counts apart (an index's entries: its page is a walk of 21
+                # rows of that index, which a count in the statement would turn into a sort of every document),
+                # and so does a page after a cursor (it sees only the rows after it)
+                counted = total is None and after is None and bool(query.terms or member)
+                rows = tx.execute(*list_statement(query, dialect, after=after, limit=limit + 1, offset=offset,
+                                                  counted=counted, walked=walked))
+                if counted and rows:
+                    total = int(rows[0][-1])
+                    rows = [row[:-1] for row in rows]
+            if total is None:
                 total = int(tx.execute(counting, counting_params)[0][0])
             self._keep_count(key, generation, total)
         more = len(rows) > limit
         rows = rows[:limit]
         next_cursor = encode_cursor(query, list(rows[-1][2:])) if more and rows else None
         return ListedPage([r[0] for r in rows], {r[0]: r[1] for r in rows}, total, next_cursor)
+
+    def _count(self, tx: Any, generation: Any, sql: str, params: list[Any]) -> int:
+        """A count, kept with the index's generation."""
+        known = self._known_count((sql, *params), generation)
+        if known is None:
+            known = int(tx.execute(sql, params)[0][0])
+            self._keep_count((sql, *params), generation, known)
+        return known
+
+    def _walk_member(self, tx: Any, query: Query, after: list[Any] | None, wanted: int,
+                     generation: Any) -> list[tuple[Any, ...]]:
+        """A page in a member's order, walked in the sort index one kind after the other (:func:`segment_statement`):
+        a cursor's page starts in its kind's share. A term on the sort member itself is read as a range of the walk
+        when every document has one row of it at most; the documents without it come last, and are looked for only
+        when some document has no row of the member."""
+        dialect = self.backend.dialect
+        pushed = pushed_terms(query)
+        if pushed and (tx.execute("SELECT max(pos) FROM search_fields WHERE field = ?", [query.sort])[0][0] or 0):
+            pushed = []  # an array of several items somewhere: a term holds when any item does, not the first only
+        ranks = sorted(set(KINDS.values()))
+        if pushed:
+            ranks = [r for r in ranks if all(rank == r for rank, _ in pushed)]  # the member is there, of that kind
+        elif self._count(tx, generation, "SELECT count(*) FROM search_fields WHERE field = ? AND pos = 0",
+                         [query.sort]) < self._count(tx, generation, "SELECT count(*) FROM search_docs", []):
+            ranks.append(MISSING)
+        start = int(after[0]) if after is not None else -1
+        rows: list[tuple[Any, ...]] = []
+        for rank in ranks:
+            if rank < start:
+                continue
+            rows += tx.execute(*segment_statement(query, dialect, rank, pushed=[c for _, c in pushed],
+                                                  after=after if rank == start else None, limit=wanted - len(rows)))
+            if len(rows) >= wanted:
+                break
+        return rows
 
     def _known_count(self, key: tuple[Any, ...], generation: Any) -> int | None:
         if generation is None:
@@ -192,6 +241,17 @@ class IndexQueries:
             note = noted(tx) if noted is not None else None
         more = len(hits) > limit
         return TextPage(hits[:limit], encode_cursor(binding, [start + limit]) if more else None, note)
+
+
+def _cursor_fits(query: Query, values: list[Any]) -> bool:
+    """Whether a cursor's sort values are of this query's order (a cursor is not signed: one made by hand reaches
+    here with the right digest and anything after it)."""
+    if len(values) != len(sort_columns(query)) or not all(
+            v is None or isinstance(v, str | int | float) for v in values):
+        return False
+    return not query.sort.startswith("/") or (
+        type(values[0]) is int and 0 <= values[0] <= MISSING and isinstance(values[1], int | float)
+        and isinstance(values[2], str) and isinstance(values[3], str))
 
 
 def _scope(doc_ids: Sequence[str] | None, below: str) -> tuple[str, list[Any]]:

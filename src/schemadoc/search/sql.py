@@ -13,13 +13,20 @@ from typing import Any
 
 from schemadoc.search.fields import KINDS, Query, Term, value_kind
 
-__all__ = ["Built", "count_statement", "list_statement", "sort_columns", "walkable"]
+__all__ = ["MISSING", "SORT_INDEX", "Built", "count_statement", "list_statement", "pushed_terms", "segment_statement",
+           "sort_columns", "walkable"]
 
 _META_COLUMN = {"created": "d.created", "modified": "d.modified", "version": "d.version", "doc_id": "d.doc_id"}
 _COMPARE = {"eq": "=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
 _NEVER = "1 = 0"
 
 Built = tuple[str, list[Any]]
+
+SORT_INDEX = "search_fields_sort"
+"""The index a member's order walks: each member's first rows by kind, then value, then document."""
+MISSING = max(KINDS.values()) + 1
+"""The sort rank of a document without the sort member (last, whichever the direction)."""
+_SORT_NUM, _SORT_TXT = "COALESCE(s.num, 0)", "COALESCE(s.txt, '')"
 
 
 def _value_condition(op: str, value: Any, dialect: str) -> Built:
@@ -115,8 +122,7 @@ def sort_columns(query: Query) -> list[tuple[str, bool]]:
         column = _META_COLUMN[query.sort]
         return [(column, down)] + ([] if column == "d.doc_id" else [("d.doc_id", down)])
     # a member: its first row; documents without one last, whichever the direction
-    return [(f"COALESCE(s.rank, {max(KINDS.values()) + 1})", False), ("COALESCE(s.num, 0)", down),
-            ("COALESCE(s.txt, '')", down), ("d.doc_id", down)]
+    return [(f"COALESCE(s.rank, {MISSING})", False), (_SORT_NUM, down), (_SORT_TXT, down), ("d.doc_id", down)]
 
 
 def _after(columns: Sequence[tuple[str, bool]], values: Sequence[Any]) -> Built:
@@ -190,3 +196,61 @@ def list_statement(query: Query, dialect: str, *, after: Sequence[Any] | None, l
 def count_statement(query: Query, dialect: str) -> Built:
     where, params = _where(query, dialect)
     return f"SELECT count(*) FROM search_docs d WHERE {where}", params
+
+
+_PUSHABLE = ("eq", "lt", "gt", "le", "ge", "prefix")
+
+
+def pushed_terms(query: Query) -> list[tuple[int, Built]]:
+    """The terms on the sort member a walk of its rows can read as a range of :data:`SORT_INDEX`: for each, the one
+    kind's rank it selects and the condition on that row's value. Exact only when the member has one row per
+    document (no array of several items anywhere): the caller checks that."""
+    pushed: list[tuple[int, Built]] = []
+    for term in query.terms:
+        if term.key != query.sort or term.op not in _PUSHABLE:
+            continue
+        if term.op == "prefix":
+            bound, more = _below_prefix(_SORT_TXT, term.value)
+            pushed.append((KINDS["s"], (f"{_SORT_TXT} >= ? AND {bound}substr({_SORT_TXT}, 1, ?) = ?",
+                                        [term.value, *more, len(term.value), term.value])))
+            continue
+        kind = value_kind(term.value)
+        if kind is None:
+            continue
+        if kind == "z":
+            pushed.append((KINDS["z"], ("1 = 1", [])))
+        elif kind in ("n", "b"):
+            pushed.append((KINDS[kind], (f"{_SORT_NUM} {_COMPARE[term.op]} ?", [float(term.value)])))
+        else:
+            pushed.append((KINDS["s"], (f"{_SORT_TXT} {_COMPARE[term.op]} ?", [term.value])))
+    return pushed
+
+
+def segment_statement(query: Query, dialect: str, rank: int, *, pushed: Sequence[Built], after: Sequence[Any] | None,
+                      limit: int) -> Built:
+    """One kind's share of a listing in a member's order (``rank``; :data:`MISSING`: the documents without the
+    member), walked in :data:`SORT_INDEX` and each row's document tested against the filters, which stops at the
+    page's last row: a member's order is its kind ascending, then its value and the document in the query's
+    direction, so its pages are these shares one after the other. ``after``: the cursor's sort values, when it
+    is in this share. The rows are those of :func:`list_statement` (doc_id, label, then the sort values)."""
+    down = query.descending
+    way, beyond = ("DESC", "<") if down else ("ASC", ">")
+    where, params = _where(query, dialect, walked=True)
+    if rank == MISSING:
+        sql = (f"SELECT d.doc_id, d.label, {MISSING}, 0, '', d.doc_id FROM search_docs d WHERE {where} AND NOT EXISTS "
+               "(SELECT 1 FROM search_fields f WHERE f.doc_id = d.doc_id AND f.field = ? AND f.pos = 0)")
+        params.append(query.sort)
+        if after is not None:
+            sql += f" AND d.doc_id {beyond} ?"
+            params.append(after[-1])
+        return sql + f" ORDER BY d.doc_id {way} LIMIT ?", [*params, limit]
+    conditions, front = ["s.field = ?", "s.pos = 0", "s.rank = ?"], [query.sort, rank]
+    for condition, more in pushed:
+        conditions.append(condition)
+        front += more
+    if after is not None:
+        conditions.append(f"({_SORT_NUM}, {_SORT_TXT}, s.doc_id) {beyond} (?, ?, ?)")
+        front += list(after[1:])
+    return (f"SELECT d.doc_id, d.label, s.rank, {_SORT_NUM}, {_SORT_TXT}, d.doc_id FROM search_fields s "
+            f"JOIN search_docs d ON d.doc_id = s.doc_id WHERE {' AND '.join(conditions)} AND {where} "
+            f"ORDER BY {_SORT_NUM} {way}, {_SORT_TXT} {way}, s.doc_id {way} LIMIT ?", [*front, *params, limit])

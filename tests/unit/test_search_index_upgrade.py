@@ -1,0 +1,65 @@
+"""An index file an earlier version wrote (its filter indexes without the document, no sort index) is brought up to
+this version's indexes when a service opens it, with the planner's statistics of them, and answers alike."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from schemadoc.schema import load_schema
+from schemadoc.search.opening import INDEX_FILE
+from schemadoc.service import DocumentService
+from schemadoc.storage import store_for
+
+BOOK = Path(__file__).resolve().parents[2] / "src" / "schemadoc" / "examples" / "book.schema.json"
+NEW = {"search_fields_by_num", "search_fields_by_txt", "search_docs_live", "search_fields_sort"}
+
+
+def _open(directory: Path) -> DocumentService:
+    service = DocumentService(load_schema(BOOK), store_for(directory, None), memory_budget=1 << 20)
+    service.open()
+    return service
+
+
+def _indexes(connection: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name "
+                                                 "LIKE 'search_%'")}
+
+
+def test_an_earlier_index_file_gains_the_new_indexes_and_their_statistics(tmp_path: Path) -> None:
+    directory = tmp_path / "docs"
+    service = _open(directory)
+    for i, edition in enumerate([3, 1, 2, 5, 4]):
+        service.create_document({"title": f"Book {i}", "metadata": {"edition": edition}})
+    service.close()
+    with sqlite3.connect(directory / INDEX_FILE) as connection:  # as the earlier version left it
+        for name in NEW:
+            connection.execute(f"DROP INDEX {name}")
+        connection.execute("CREATE INDEX search_fields_num ON search_fields (field, kind, num)")
+        connection.execute("CREATE INDEX search_fields_txt ON search_fields (field, kind, txt)")
+        if connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone():
+            connection.execute("DELETE FROM sqlite_stat1")
+        assert not NEW & _indexes(connection)
+    connection.close()
+
+    service = _open(directory)
+    try:
+        with sqlite3.connect(directory / INDEX_FILE) as connection:
+            names = _indexes(connection)
+            analysed = {row[0] for row in connection.execute("SELECT idx FROM sqlite_stat1")} if connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone() else set()
+        connection.close()
+        assert NEW <= names and not {"search_fields_num", "search_fields_txt"} & names
+        assert NEW <= analysed
+        service.search_index.walk_plan = True  # the page walks the new sort index
+        editions, cursor = [], None
+        while True:
+            page = service.list_documents(sort="-/metadata/edition", where=[["/metadata/edition", "ge", 2]], limit=2,
+                                          cursor=cursor)
+            editions += [service.read_node(m.doc_id, "/metadata/edition").node for m in page.documents]
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert editions == [5, 4, 3, 2]
+    finally:
+        service.close()
