@@ -33,16 +33,10 @@ def _text(description: str, **extra: Any) -> Any:
 
 def _count(description: str, low: int, high: int | None = None) -> Any:
     """An integer from ``low`` to ``high``; without ``high``, at most :data:`LARGEST_INTEGER` (a signed 64-bit
-    integer: a bigger one is ``invalid-request``, never a failure), left out of the JSON schema (a 19-digit
-    ``maximum`` on every count would only lengthen tools/list; the API reference says it once)."""
-    if high is not None:
-        return Field(strict=True, ge=low, le=high, description=description)
-    return Field(strict=True, ge=low, le=LARGEST_INTEGER, description=description, json_schema_extra=_unbounded)
-
-
-def _unbounded(schema: dict[str, Any]) -> None:
-    for choice in schema.get("anyOf", [schema]):
-        choice.pop("maximum", None)
+    integer: a bigger one is ``invalid-request``, never a failure). The OpenAPI document declares that maximum (a
+    request above it is not schema-valid); tools/list leaves it out (a 19-digit ``maximum`` on every count would
+    only lengthen it: the server's instructions say it once)."""
+    return Field(strict=True, ge=low, le=LARGEST_INTEGER if high is None else high, description=description)
 
 
 DocId = Annotated[str, _text("The document's ULID (from document_create or document_list).", pattern=ULID_PATTERN)]

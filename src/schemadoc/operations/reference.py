@@ -11,6 +11,7 @@ from typing import Any
 
 from schemadoc.operations.catalogue import CATALOGUE
 from schemadoc.operations.operation import Operation
+from schemadoc.service.checks import LARGEST_INTEGER
 
 __all__ = ["reference"]
 
@@ -39,7 +40,7 @@ def _bounds(schema: dict[str, Any]) -> str:
     for choice in schema.get("anyOf", [schema]):
         if "minimum" in choice:
             parts.append(f">= {choice['minimum']}")
-        if "maximum" in choice:
+        if "maximum" in choice and choice["maximum"] != LARGEST_INTEGER:  # every count's: the reference says it once
             parts.append(f"<= {choice['maximum']}")
         if "minLength" in choice:
             parts.append(f"at least {choice['minLength']} character(s)")

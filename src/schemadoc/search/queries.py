@@ -199,10 +199,9 @@ class IndexQueries:
             return self._ranked(ranking, text, binding, doc_ids, below, limit, after)
         candidates = _candidates(doc_ids, below)
         with self.backend.transaction(write=False) as tx:
-            rows = tx.execute(*self.backend.text_statement(text, scope, params, after, limit + 1,
-                                                           candidates=candidates, in_documents=doc_ids is not None))
-            note = _bounded_note(candidates) if candidates is not None and rows and \
-                self.backend.matches_more_than(tx, text, candidates) else None
+            rows, more = self.backend.ranked_matches(tx, text, scope, params, after, limit + 1, candidates=candidates,
+                                                     in_documents=doc_ids is not None)
+            note = _bounded_note(candidates) if candidates is not None and more else None
         hits = [SearchHit(r[1], r[2], snippet(r[4], text), r[5], float(r[3])) for r in rows[:limit]]
         more = len(rows) > limit
         return TextPage(hits, encode_cursor(binding, [rows[limit - 1][3], rows[limit - 1][0]]) if more else None,
@@ -221,10 +220,11 @@ class IndexQueries:
             ranked: list[RankedUnit] = []
             for doc_id in scopes:
                 def text_rank(n: int, doc_id: str | None = doc_id) -> list[RankedUnit]:
-                    scope, params = _scope(None if doc_id is None else [doc_id], below)
-                    rows = tx.execute(*self.backend.text_statement(
-                        text, scope, params, None, n, candidates=_candidates(None if doc_id is None else [doc_id],
-                                                                             below), in_documents=doc_id is not None))
+                    within = None if doc_id is None else [doc_id]
+                    scope, params = _scope(within, below)
+                    rows, _ = self.backend.ranked_matches(tx, text, scope, params, None, n,
+                                                          candidates=_candidates(within, below),
+                                                          in_documents=doc_id is not None)
                     return [RankedUnit(r[1], r[2], float(r[3])) for r in rows]
                 ranked += extension.rank(tx, " ".join(" ".join(p.words) for p in text.parts), doc_id=doc_id,
                                          below=below, limit=start + limit + 1, text_rank=text_rank)

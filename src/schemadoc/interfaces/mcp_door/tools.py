@@ -20,6 +20,7 @@ from schemadoc.operations.catalogue import BY_NAME, CATALOGUE
 from schemadoc.operations.operation import Operation
 from schemadoc.reading.request_examples import tool_examples
 from schemadoc.schema import LoadedSchema
+from schemadoc.service.checks import LARGEST_INTEGER
 
 __all__ = ["bound_tools"]
 
@@ -70,7 +71,7 @@ def _input_schema(schema: dict[str, Any]) -> dict[str, Any]:
     compact: dict[str, Any] = _compact(schema, _INPUT_NOISE)
     properties: dict[str, Any] = compact.get("properties", {})
     for name, member in list(properties.items()):
-        member = dict(member)
+        member = _no_largest(member)
         if name in _SHARED_ARGUMENTS:
             member.pop("description", None)
         branches = member.get("anyOf")
@@ -82,6 +83,14 @@ def _input_schema(schema: dict[str, Any]) -> dict[str, Any]:
             member["items"] = {"type": "object", "required": ["op", "path"]}
         properties[name] = member
     return compact
+
+
+def _no_largest(member: dict[str, Any]) -> dict[str, Any]:
+    """A count's schema without its ``maximum`` of :data:`LARGEST_INTEGER` (what every count's is: said once)."""
+    out = {key: value for key, value in member.items() if not (key == "maximum" and value == LARGEST_INTEGER)}
+    if isinstance(out.get("anyOf"), list):
+        out["anyOf"] = [_no_largest(choice) if isinstance(choice, dict) else choice for choice in out["anyOf"]]
+    return out
 
 
 def _compact(schema: Any, drop: frozenset[str]) -> Any:
