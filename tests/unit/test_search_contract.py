@@ -18,6 +18,7 @@ from schemadoc.errors import SchemaDocError
 from schemadoc.ops.journal import JournalEntry, utc_now
 from schemadoc.schema import LoadedSchema, load_schema
 from schemadoc.search import queries
+from schemadoc.search.backends import PostgresBackend
 from schemadoc.search.fields import encode_cursor, parse_query
 from schemadoc.service import DocumentService
 from schemadoc.storage import store_for
@@ -261,6 +262,29 @@ def test_a_search_across_every_document_ranks_its_newest_matches_at_most_and_say
     service.update_node(by_index[0], "/chapters/0/title", "Keeping watch", 1)
     assert set(_hits(service, "keeping", doc_ids=[by_index[0]])) == {
         (by_index[0], "/chapters/0/title"), (by_index[0], "/chapters/0/sections/0/paragraphs/0/text")}
+
+
+@pytest.mark.parametrize("estimate", [1e9, 1.0])
+def test_postgres_finds_the_newest_matches_whatever_the_planner_expects(
+        open_service: Factory, monkeypatch: pytest.MonkeyPatch, estimate: float) -> None:
+    """PostgreSQL ranks the newest matches from a window of the newest units sized from the planner's estimate of the
+    matches: far too many expected (a window of a few units, widened again and again up to the matches) or far too
+    few (every unit at once), the same units are ranked, as on the other stores."""
+    service = open_service()
+    if not isinstance(service.store, PostgresDocumentStore):
+        pytest.skip("the window of newest units is PostgreSQL's (FTS5 walks its rowids downwards)")
+    monkeypatch.setattr(queries, "RANKED_MATCHES", 4)
+    monkeypatch.setattr(PostgresBackend, "_estimate", lambda self, tx, query: estimate)
+    with_word = list(corpus(service, 8))
+    for i in range(8):  # newer units without the word: the first windows hold none of its matches
+        service.create_document({"title": f"Plain {i}", "chapters": [
+            {"id": "ch-1", "title": "Plain", "sections": [{"title": "S", "paragraphs": [
+                {"text": f"Nothing here {i} {n}"} for n in range(6)], "sections": []}]}]})
+    page = service.search("keeping", limit=20)
+    assert page.note is not None and "more than 4 places" in page.note
+    assert {d for d, _ in _hits(service, "keeping")} == set(with_word[-4:])
+    assert service.search("script").note is None and len(service.search("script").hits) == 1
+    assert service.search("absentword").hits == []
 
 
 def test_two_servers_writing_one_document_in_turn_index_every_version(open_service: Factory) -> None:

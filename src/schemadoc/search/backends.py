@@ -378,10 +378,7 @@ class PostgresBackend(Backend):
         top = tx.execute("SELECT max(id) FROM search_units")[0][0]
         if top is None:
             return [], False
-        plan = tx.execute("EXPLAIN (FORMAT JSON) SELECT 1 FROM search_units WHERE tsv @@ to_tsquery('simple', ?)",
-                          [query.tsquery()])[0][0]
-        estimate = max(float((plan if isinstance(plan, list) else orjson.loads(plan))[0]["Plan"]["Plan Rows"]), 1.0)
-        window = int(_WINDOW_MARGIN * (candidates + 1) * top / estimate) + 1
+        window = int(_WINDOW_MARGIN * (candidates + 1) * top / max(self._estimate(tx, query), 1.0)) + 1
         while True:
             floor = top - window if window < top // 2 else 0  # a window of most units: all (its bitmap costs more)
             rows = tx.execute(*self._window_statement(query, scope, scope_params, after, limit, candidates, floor))
@@ -394,6 +391,13 @@ class PostgresBackend(Backend):
             if found > candidates or floor == 0:
                 return [row[:-1] for row in rows], found > candidates and bool(rows)
             window = int(window * max(_WINDOW_MARGIN, min(64.0, _WINDOW_MARGIN * (candidates + 1) / max(found, 1))))
+
+    def _estimate(self, tx: Any, query: TextQuery) -> float:
+        """How many units the planner expects ``query`` to match (its statistics: often far off for several words,
+        which it takes as independent; the window is widened when it holds too few)."""
+        plan = tx.execute("EXPLAIN (FORMAT JSON) SELECT 1 FROM search_units WHERE tsv @@ to_tsquery('simple', ?)",
+                          [query.tsquery()])[0][0]
+        return float((plan if isinstance(plan, list) else orjson.loads(plan))[0]["Plan"]["Plan Rows"])
 
     def _window_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
                           limit: int, candidates: int, floor: int) -> tuple[str, list[Any]]:
