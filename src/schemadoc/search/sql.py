@@ -13,7 +13,7 @@ from typing import Any
 
 from schemadoc.search.fields import KINDS, Query, Term, value_kind
 
-__all__ = ["MISSING", "SORT_INDEX", "Built", "count_statement", "list_statement", "pushed_terms", "segment_statement",
+__all__ = ["MISSING", "Built", "count_statement", "list_statement", "pushed_terms", "segment_statement",
            "sort_columns", "walkable"]
 
 _META_COLUMN = {"created": "d.created", "modified": "d.modified", "version": "d.version", "doc_id": "d.doc_id"}
@@ -22,8 +22,6 @@ _NEVER = "1 = 0"
 
 Built = tuple[str, list[Any]]
 
-SORT_INDEX = "search_fields_sort"
-"""The index a member's order walks: each member's first rows by kind, then value, then document."""
 MISSING = max(KINDS.values()) + 1
 """The sort rank of a document without the sort member (last, whichever the direction)."""
 _SORT_NUM, _SORT_TXT = "COALESCE(s.num, 0)", "COALESCE(s.txt, '')"
@@ -202,7 +200,7 @@ _PUSHABLE = ("eq", "lt", "gt", "le", "ge", "prefix")
 
 
 def pushed_terms(query: Query) -> list[tuple[int, Built]]:
-    """The terms on the sort member a walk of its rows can read as a range of :data:`SORT_INDEX`: for each, the one
+    """The terms on the sort member a walk of its rows can read as a range of ``search_fields_sort``: for each, the one
     kind's rank it selects and the condition on that row's value. Exact only when the member has one row per
     document (no array of several items anywhere): the caller checks that."""
     pushed: list[tuple[int, Built]] = []
@@ -229,7 +227,7 @@ def pushed_terms(query: Query) -> list[tuple[int, Built]]:
 def segment_statement(query: Query, dialect: str, rank: int, *, pushed: Sequence[Built], after: Sequence[Any] | None,
                       limit: int) -> Built:
     """One kind's share of a listing in a member's order (``rank``; :data:`MISSING`: the documents without the
-    member), walked in :data:`SORT_INDEX` and each row's document tested against the filters, which stops at the
+    member), walked in ``search_fields_sort`` and each row's document tested against the filters, which stops at the
     page's last row: a member's order is its kind ascending, then its value and the document in the query's
     direction, so its pages are these shares one after the other. ``after``: the cursor's sort values, when it
     is in this share. The rows are those of :func:`list_statement` (doc_id, label, then the sort values)."""
