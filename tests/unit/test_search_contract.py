@@ -274,7 +274,7 @@ def test_postgres_finds_the_newest_matches_whatever_the_planner_expects(
     if not isinstance(service.store, PostgresDocumentStore):
         pytest.skip("the window of newest units is PostgreSQL's (FTS5 walks its rowids downwards)")
     monkeypatch.setattr(queries, "RANKED_MATCHES", 4)
-    monkeypatch.setattr(PostgresBackend, "_estimate", lambda self, tx, query: estimate)
+    monkeypatch.setattr(PostgresBackend, "_estimate", lambda self, tx, tsquery: 1.0 if "zqxj" in tsquery else estimate)
     with_word = list(corpus(service, 8))
     for i in range(8):  # newer units without the word: the first windows hold none of its matches
         service.create_document({"title": f"Plain {i}", "chapters": [

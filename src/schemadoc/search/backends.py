@@ -32,6 +32,12 @@ log = logging.getLogger("schemadoc.search")
 SQLITE_CACHE_KIB = 16 * 1024
 _WINDOW_MARGIN = 1.5
 """How much larger than the estimate says a window of the newest units is taken (PostgreSQL's ``ranked_matches``)."""
+_WINDOW_FROM = 2
+"""A window of the newest units is read only for a query the planner expects to match at least this many times as
+often as a word found nowhere (:data:`_NO_WORD`); one it knows nothing of is read whole."""
+_NO_WORD = "'zqxjvkwno0word'"
+"""A word no document is expected to hold: the planner's estimate for it is its guess for a word it has no
+statistics of."""
 
 _SQLITE_TABLES = """
 CREATE TABLE IF NOT EXISTS search_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -378,7 +384,12 @@ class PostgresBackend(Backend):
         top = tx.execute("SELECT max(id) FROM search_units")[0][0]
         if top is None:
             return [], False
-        window = int(_WINDOW_MARGIN * (candidates + 1) * top / max(self._estimate(tx, query), 1.0)) + 1
+        estimate = self._estimate(tx, query.tsquery())
+        # a query whose words the planner's statistics hold no frequency for (most words: it then guesses as for a
+        # word that is nowhere, 3,246 units at 20,000 books for 20 there) is read whole: its bitmap costs what its
+        # matches are, a window's what its range is
+        window = top if estimate < _WINDOW_FROM * self._estimate(tx, _NO_WORD) else \
+            int(_WINDOW_MARGIN * (candidates + 1) * top / estimate) + 1
         while True:
             floor = top - window if window < top // 2 else 0  # a window of most units: all (its bitmap costs more)
             rows = tx.execute(*self._window_statement(query, scope, scope_params, after, limit, candidates, floor))
@@ -392,11 +403,11 @@ class PostgresBackend(Backend):
                 return [row[:-1] for row in rows], found > candidates and bool(rows)
             window = int(window * max(_WINDOW_MARGIN, min(64.0, _WINDOW_MARGIN * (candidates + 1) / max(found, 1))))
 
-    def _estimate(self, tx: Any, query: TextQuery) -> float:
-        """How many units the planner expects ``query`` to match (its statistics: often far off for several words,
+    def _estimate(self, tx: Any, tsquery: str) -> float:
+        """How many units the planner expects ``tsquery`` to match (its statistics: often far off for several words,
         which it takes as independent; the window is widened when it holds too few)."""
         plan = tx.execute("EXPLAIN (FORMAT JSON) SELECT 1 FROM search_units WHERE tsv @@ to_tsquery('simple', ?)",
-                          [query.tsquery()])[0][0]
+                          [tsquery])[0][0]
         return float((plan if isinstance(plan, list) else orjson.loads(plan))[0]["Plan"]["Plan Rows"])
 
     def _window_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
