@@ -120,12 +120,14 @@ class Backend:
 
     def ranked_matches(self, tx: Any, query: TextQuery, scope: str, scope_params: Sequence[Any],
                        after: Sequence[Any] | None, limit: int, *, candidates: int | None = None,
-                       in_documents: bool = False) -> tuple[list[tuple[Any, ...]], bool]:
+                       in_documents: bool = False, tell_more: bool = True) -> tuple[list[tuple[Any, ...]], bool]:
         """The rows of :meth:`text_statement`, and whether more than ``candidates`` units match (then only the
-        newest ``candidates`` were ranked); False when ``candidates`` is None or no row is returned."""
+        newest ``candidates`` were ranked); False when ``candidates`` is None, no row is returned, or the caller
+        does not ask (``tell_more``: a count of its own on SQLite)."""
         rows = tx.execute(*self.text_statement(query, scope, scope_params, after, limit, candidates=candidates,
                                                in_documents=in_documents))
-        return rows, candidates is not None and bool(rows) and self.matches_more_than(tx, query, candidates)
+        return rows, (tell_more and candidates is not None and bool(rows)
+                      and self.matches_more_than(tx, query, candidates))
 
     def generation(self, tx: Any) -> Any:
         """Within a read transaction, after its first statement: a value equal in two transactions only when
@@ -373,14 +375,15 @@ class PostgresBackend(Backend):
 
     def ranked_matches(self, tx: Any, query: TextQuery, scope: str, scope_params: Sequence[Any],
                        after: Sequence[Any] | None, limit: int, *, candidates: int | None = None,
-                       in_documents: bool = False) -> tuple[list[tuple[Any, ...]], bool]:
+                       in_documents: bool = False, tell_more: bool = True) -> tuple[list[tuple[Any, ...]], bool]:
         """The newest ``candidates`` matches are found in a window of the newest units (``id >`` a floor) sized from
         the planner's estimate of how many units match, and widened until it holds more than ``candidates`` of them
         or every unit: a GIN index gives its matches in no order, and walking the ids downwards to find the newest
         read 1.4 million units for a word in every book; the window reads the pages of its matches only (with the
         block-range index on ``id``). Each try ranks its window's newest matches and counts them in one statement."""
         if candidates is None:
-            return super().ranked_matches(tx, query, scope, scope_params, after, limit, in_documents=in_documents)
+            return super().ranked_matches(tx, query, scope, scope_params, after, limit, in_documents=in_documents,
+                                          tell_more=tell_more)
         top = tx.execute("SELECT max(id) FROM search_units")[0][0]
         if top is None:
             return [], False

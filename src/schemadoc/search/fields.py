@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,12 +226,13 @@ def encode_cursor(query: Query, values: Sequence[Any]) -> str:
     return base64.urlsafe_b64encode(orjson.dumps([query.digest, *values])).decode().rstrip("=")
 
 
-def decode_cursor(query: Query, cursor: str) -> list[Any]:
-    """The sort values a cursor carries; ``invalid-request`` when it is malformed or from another query."""
+def decode_cursor(query: Query, cursor: str, fits: Callable[[list[Any]], bool] | None = None) -> list[Any]:
+    """The sort values a cursor carries; ``invalid-request`` when it is malformed, from another query, or (``fits``)
+    its values are not of the query's order (a cursor is not signed: one made by hand has the right digest)."""
     try:
         raw = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except (ValueError, orjson.JSONDecodeError):
         raw = None
-    if not isinstance(raw, list) or len(raw) < 2 or raw[0] != query.digest:
+    if not isinstance(raw, list) or len(raw) < 2 or raw[0] != query.digest or (fits is not None and not fits(raw[1:])):
         raise _refuse("The cursor is not one this listing returned (same filters and sort).", "cursor")
     return raw[1:]

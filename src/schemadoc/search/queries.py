@@ -16,7 +16,6 @@ from typing import Any
 
 import orjson
 
-from schemadoc.errors import SchemaDocError
 from schemadoc.search.backends import Backend
 from schemadoc.search.extension import IndexExtension, RankedUnit
 from schemadoc.search.fields import KINDS, Query, decode_cursor, encode_cursor
@@ -96,10 +95,7 @@ class IndexQueries:
         with the index's generation (:meth:`Backend.generation`) and counted again only when the index changed,
         so the pages after the first of a listing cost their keyset lookup alone, at any depth."""
         self.sync()
-        after = decode_cursor(query, cursor) if cursor else None
-        if after is not None and not _cursor_fits(query, after):
-            raise SchemaDocError("invalid-request", "The cursor is not one this listing returned (same filters and "
-                                 "sort).", {"argument": "cursor"})
+        after = decode_cursor(query, cursor, lambda values: _cursor_fits(query, values)) if cursor else None
         dialect = self.backend.dialect
         counting, counting_params = count_statement(query, dialect)
         key = (counting, *counting_params)
@@ -238,7 +234,7 @@ class IndexQueries:
                     scope, params = _scope(within, below)
                     rows, _ = self.backend.ranked_matches(tx, text, scope, params, None, n,
                                                           candidates=_candidates(within, below),
-                                                          in_documents=doc_id is not None)
+                                                          in_documents=doc_id is not None, tell_more=False)
                     return [RankedUnit(r[1], r[2], float(r[3])) for r in rows]
                 ranked += extension.rank(tx, " ".join(" ".join(p.words) for p in text.parts), doc_id=doc_id,
                                          below=below, limit=start + limit + 1, text_rank=text_rank)
@@ -258,8 +254,8 @@ class IndexQueries:
 
 
 def _cursor_fits(query: Query, values: list[Any]) -> bool:
-    """Whether a cursor's sort values are of this query's order (a cursor is not signed: one made by hand reaches
-    here with the right digest and anything after it)."""
+    """Whether a cursor's sort values are of this query's order: as many as its columns, scalars, and for a
+    member's order its kind's rank, value and text."""
     if len(values) != len(sort_columns(query)) or not all(
             v is None or isinstance(v, str | int | float) for v in values):
         return False
