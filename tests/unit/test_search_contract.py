@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
-from pg_support import throwaway_schema
+from pg_support import throwaway_schema, url_with_schema
 from search_reference import Doc, expected
 
 from schemadoc.errors import SchemaDocError
@@ -285,6 +285,34 @@ def test_postgres_finds_the_newest_matches_whatever_the_planner_expects(
     assert {d for d, _ in _hits(service, "keeping")} == set(with_word[-4:])
     assert service.search("script").note is None and len(service.search("script").hits) == 1
     assert service.search("absentword").hits == []
+
+
+def test_postgres_summarises_the_block_ranges_its_build_wrote(open_service: Factory, schema: LoadedSchema) -> None:
+    """A build at start-up writes units faster than autovacuum summarises their block ranges, and a window of the
+    newest units reads every range not summarised: the build summarises them before it serves."""
+    service = open_service()
+    if not isinstance(service.store, PostgresDocumentStore):
+        pytest.skip("block ranges (BRIN) are PostgreSQL's")
+    service.close()
+    store = store_for(None, url_with_schema(service.store.schema))  # written past any index: the next start builds
+    store.open()
+    for i in range(24):
+        content = {"title": f"Book {i}", "chapters": [{"id": "ch-1", "title": "One", "sections": [
+            {"title": "S", "paragraphs": [{"text": f"Paragraph {n} of book {i}: " + " ".join(
+                f"w{i}x{n}x{k}" for k in range(40))} for n in range(120)], "sections": []}]}]}
+        data = orjson.dumps(content)
+        now = utc_now()
+        store.create(DocumentMeta(doc_id=f"01K{i:023d}", version=1, schema_uri=schema.base_uri, created_at=now,
+                                  modified_at=now, content_size_bytes=len(data)),
+                     JournalEntry(version=1, op="create", patch=[{"op": "add", "path": "", "value": content}], at=now,
+                                  info={"seq": 0}), data)
+    store.close()
+    built = open_service()
+    assert built.search("w3x7x5").hits[0].doc_id == f"01K{3:023d}"
+    with built.search_index.backend.transaction() as tx:
+        pages = tx.execute("SELECT pg_relation_size('search_units') / current_setting('block_size')::int")[0][0]
+        assert pages >= 2 * 128  # at least two whole ranges of 128 pages
+        assert tx.execute("SELECT brin_summarize_new_values('search_units_recent'::regclass)")[0][0] == 0
 
 
 def test_two_servers_writing_one_document_in_turn_index_every_version(open_service: Factory) -> None:

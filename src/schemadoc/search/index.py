@@ -156,8 +156,7 @@ class SearchIndex(IndexQueries):
         self._failed.unmark(sorted(marked), keep_failing=True)  # indexed whole above, or gone from the store
         with self.backend.transaction() as tx:
             if done or indexed:  # the planner's statistics, after a build or a catch-up
-                for table in ("search_docs", "search_fields", "search_units"):
-                    tx.execute(f"ANALYZE {table}")
+                self.backend.settle(tx)
             for extension in stale_extensions:
                 if fresh:
                     self._record_generation(tx, extension)
