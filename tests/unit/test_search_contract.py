@@ -280,9 +280,17 @@ def test_postgres_finds_the_newest_matches_whatever_the_planner_expects(
         service.create_document({"title": f"Plain {i}", "chapters": [
             {"id": "ch-1", "title": "Plain", "sections": [{"title": "S", "paragraphs": [
                 {"text": f"Nothing here {i} {n}"} for n in range(6)], "sections": []}]}]})
+    service.create_document({"title": "Lit by night", "chapters": [  # the newest units: two words, never a phrase
+        {"id": "ch-1", "title": "Lit", "sections": [{"title": "S", "paragraphs": [
+            {"text": f"Lit by night {n}"} for n in range(6)], "sections": []}]}]})
     page = service.search("keeping", limit=20)
     assert page.note is not None and "more than 4 places" in page.note
     assert {d for d, _ in _hits(service, "keeping")} == set(with_word[-4:])
+    # several words: the window is the rarest one's (here the first: every estimate is the same), the query a filter
+    for words in ('"lit through the night"', "night keeping"):
+        assert {d for d, _ in _hits(service, words)} == set(with_word[-4:]), words
+    never = service.search('"night lit"')  # its words in the newest units, never so: widened to every unit
+    assert never.hits == [] and never.note is None
     assert service.search("script").note is None and len(service.search("script").hits) == 1
     assert service.search("absentword").hits == []
 
