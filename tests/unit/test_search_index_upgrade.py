@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from schemadoc.schema import load_schema
 from schemadoc.search.opening import INDEX_FILE
 from schemadoc.service import DocumentService
@@ -63,3 +65,74 @@ def test_an_earlier_index_file_gains_the_new_indexes_and_their_statistics(tmp_pa
         assert editions == [5, 4, 3, 2]
     finally:
         service.close()
+
+
+PG_NEW = {"search_fields_by_num", "search_fields_by_txt", "search_docs_live"}
+PG_OLD = {"search_fields_num": "(field, kind, num)", "search_fields_txt": "(field, kind, txt)"}
+
+
+def _pg_indexes(url: str, schema: str) -> set[str]:
+    import psycopg
+
+    with psycopg.connect(url) as connection:
+        return {row[0] for row in connection.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s",
+                                                     [schema])}
+
+
+def _editions(service: DocumentService) -> list[int]:
+    page = service.list_documents(where=[["/metadata/edition", "ge", 2], ["/title", "prefix", "Book"]],
+                                  sort="created", limit=10)
+    assert page.total == 4
+    return [service.read_node(m.doc_id, "/metadata/edition").node for m in page.documents]
+
+
+def test_postgres_tables_of_an_earlier_version_gain_the_covering_filter_indexes() -> None:
+    """The filter indexes of an earlier version's tables, (field, kind, value), give way to (field, kind, value,
+    doc_id) when the owner opens them; one that may not create indexes keeps them and answers alike."""
+    import psycopg
+    from pg_support import URL, throwaway_schema
+
+    with throwaway_schema() as url:
+        if "://postgres@" not in url:
+            pytest.skip("the row-only role's URL is made from the test URL's user postgres (trust authentication)")
+        service = DocumentService(load_schema(BOOK), store_for(None, url), memory_budget=1 << 20)
+        service.open()
+        for i, edition in enumerate([3, 1, 2, 5, 4]):
+            service.create_document({"title": f"Book {i}", "metadata": {"edition": edition}})
+        service.close()
+        schema = url.rsplit("schema=", 1)[1]
+        assert _pg_indexes(URL, schema) >= PG_NEW and not set(PG_OLD) & _pg_indexes(URL, schema)
+        with psycopg.connect(URL, autocommit=True) as connection:  # as the earlier version left them
+            for name in PG_NEW:
+                connection.execute(f'DROP INDEX "{schema}".{name}')
+            for name, columns in PG_OLD.items():
+                connection.execute(f'CREATE INDEX {name} ON "{schema}".search_fields {columns}')
+            role = f"row_only_{schema}"[:63]
+            connection.execute(f'CREATE ROLE "{role}" LOGIN')
+        try:
+            with psycopg.connect(URL, autocommit=True) as connection:
+                connection.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+                connection.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" '
+                                   f'TO "{role}"')
+                connection.execute(f'GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA "{schema}" TO "{role}"')
+            as_role = url.replace("postgres@", f"{role}@", 1)
+            row_only = DocumentService(load_schema(BOOK), store_for(None, as_role), memory_budget=1 << 20)
+            row_only.open()
+            try:
+                assert _editions(row_only) == [3, 2, 5, 4]
+            finally:
+                row_only.close()
+            names = _pg_indexes(URL, schema)
+            assert set(PG_OLD) <= names and not PG_NEW & names  # neither created nor dropped
+        finally:
+            with psycopg.connect(URL, autocommit=True) as connection:
+                connection.execute(f'DROP OWNED BY "{role}"')
+                connection.execute(f'DROP ROLE "{role}"')
+        service = DocumentService(load_schema(BOOK), store_for(None, url), memory_budget=1 << 20)
+        service.open()
+        try:
+            names = _pg_indexes(URL, schema)
+            assert names >= PG_NEW and not set(PG_OLD) & names
+            assert _editions(service) == [3, 2, 5, 4]
+        finally:
+            service.close()
