@@ -325,7 +325,9 @@ def test_a_request_that_never_finishes_does_not_hold_the_stop_beyond_the_grace(t
         took = time.monotonic() - started
         log = server.stderr
     assert code == 0, log
-    assert took < grace + 0.5, f"took {took:.2f} s"
+    # the request alone would hold the stop for its body timeout (60 s); the margin past the grace is the process's
+    # own exit on a loaded machine (2.74 s for a grace of 2 at a load average of 6)
+    assert took < grace + 2, f"took {took:.2f} s"
     assert "waiting up to 2 s for 1 request(s) in flight" in log
     assert "Traceback" not in log
 
