@@ -403,20 +403,15 @@ class PostgresBackend(Backend):
     def text_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
                        limit: int, *, candidates: int | None = None,
                        in_documents: bool = False) -> tuple[str, list[Any]]:
-        """(``in_documents`` changes nothing here: the planner reads the documents' units by their index.)"""
-        params: list[Any] = [query.tsquery()]
-        units = "search_units u"
-        if candidates is not None:  # the newest matches by id, ranked after they are chosen
-            units = ("(SELECT c.* FROM search_units c WHERE c.tsv @@ to_tsquery('simple', ?) ORDER BY c.id DESC "
-                     "LIMIT ?) u")
-            params = [query.tsquery(), candidates, *params]
-        params += scope_params
+        """Every match ranked (``candidates`` set, :meth:`ranked_matches` reads a window of the newest units instead;
+        ``in_documents`` changes nothing here: the planner reads the documents' units by their index)."""
+        params: list[Any] = [query.tsquery(), *scope_params]
         keyset = ""
         if after is not None:
             keyset = " AND (m.score < ? OR (m.score = ? AND m.id > ?))"
             params += [after[0], after[0], after[1]]
         return ("SELECT m.id, m.doc_id, m.pointer, m.score, m.text, m.label FROM (SELECT u.id, u.doc_id, u.pointer, "
-                f"ts_rank_cd(u.tsv, q, 1)::float8 AS score, u.text, d.label FROM {units} "
+                "ts_rank_cd(u.tsv, q, 1)::float8 AS score, u.text, d.label FROM search_units u "
                 "JOIN search_docs d ON d.doc_id = u.doc_id, to_tsquery('simple', ?) q "
                 f"WHERE u.tsv @@ q AND d.deleted = 0 AND {scope}) m WHERE 1 = 1{keyset} "
                 "ORDER BY m.score DESC, m.id LIMIT ?", [*params, limit])
