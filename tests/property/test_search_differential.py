@@ -225,8 +225,10 @@ def test_filters_and_order_agree_with_a_plain_evaluation_through_writes_restarts
                 world.step(step)
             docs = world.reference()
             for where in BATTERY:
-                got = [meta.doc_id for meta in world.service.list_documents(where=where, limit=1000).documents]
+                listed = world.service.list_documents(where=where, limit=1000)
+                got = [meta.doc_id for meta in listed.documents]
                 assert got == expected(docs, where), where
+                assert listed.total == len(got), where
             for sort in SORTS:
                 got = [meta.doc_id for meta in world.service.list_documents(sort=sort, limit=1000).documents]
                 assert got == expected(docs, [], sort), sort
@@ -235,6 +237,7 @@ def test_filters_and_order_agree_with_a_plain_evaluation_through_writes_restarts
                 page = world.service.list_documents(where=where, sort=sort, limit=1000)
                 got = [meta.doc_id for meta in page.documents]
                 assert got == expected(docs, where, sort), (where, sort)
+                assert page.total == len(got), (where, sort)
                 for plan in (False, True):  # pages by cursor, collected and sorted, or walked in the order's index
                     assert _paged(world.service, where, sort, plan) == got, (where, sort, plan)
         finally:
@@ -246,12 +249,15 @@ def _paged(service: DocumentService, where: list[Any], sort: str, plan: bool) ->
     index.walk_plan = plan
     try:
         found: list[str] = []
+        totals: set[int] = set()
         cursor = None
         while True:
             page = service.list_documents(where=where, sort=sort, limit=3, cursor=cursor)
             found += [meta.doc_id for meta in page.documents]
+            totals.add(page.total)
             cursor = page.next_cursor
             if cursor is None:
+                assert totals == {len(found)}, (totals, len(found))
                 return found
     finally:
         index.walk_plan = None
