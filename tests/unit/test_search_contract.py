@@ -337,7 +337,8 @@ def test_postgres_ranks_the_newest_matches_of_a_common_word_in_memory(open_servi
 
 def test_postgres_summarises_the_block_ranges_its_build_wrote(open_service: Factory, schema: LoadedSchema) -> None:
     """A build at start-up writes units faster than autovacuum summarises their block ranges, and a window of the
-    newest units reads every range not summarised: the build summarises them before it serves."""
+    newest units reads every range not summarised: the build summarises them before it serves. It also marks the
+    pages of the documents' and members' rows all-visible (a count of a filter then reads its index alone)."""
     service = open_service()
     if not isinstance(service.store, PostgresDocumentStore):
         pytest.skip("block ranges (BRIN) are PostgreSQL's")
@@ -361,6 +362,10 @@ def test_postgres_summarises_the_block_ranges_its_build_wrote(open_service: Fact
         pages = tx.execute("SELECT pg_relation_size('search_units') / current_setting('block_size')::int")[0][0]
         assert pages >= 2 * 128  # at least two whole ranges of 128 pages
         assert tx.execute("SELECT brin_summarize_new_values('search_units_recent'::regclass)")[0][0] == 0
+        for table in ("search_docs", "search_fields"):
+            pages, visible = tx.execute("SELECT relpages, relallvisible FROM pg_class WHERE oid = ?::regclass",
+                                        [table])[0]
+            assert visible == pages > 0, (table, pages, visible)
 
 
 def test_two_servers_writing_one_document_in_turn_index_every_version(open_service: Factory) -> None:

@@ -146,6 +146,9 @@ class Backend:
         for table in ("search_docs", "search_fields", "search_units"):
             tx.execute(f"ANALYZE {table}")
 
+    def tidy(self) -> None:
+        """After :meth:`settle`, outside a transaction: what the database keeps for its indexes to be read alone."""
+
     def generation(self, tx: Any) -> Any:
         """Within a read transaction, after its first statement: a value equal in two transactions only when
         they see the same index (nothing committed in between); None when the backend cannot tell."""
@@ -384,28 +387,34 @@ class PostgresBackend(Backend):
                 tx.execute(statement)
 
     @contextmanager
-    def transaction(self, *, write: bool = True) -> Iterator[PostgresTransaction]:
+    def _connection(self) -> Iterator[Any]:
+        """A pooled connection of the store (autocommit); an outage said as the store says one."""
         import psycopg  # only with the PostgreSQL store, which has it
 
         from schemadoc.storage.postgres.connections import is_outage
 
         connections = self._store.connections
         try:
-            with connections.connection(self._timeout) as connection, connection.transaction():
-                schema = self._store.schema.replace('"', '""')
-                # a read: one snapshot for every statement (a page, its count and generation agree); one round trip
-                # no JIT: past its thresholds (a plan's cost over 100,000, 500,000 for inlining, reached at 100,000
-                # books) compiling took 2.6 s of a 40 ms search; the index's statements are all short
-                # a read's bitmaps and sorts in memory up to _READ_WORK_MEM: at the default 4 MB a word in each of
-                # 100,000 books made a lossy bitmap and a window sorted on disk (55 ms; 34 ms in memory)
-                connection.execute((f"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET LOCAL work_mem = "
-                                    f"'{_READ_WORK_MEM}'; " if not write else "")
-                                   + f'SET LOCAL search_path TO "{schema}"; SET LOCAL jit = off')
-                yield PostgresTransaction(connection)
+            with connections.connection(self._timeout) as connection:
+                yield connection
         except psycopg.Error as error:  # an outage, said as the store says one (storage-unavailable), no traceback;
             if is_outage(error):  # the store itself finds out on its next call, and probes as it does
                 raise connections.unavailable(connections.scrub(error)) from None
             raise
+
+    @contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[PostgresTransaction]:
+        with self._connection() as connection, connection.transaction():
+            schema = self._store.schema.replace('"', '""')
+            # a read: one snapshot for every statement (a page, its count and generation agree); one round trip
+            # no JIT: past its thresholds (a plan's cost over 100,000, 500,000 for inlining, reached at 100,000
+            # books) compiling took 2.6 s of a 40 ms search; the index's statements are all short
+            # a read's bitmaps and sorts in memory up to _READ_WORK_MEM: at the default 4 MB a word in each of
+            # 100,000 books made a lossy bitmap and a window sorted on disk (55 ms; 34 ms in memory)
+            connection.execute((f"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET LOCAL work_mem = "
+                                f"'{_READ_WORK_MEM}'; " if not write else "")
+                               + f'SET LOCAL search_path TO "{schema}"; SET LOCAL jit = off')
+            yield PostgresTransaction(connection)
 
     def text_statement(self, query: TextQuery, scope: str, scope_params: Sequence[Any], after: Sequence[Any] | None,
                        limit: int, *, candidates: int | None = None,
@@ -495,6 +504,14 @@ class PostgresBackend(Backend):
                 "to_tsquery('simple', ?) q "
                 f"WHERE u.tsv @@ q AND d.deleted = 0 AND {scope}) m WHERE 1 = 1{keyset} "
                 "ORDER BY m.score DESC, m.id LIMIT ?", [*params, limit])
+
+    def tidy(self) -> None:
+        """``VACUUM`` of the documents' and the members' rows after a build (outside a transaction): their pages
+        marked all-visible, a count of a filter reads the covering indexes alone (autovacuum does the same later, when
+        it runs; a role that does not own the tables leaves it to autovacuum, with a warning of the database's)."""
+        schema = self._store.schema.replace('"', '""')
+        with self._connection() as connection:
+            connection.execute(f'VACUUM "{schema}".search_docs, "{schema}".search_fields')
 
     def settle(self, tx: Any) -> None:
         """The statistics, and the block ranges of the units written since the last summary: a build writes them

@@ -165,6 +165,8 @@ class SearchIndex(IndexQueries):
             put_state(tx, "members", members)
             if self._schema_digest:  # what ``valid`` means here, for a process that records verdicts without an index
                 put_state(tx, "schema", self._schema_digest)
+        if done or indexed:
+            self.backend.tidy()
         self._thread = threading.Thread(target=self._run, name="search-index", daemon=True)
         self._thread.start()
         for extension in self._extensions:  # work of their own from now on (the semantic feed: docs/search.md)
