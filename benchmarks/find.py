@@ -19,6 +19,7 @@ same on PostgreSQL (``SCHEMADOC_TEST_POSTGRES_URL``) after the files store.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import resource
@@ -136,16 +137,30 @@ def measure(service: DocumentService, ids: list[str], runs: int) -> None:
         took = timings(lambda q=query, b=below, d=doc_ids: service.search(q, b, d, limit=20), runs)
         print(f"| search: {name}, 20 hits | {ms(p50(took))} |")
     pages: list[float] = []
+    collections: list[float] = []  # the interpreter's garbage collections while the pages were listed
+    collecting = [0.0]
+
+    def timed_collection(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            collecting[0] = time.perf_counter()
+        else:
+            collections.append(time.perf_counter() - collecting[0])
+
     cursor = None
-    while True:
-        started = time.perf_counter()
-        page = service.list_documents(limit=100, cursor=cursor)
-        pages.append(time.perf_counter() - started)
-        cursor = page.next_cursor
-        if cursor is None:
-            break
+    gc.callbacks.append(timed_collection)
+    try:
+        while True:
+            started = time.perf_counter()
+            page = service.list_documents(limit=100, cursor=cursor)
+            pages.append(time.perf_counter() - started)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+    finally:
+        gc.callbacks.remove(timed_collection)
     print(f"| list pages of 100 by cursor, first to last ({len(pages)} pages): p50 | {ms(p50(pages))} |")
-    print(f"| ... slowest page | {ms(max(pages))} |")
+    print(f"| ... slowest page (the longest garbage collection while listing: {ms(max(collections, default=0.0))}, "
+          f"{len(collections)} in all) | {ms(max(pages))} |")
     print(f"| ... the first page (its total counted) | {ms(pages[0])} |")
     tenth = max(len(pages) // 10, 1)
     print(f"| ... p50 of the first tenth of the pages / of the last tenth | {ms(p50(pages[:tenth]))} / "
