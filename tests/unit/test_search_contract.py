@@ -362,10 +362,10 @@ def test_postgres_summarises_the_block_ranges_its_build_wrote(open_service: Fact
         pages = tx.execute("SELECT pg_relation_size('search_units') / current_setting('block_size')::int")[0][0]
         assert pages >= 2 * 128  # at least two whole ranges of 128 pages
         assert tx.execute("SELECT brin_summarize_new_values('search_units_recent'::regclass)")[0][0] == 0
-        for table in ("search_docs", "search_fields"):
-            pages, visible = tx.execute("SELECT relpages, relallvisible FROM pg_class WHERE oid = ?::regclass",
-                                        [table])[0]
-            assert visible == pages > 0, (table, pages, visible)
+        for table in ("search_docs", "search_fields"):  # vacuumed (whether a page is all-visible then depends on
+            # the oldest transaction open in the database: another test's, or another server's, may hold it back)
+            assert tx.execute("SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = ?::regclass",
+                              [table])[0][0] >= 1, table
 
 
 def test_two_servers_writing_one_document_in_turn_index_every_version(open_service: Factory) -> None:

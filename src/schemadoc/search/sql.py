@@ -202,7 +202,7 @@ def count_statement(query: Query, dialect: str) -> Built:
     documents are those of the first term's rows in the others' (the covering indexes of ``search_fields`` hold
     them), less the deleted ones (few, by ``search_docs``' index on ``deleted``): at 100,000 books, with a join to
     every document, a third of them took 25 ms on PostgreSQL and 12.5 on SQLite (now 8 and 5.7), and two filters
-    45 and 34 ms (now 20 and 17)."""
+    45 and 34 ms (now 20 and 19)."""
     if query.terms and all(term.key.startswith("/") and not _negated(term) for term in query.terms):
         rows: list[str] = []
         params: list[Any] = []
@@ -210,7 +210,10 @@ def count_statement(query: Query, dialect: str) -> Built:
             condition, more = _value_condition(term.op, term.value, dialect)
             rows.append(f"field = ? AND {condition}")
             params += [term.key, *more]
-        within = "".join(f" AND doc_id IN ({_MEMBER_ROWS} {r})" for r in rows[1:])
+        # SQLite: the first filter's rows are read in their index, each looked up in the others' lists (``+``: not
+        # the others' lists walked and each looked up in the documents' rows, 46 ms against 19 at 100,000 books)
+        tested = "+doc_id" if dialect == "sqlite" else "doc_id"
+        within = "".join(f" AND {tested} IN ({_MEMBER_ROWS} {r})" for r in rows[1:])
         return (f"SELECT count(*) FROM (SELECT DISTINCT doc_id FROM search_fields WHERE {rows[0]}{within}) f "
                 "WHERE f.doc_id NOT IN (SELECT doc_id FROM search_docs WHERE deleted = 1)", params)
     where, params = _where(query, dialect)
