@@ -9,6 +9,7 @@ import errno
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -784,3 +785,43 @@ def test_checks_in_quick_succession_are_each_seen_by_another_store_on_the_direct
         other.record_verdict(meta.doc_id, Verdict.of(1, "sha256:" + "e" * 64, problem * count, count))
         verdict = store.read_meta(meta.doc_id).verdict
         assert verdict is not None and verdict.violation_count == count
+
+
+def test_the_store_keeps_per_document_state_for_recent_documents_only(
+        directory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the process knows of a document (its tail) is kept for the latest ones read or written, and a write lock
+    only while a thread holds or waits for it: kept for every document, a listing of 100,000 books held five objects
+    each for every collection of the interpreter to walk (573 ms). A tail forgotten is read again, right."""
+    from schemadoc.storage import directory as directory_module
+
+    monkeypatch.setattr(directory_module, "_TAILS_KEPT", 4)
+    store = FileDocumentStore(directory)
+    store.open()
+    metas = [create_document(store, {"title": f"Book {i}"}) for i in range(12)]
+    metas[0] = commit_patch(store, metas[0], [{"op": "replace", "path": "/title", "value": "First"}], inline=False)
+    metas[1] = commit_patch(store, metas[1], [{"op": "replace", "path": "/title", "value": "Second"}])
+    for meta in [*metas, *reversed(metas)]:  # the second time, read again after their tails were forgotten
+        assert store.read_meta(meta.doc_id).version == meta.version
+    assert len(store._tails) == 4
+    assert store._locks._locks == {}
+    assert current_content(store, metas[0].doc_id) == {"title": "First"}
+    assert len(store._tails) == 4
+    metas[0] = commit_patch(store, metas[0], [{"op": "replace", "path": "/title", "value": "Again"}], inline=False)
+    assert store.read_meta(metas[0].doc_id).version == 3
+    assert current_content(store, metas[0].doc_id) == {"title": "Again"}
+
+    order: list[str] = []
+
+    def second() -> None:
+        with store.write_lock(metas[5].doc_id, 5.0):
+            order.append("second")
+
+    with store.write_lock(metas[5].doc_id, 5.0):
+        waiter = threading.Thread(target=second)
+        waiter.start()
+        while store._locks._locks[metas[5].doc_id].users < 2:  # the waiter is counted: its lock is kept
+            time.sleep(0.001)
+        order.append("first")
+    waiter.join(5.0)
+    assert order == ["first", "second"]
+    assert store._locks._locks == {}

@@ -35,6 +35,8 @@ class DocumentLock:
         self._thread_lock = threading.RLock()
         self._depth = 0
         self._fd: int | None = None
+        self.users = 0
+        """The threads holding it or waiting for it (counted by :class:`WriteLocks`, under its guard)."""
 
     def acquire(self, timeout: float) -> bool:
         """True once held; False when ``timeout`` seconds passed. Raises :exc:`OSError` (lock file)."""
@@ -90,7 +92,9 @@ class DocumentLock:
 
 
 class WriteLocks:
-    """A store's write locks: one :class:`DocumentLock` per document, made on first use."""
+    """A store's write locks: one :class:`DocumentLock` per document, made when a thread wants it and dropped when
+    none holds or waits for it (a lock kept for every document ever written grew with the store: three objects a
+    document for the interpreter's collections to walk)."""
 
     def __init__(self, lock_file: Callable[[str], Path | None], *, create: bool = True) -> None:
         self._lock_file = lock_file
@@ -107,13 +111,20 @@ class WriteLocks:
             lock = self._locks.get(doc_id)
             if lock is None:
                 lock = self._locks[doc_id] = DocumentLock(self._lock_file(doc_id), create=self._create)
+            lock.users += 1
         try:
-            acquired = lock.acquire(timeout)
-        except OSError as error:
-            raise write_failed(doc_id, "opening the lock file", error) from None
-        if not acquired:
-            raise lock_timeout(doc_id, timeout)
-        try:
-            yield
+            try:
+                acquired = lock.acquire(timeout)
+            except OSError as error:
+                raise write_failed(doc_id, "opening the lock file", error) from None
+            if not acquired:
+                raise lock_timeout(doc_id, timeout)
+            try:
+                yield
+            finally:
+                lock.release()
         finally:
-            lock.release()
+            with self._guard:
+                lock.users -= 1
+                if lock.users == 0:
+                    del self._locks[doc_id]
