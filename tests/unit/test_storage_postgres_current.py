@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 from contract.storage import commit_patch, create_document, delete_document
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pg_support import empty_tables, throwaway_schema
 
@@ -32,7 +32,7 @@ NOTICE_TIMEOUT_SECONDS = 10.0
 
 # -- CurrentMetas against a model ------------------------------------------------------------------
 
-_DOCS = ("a", "b")
+_DOCS = ("a", "b", "c")
 _step = st.one_of(
     st.tuples(st.just("read"), st.sampled_from(_DOCS), st.integers(0, 1)),  # a read from the database: put later
     st.tuples(st.just("finish"), st.integers(0, 3)),  # the n-th read in flight is put now
@@ -48,11 +48,14 @@ def _meta(doc_id: str, version: int, verdict_mark: int) -> DocumentMeta:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(_step, max_size=40))
-def test_a_meta_known_current_is_never_behind_the_database_once_a_change_was_heard(steps: list[Any]) -> None:
+@given(st.lists(_step, max_size=40), st.sampled_from([1, 2, 100]))
+@example([("listening",), ("read", "a", 0), ("commit_other", "a"), ("commit_other", "b"), ("finish", 0)], 1)
+def test_a_meta_known_current_is_never_behind_the_database_once_a_change_was_heard(steps: list[Any],
+                                                                                   kept: int) -> None:
     """The database's state is the model: whenever ``get`` answers, it answers what the database holds now
-    (a change by another process counts once it was heard; trust needs ``listening``)."""
-    current = CurrentMetas()
+    (a change by another process counts once it was heard; trust needs ``listening``), however few metas and
+    versions heard of are kept (``kept``: past it the oldest metas go, and what was heard is forgotten)."""
+    current = CurrentMetas(kept)
     database = {doc_id: (1, 0) for doc_id in _DOCS}  # version, verdict mark
     in_flight: list[tuple[DocumentMeta, int]] = []
     for step in steps:
@@ -83,6 +86,7 @@ def test_a_meta_known_current_is_never_behind_the_database_once_a_change_was_hea
             known = current.get(doc_id)
             if known is not None:
                 assert (known.version, known.schema_digest) == (database[doc_id][0], f"digest-{database[doc_id][1]}")
+        assert len(current) <= kept
 
 
 def test_nothing_is_known_current_before_listening_or_after_the_connection_was_lost() -> None:

@@ -22,6 +22,7 @@ trip as the lock (:mod:`~.locks`), and a commit is conditional on the version it
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from typing import Final
 
 from schemadoc.storage.base import DocumentMeta
@@ -30,14 +31,19 @@ __all__ = ["CurrentMetas"]
 
 _PURGED: Final = 2**31
 """The version a purge is remembered at: nothing read before it may come back."""
+KEPT: Final = 8192
+"""At most this many metas are kept (the oldest put out first), and as many versions heard of (past that they are
+forgotten and a new epoch begins: no meta read before is kept). Kept for every document, a listing of 100,000 books
+held two objects a document for every collection of the interpreter to walk."""
 
 
 class CurrentMetas:
     """Metas known current (see the module docstring). Thread-safe; untrusted until :meth:`listening`."""
 
-    def __init__(self) -> None:
+    def __init__(self, kept: int = KEPT) -> None:
+        self._kept = kept
         self._guard = threading.Lock()
-        self._metas: dict[str, DocumentMeta] = {}
+        self._metas: OrderedDict[str, DocumentMeta] = OrderedDict()
         self._heard: dict[str, int] = {}  # doc_id -> the newest version another process announced
         self._trusted = False
         self.epoch = 0
@@ -63,6 +69,9 @@ class CurrentMetas:
             known = self._metas.get(doc_id)
             if known is None or known.version <= meta.version:
                 self._metas[doc_id] = meta
+                self._metas.move_to_end(doc_id)
+                while len(self._metas) > self._kept:
+                    self._metas.popitem(last=False)
 
     def drop(self, doc_id: str) -> None:
         """Forget ``doc_id``'s meta: something a meta holds besides the version changed (a verdict, the snapshot).
@@ -83,6 +92,9 @@ class CurrentMetas:
             self._metas.pop(doc_id, None)
             newest = _PURGED if kind == "purged" else version
             self._heard[doc_id] = max(self._heard.get(doc_id, 0), newest)
+            if len(self._heard) > self._kept:  # forgotten: no meta read before now is kept either
+                self._heard.clear()
+                self.epoch += 1
 
     def lost(self) -> None:
         """The listening connection is down: nothing is known current any more."""
