@@ -792,9 +792,11 @@ def test_the_store_keeps_per_document_state_for_recent_documents_only(
     """What the process knows of a document (its tail) is kept for the latest ones read or written, and a write lock
     only while a thread holds or waits for it: kept for every document, a listing of 100,000 books held five objects
     each for every collection of the interpreter to walk (573 ms). A tail forgotten is read again, right."""
+    from schemadoc.storage import checked
     from schemadoc.storage import directory as directory_module
 
     monkeypatch.setattr(directory_module, "_TAILS_KEPT", 4)
+    monkeypatch.setattr(checked, "KNOWN_KEPT", 4)
     store = FileDocumentStore(directory)
     store.open()
     metas = [create_document(store, {"title": f"Book {i}"}) for i in range(12)]
@@ -802,8 +804,13 @@ def test_the_store_keeps_per_document_state_for_recent_documents_only(
     metas[1] = commit_patch(store, metas[1], [{"op": "replace", "path": "/title", "value": "Second"}])
     for meta in [*metas, *reversed(metas)]:  # the second time, read again after their tails were forgotten
         assert store.read_meta(meta.doc_id).version == meta.version
-    assert len(store._tails) == 4
+    assert len(store._tails) == len(store._verdicts._known) == 4
     assert store._locks._locks == {}
+    verdict = Verdict(metas[2].version, "digest", 0, (), "2026-01-01T00:00:00Z")
+    assert store.record_verdict(metas[2].doc_id, verdict)
+    for meta in metas:  # its verdict's key forgotten on the way, read again
+        store.read_meta(meta.doc_id)
+    assert store.read_meta(metas[2].doc_id).verdict == verdict
     assert current_content(store, metas[0].doc_id) == {"title": "First"}
     assert len(store._tails) == 4
     metas[0] = commit_patch(store, metas[0], [{"op": "replace", "path": "/title", "value": "Again"}], inline=False)

@@ -32,6 +32,11 @@ FileKey = tuple[int, int, int]
 """A file's inode, mtime (ns) and size."""
 
 
+KNOWN_KEPT = 8192
+"""The documents whose verdict file's key is kept (the oldest out first): one forgotten is looked for again (a
+``stat``); kept for every document read, they grew with the store."""
+
+
 class CheckedVerdicts:
     """This process's view of a directory's ``verdicts/``: each document's recorded verdict and the keys it was
     read under (the meta file's, the verdict file's)."""
@@ -59,7 +64,10 @@ class CheckedVerdicts:
             except (OSError, ValueError):
                 verdict = None
         with self._lock:
+            self._known.pop(doc_id, None)
             self._known[doc_id] = (meta_key, key, verdict)
+            while len(self._known) > KNOWN_KEPT:
+                del self._known[next(iter(self._known))]
         return verdict
 
     def write(self, paths: Paths, verdict: Verdict) -> None:
