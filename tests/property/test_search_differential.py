@@ -230,8 +230,10 @@ def test_filters_and_order_agree_with_a_plain_evaluation_through_writes_restarts
                 assert got == expected(docs, where), where
                 assert listed.total == len(got), where
             for sort in SORTS:
-                got = [meta.doc_id for meta in world.service.list_documents(sort=sort, limit=1000).documents]
+                listed = world.service.list_documents(sort=sort, limit=1000)
+                got = [meta.doc_id for meta in listed.documents]
                 assert got == expected(docs, [], sort), sort
+                assert listed.total == len(got), sort
             for raw_terms, sort in queries:
                 where = [_filter(*term) for term in raw_terms]
                 page = world.service.list_documents(where=where, sort=sort, limit=1000)

@@ -203,6 +203,9 @@ def count_statement(query: Query, dialect: str) -> Built:
     them), less the deleted ones (few, by ``search_docs``' index on ``deleted``): at 100,000 books, with a join to
     every document, a third of them took 25 ms on PostgreSQL and 12.5 on SQLite (now 8 and 5.7), and two filters
     45 and 34 ms (now 20 and 19)."""
+    if not query.terms and dialect == "sqlite":  # SQLite counts a whole index by its pages (0.6 ms, 3.9 by rows)
+        return ("SELECT (SELECT count(*) FROM search_docs) - (SELECT count(*) FROM search_docs WHERE deleted = 1)",
+                [])
     if query.terms and all(term.key.startswith("/") and not _negated(term) for term in query.terms):
         rows: list[str] = []
         params: list[Any] = []
