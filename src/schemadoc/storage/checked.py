@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import threading
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import orjson
 
 from schemadoc.storage import disk
 from schemadoc.storage.layout import Paths, reason
+from schemadoc.storage.recent import Recent
 from schemadoc.storage.verdict import Verdict
 
 __all__ = ["CheckedVerdicts", "FileKey"]
@@ -33,8 +33,8 @@ FileKey = tuple[int, int, int]
 
 
 KNOWN_KEPT = 8192
-"""The documents whose verdict file's key is kept (the oldest out first): one forgotten is looked for again (a
-``stat``); kept for every document read, they grew with the store."""
+"""The documents whose verdict file's key is kept (:class:`~schemadoc.storage.recent.Recent`): one forgotten is
+looked for again (a ``stat``)."""
 
 
 class CheckedVerdicts:
@@ -42,8 +42,7 @@ class CheckedVerdicts:
     read under (the meta file's, the verdict file's)."""
 
     def __init__(self) -> None:
-        self._known: dict[str, tuple[FileKey, FileKey | None, Verdict | None]] = {}
-        self._lock = threading.Lock()
+        self._known: Recent[str, tuple[FileKey, FileKey | None, Verdict | None]] = Recent(KNOWN_KEPT)
 
     def of(self, paths: Paths, meta_key: FileKey) -> Verdict | None:
         """The verdict ``verdicts/{doc_id}.json`` records; ``None`` when there is none or it cannot be read (the
@@ -63,11 +62,7 @@ class CheckedVerdicts:
                 verdict = Verdict.from_dict(orjson.loads(paths.verdict.read_bytes()))
             except (OSError, ValueError):
                 verdict = None
-        with self._lock:
-            self._known.pop(doc_id, None)
-            self._known[doc_id] = (meta_key, key, verdict)
-            while len(self._known) > KNOWN_KEPT:
-                del self._known[next(iter(self._known))]
+        self._known[doc_id] = (meta_key, key, verdict)
         return verdict
 
     def write(self, paths: Paths, verdict: Verdict) -> None:
@@ -85,8 +80,7 @@ class CheckedVerdicts:
         _touch(paths.meta)
 
     def forget(self, doc_id: str) -> None:
-        with self._lock:
-            self._known.pop(doc_id, None)
+        self._known.pop(doc_id)
 
 
 def _touch(path: Path) -> None:

@@ -22,10 +22,10 @@ trip as the lock (:mod:`~.locks`), and a commit is conditional on the version it
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Final
 
 from schemadoc.storage.base import DocumentMeta
+from schemadoc.storage.recent import Recent
 
 __all__ = ["CurrentMetas"]
 
@@ -41,10 +41,10 @@ class CurrentMetas:
     """Metas known current (see the module docstring). Thread-safe; untrusted until :meth:`listening`."""
 
     def __init__(self, kept: int = KEPT) -> None:
-        self._kept = kept
         self._guard = threading.Lock()
-        self._metas: OrderedDict[str, DocumentMeta] = OrderedDict()
+        self._metas: Recent[str, DocumentMeta] = Recent(kept)
         self._heard: dict[str, int] = {}  # doc_id -> the newest version another process announced
+        self._heard_kept = kept
         self._trusted = False
         self.epoch = 0
         """Changes whenever trust is lost or regained; take it before a database read, give it to :meth:`put`."""
@@ -69,9 +69,6 @@ class CurrentMetas:
             known = self._metas.get(doc_id)
             if known is None or known.version <= meta.version:
                 self._metas[doc_id] = meta
-                self._metas.move_to_end(doc_id)
-                while len(self._metas) > self._kept:
-                    self._metas.popitem(last=False)
 
     def drop(self, doc_id: str) -> None:
         """Forget ``doc_id``'s meta: something a meta holds besides the version changed (a verdict, the snapshot).
@@ -92,7 +89,7 @@ class CurrentMetas:
             self._metas.pop(doc_id, None)
             newest = _PURGED if kind == "purged" else version
             self._heard[doc_id] = max(self._heard.get(doc_id, 0), newest)
-            if len(self._heard) > self._kept:  # forgotten: no meta read before now is kept either
+            if len(self._heard) > self._heard_kept:  # forgotten: no meta read before now is kept either
                 self._heard.clear()
                 self.epoch += 1
 
