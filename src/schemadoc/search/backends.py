@@ -30,8 +30,11 @@ __all__ = ["Backend", "PostgresBackend", "SqliteBackend", "SqliteTransaction"]
 log = logging.getLogger("schemadoc.search")
 
 SQLITE_CACHE_KIB = 16 * 1024
-_WINDOW_MARGIN = 1.5
-"""How much larger than the estimate says a window of the newest units is taken (PostgreSQL's ``ranked_matches``)."""
+_WINDOW_MARGIN = 1.25
+"""How much larger than the estimate says a window of the newest units is taken (PostgreSQL's ``ranked_matches``):
+the planner's frequency of a word in every book is from a sample of 30,000 units (about 10% off either way); a window
+too small is widened, one more statement. At 100,000 books 1.5 held 3,362 matches for the 2,001 wanted, 1.25 about
+2,800: a common word 55 → 47 ms, a phrase 59 → 51 ms."""
 _WINDOW_FROM = 2
 """A window of the newest units is read only for a query the planner expects to match at least this many times as
 often as a word found nowhere (:data:`_NO_WORD`); one it knows nothing of is read whole."""
